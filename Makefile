@@ -1,0 +1,154 @@
+# The workbook's build. `make lab-23` runs the labs, `make test` runs every
+# test; both set up what is missing first (tools/setup.sh). Each stage builds
+# as its own shared library: uopc, then one per lab, linked against the
+# earlier stages it uses. IMPL=solutions swaps the student files of labs/ for
+# the reference ones in solutions/; everything else (headers, drivers, tests)
+# always comes from labs/ and tests/.
+
+IMPL ?= labs
+SAN ?=
+CC := gcc
+PYTHON := .venv/bin/python
+BUILD := build/$(IMPL)$(if $(SAN),-san)
+
+ifneq ($(IMPL),labs)
+ifneq ($(IMPL),solutions)
+$(error IMPL must be 'labs' or 'solutions', not '$(IMPL)')
+endif
+endif
+
+SANFLAGS :=
+ifneq ($(SAN),)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC $(SANFLAGS) -Iuopc/include
+LDFLAGS := $(SANFLAGS) -Wl,-rpath,'$$ORIGIN' -L$(BUILD)/lib
+.DEFAULT_GOAL := all
+
+# ---- the runtime ------------------------------------------------------------
+UOPC_SRC := $(wildcard uopc/src/*.c)
+UOPC_OBJ := $(UOPC_SRC:%.c=$(BUILD)/obj/%.o)
+UOPC_LIB := $(BUILD)/lib/libuopc.so
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
+
+$(UOPC_LIB): $(UOPC_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
+
+# ---- the labs ---------------------------------------------------------------
+# A lab is a folder labs/23.N-name/: its .c files (but main.c, the driver) make
+# liblab23_N.so. A file that also exists in solutions/23.N-name/ is a student
+# file: IMPL chooses which copy is compiled. LAB_DEPS_23.N lists the earlier
+# stages it links.
+LAB_DIRS := $(patsubst %/,%,$(sort $(wildcard labs/23.*-*/)))
+LAB_IDS := $(foreach d,$(LAB_DIRS),$(firstword $(subst -, ,$(notdir $(d)))))
+LAB_DEPS_23.2 := 23.1
+
+lab_dir = $(filter labs/$(1)-%,$(LAB_DIRS))
+lab_lib = $(BUILD)/lib/liblab$(subst .,_,$(1)).so
+lab_src = $(foreach f,$(filter-out %/main.c,$(wildcard $(call lab_dir,$(1))/*.c)),\
+  $(if $(and $(filter solutions,$(IMPL)),$(wildcard solutions/$(notdir $(call lab_dir,$(1)))/$(notdir $(f)))),\
+    solutions/$(notdir $(call lab_dir,$(1)))/$(notdir $(f)),$(f)))
+lab_incs = $(foreach l,$(1) $(LAB_DEPS_$(1)),-I$(call lab_dir,$(l)))
+lab_links = $(foreach l,$(1) $(LAB_DEPS_$(1)),-llab$(subst .,_,$(l)))
+
+define LAB_RULES
+$(BUILD)/obj/$(call lab_dir,$(1))/%.o $(BUILD)/obj/solutions/$(notdir $(call lab_dir,$(1)))/%.o: EXTRA_CFLAGS = $(call lab_incs,$(1))
+$(call lab_lib,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
+	$$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc
+$(BUILD)/bin/lab-$(1): $(call lab_dir,$(1))/main.c $(call lab_lib,$(1))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
+endef
+$(foreach l,$(LAB_IDS),$(eval $(call LAB_RULES,$(l))))
+
+LAB_BINS := $(foreach l,$(LAB_IDS),$(BUILD)/bin/lab-$(l))
+LAB_LIBS := $(foreach l,$(LAB_IDS),$(call lab_lib,$(l)))
+
+# ---- tests ------------------------------------------------------------------
+# tests/uopc/test_x.c links the runtime; tests/23.N/test_x.c links lab 23.N
+# (and its earlier stages). Test-only builds with a guard removed live in
+# tests/broken.mk.
+TEST_SRC := $(wildcard tests/uopc/test_*.c tests/23.*/test_*.c)
+TEST_BINS := $(TEST_SRC:%.c=$(BUILD)/%)
+test_lab = $(patsubst tests/%/,%,$(dir $(1)))
+
+$(BUILD)/tests/uopc/%: tests/uopc/%.c $(UOPC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -luopc -lcmocka -lpthread
+
+define TEST_RULES
+$(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call lab_lib,$(1))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
+endef
+$(foreach l,$(LAB_IDS),$(eval $(call TEST_RULES,$(l))))
+
+-include tests/broken.mk
+
+# ---- benchmarks -------------------------------------------------------------
+# bench/bench_23_N.c links lab 23.N; bench/report.py runs them and adds NumPy.
+define BENCH_RULES
+$(BUILD)/bin/bench_$(subst .,_,$(1)): bench/bench_$(subst .,_,$(1)).c $(call lab_lib,$(1))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
+endef
+BENCH_LABS := $(foreach l,$(LAB_IDS),$(if $(wildcard bench/bench_$(subst .,_,$(l)).c),$(l)))
+$(foreach l,$(BENCH_LABS),$(eval $(call BENCH_RULES,$(l))))
+BENCH_BINS := $(foreach l,$(BENCH_LABS),$(BUILD)/bin/bench_$(subst .,_,$(l)))
+
+# ---- commands ---------------------------------------------------------------
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-harness bench doctor \
+        clean cache-clean labs check-sync
+
+all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS)
+
+setup:
+	@tools/setup.sh
+
+lab-23: setup
+	@$(MAKE) --no-print-directory all
+	@tools/run-labs.sh $(BUILD) $(LAB_IDS)
+
+$(addprefix lab-,$(LAB_IDS)): lab-%: setup
+	@$(MAKE) --no-print-directory $(BUILD)/bin/lab-$*
+	@tools/run-labs.sh $(BUILD) $*
+
+test: setup
+	@$(MAKE) --no-print-directory all $(TEST_BINS) $(BROKEN_BINS)
+	@tools/run-tests.sh $(BUILD) --harness -- $(TEST_BINS) -- $(BROKEN_EXPECT)
+
+# The C suites and the broken builds only (CI's sanitizer pass uses this).
+test-c: setup
+	@$(MAKE) --no-print-directory all $(TEST_BINS) $(BROKEN_BINS)
+	@tools/run-tests.sh $(BUILD) -- $(TEST_BINS) -- $(BROKEN_EXPECT)
+
+test-harness: setup
+	@$(MAKE) --no-print-directory all
+	@$(PYTHON) -m harness.selfcheck --build $(BUILD)
+
+bench: setup
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@$(PYTHON) bench/report.py $(BUILD)
+
+doctor:
+	@tools/doctor.sh
+
+labs:
+	@$(PYTHON) tools/stubgen.py --write
+
+check-sync:
+	@$(PYTHON) tools/stubgen.py --check
+
+clean:
+	rm -rf build
+
+# The runtime's default cache location (uopc/src/cache.c), unless moved.
+CACHE_DIR = $(or $(UOPC_CACHE_DIR),$(XDG_CACHE_HOME:%=%/uopc),$(HOME)/.cache/uopc)
+cache-clean:
+	rm -rf "$(CACHE_DIR)"
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,99 @@
+"""common.py: what every lab check shares: its report, progress notes and array descriptions.
+
+A check module runs named sub-checks; each failure prints the lab, the sub-check, the input,
+expected against got, and a command that replays the run with the same seed. Nothing prints a
+raw traceback: an unexpected exception becomes one FAIL line naming it.
+"""
+import os
+import random
+
+import numpy as np
+
+DTYPE_NAMES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+               np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
+MAX_FAILURES_PER_CHECK = 5
+PROGRESS_ENV = "UOPC_HARNESS_PROGRESS"
+
+
+def pick_seed(seed):
+  return seed if seed is not None else random.SystemRandom().randrange(2**31)
+
+
+def progress(note):
+  """Records what is about to run, so that selfcheck can name the case when C code crashes."""
+  path = os.environ.get(PROGRESS_ENV)
+  if path:
+    with open(path, "w") as f:
+      f.write(note)
+
+
+def dtype_name(arr):
+  return DTYPE_NAMES.get(arr.dtype, str(arr.dtype))
+
+
+def strides_of(arr):
+  """Strides in elements, as the runtime counts them."""
+  return tuple(s // arr.itemsize for s in arr.strides)
+
+
+def describe(arr, name="x"):
+  return f"{name}: shape={arr.shape} dtype={dtype_name(arr)} strides={strides_of(arr)}"
+
+
+class Report:
+  """Collects one lab check's results and prints them as they come."""
+
+  def __init__(self, lab, replay):
+    self.lab, self.replay = lab, replay
+    self.failed, self.passed, self.current, self.count = [], [], None, 0
+
+  def run(self, name, fn, *args):
+    """Runs one sub-check; fn returns a short note for its PASS line."""
+    self.current, self.count = name, 0
+    try:
+      note = fn(*args)
+    except Exception as e:   # the whole point: one line, never a traceback
+      self.fail(f"stopped by {type(e).__name__}: {e}")
+    if self.count == 0:
+      self.passed.append(name)
+      print(f"PASS lab {self.lab} {name}" + (f": {note}" if note else ""), flush=True)
+    elif self.count > MAX_FAILURES_PER_CHECK:
+      print(f"  ... {self.count - MAX_FAILURES_PER_CHECK} more failures in this check", flush=True)
+
+  def fail(self, case, *details):
+    """One failing case of the current sub-check: the input, then expected vs got."""
+    self.count += 1
+    if self.count == 1:
+      self.failed.append(self.current)
+    if self.count > MAX_FAILURES_PER_CHECK:
+      return
+    print(f"FAIL lab {self.lab} {self.current}: {case}", flush=True)
+    for line in details:
+      print(f"  {line}", flush=True)
+    print(f"  replay: {self.replay}", flush=True)
+
+  def finish(self):
+    total = len(self.passed) + len(self.failed)
+    if self.failed:
+      print(f"lab {self.lab}: {len(self.failed)} of {total} checks failed ({', '.join(self.failed)})")
+      return 1
+    print(f"lab {self.lab}: all {total} checks passed")
+    return 0
+
+
+def compare(got, expected, rtol):
+  """None when got matches expected within rtol (relative), else lines naming the first bad
+  index, expected vs got there, and the largest error."""
+  got64, exp64 = got.astype(np.float64), expected.astype(np.float64)
+  with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+    rel = np.abs(got64 - exp64) / np.maximum(np.abs(exp64), np.finfo(np.float64).tiny)
+  rel = np.where(np.isnan(rel), np.inf, rel)
+  bad = np.flatnonzero(~(rel <= rtol))
+  if bad.size == 0:
+    return None
+  i, worst = int(bad[0]), int(np.argmax(rel))
+  return [f"index {i}: expected {float(exp64.flat[i])!r} got {float(got64.flat[i])!r} ({bad.size} of {got.size} "
+          f"elements off)",
+          f"largest relative error {rel.flat[worst]:.3g} at index {worst} (rtol {rtol:g}): "
+          f"expected {float(exp64.flat[worst])!r} got {float(got64.flat[worst])!r}"]
+

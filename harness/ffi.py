@@ -1,0 +1,145 @@
+"""ffi.py: ctypes bindings to the runtime (libuopc.so) and the lab libraries.
+
+The harness calls the C code exactly as a foreign caller would: NumPy arrays are lent
+to C as heap tensors (uopc_tensor_wrap_new, no copy), failures come back as uopc_error
+values and are raised here as UopcError, and the process counters are read by name.
+
+    rt = Runtime("build/labs")
+    lab = rt.lab("23.6")                  # build/labs/lib/liblab23_6.so
+    with rt.wrap(x) as tx, rt.wrap(out) as tout:
+        rt.check(lab.guarded_jit_call(jit, tx, tout, rt.err()))
+"""
+import ctypes
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,    # uopc_dtype, in tensor.h's order
+          np.dtype(np.int32): 2, np.dtype(np.int64): 3}
+UOPC_MAX_RANK = 8
+
+
+class HarnessError(Exception):
+  """The harness cannot run a check (a library is missing, an array cannot be lent)."""
+
+
+class UopcError(Exception):
+  """A C function failed: code name ("UOPC_E_BOUNDS"), the function and its message."""
+
+  def __init__(self, code, name, where, message):
+    super().__init__(f"{name} in {where or '?'}: {message}")
+    self.code, self.name, self.where, self.message = code, name, where, message
+
+
+class Error(ctypes.Structure):
+  """uopc_error from uopc/error.h."""
+  _fields_ = [("code", ctypes.c_int), ("where", ctypes.c_char * 64), ("message", ctypes.c_char * 2048)]
+
+
+class ProgramOptions(ctypes.Structure):
+  """uopc_program_options from uopc/program.h."""
+  _fields_ = [("compiler", ctypes.c_char_p), ("opt_flags", ctypes.c_char_p),
+              ("march_native", ctypes.c_int), ("cache_dir", ctypes.c_char_p)]
+
+
+class GuardedJit(ctypes.Structure):
+  """guarded_jit from labs/23.6-one-kernel-many-lengths/guarded_jit.h (read-only here)."""
+  _fields_ = [("maximum", ctypes.c_int64), ("options", ProgramOptions), ("program", ctypes.c_void_p),
+              ("variants_built", ctypes.c_int64), ("compiled_calls", ctypes.c_int64),
+              ("layout_fallbacks", ctypes.c_int64), ("last_path", ctypes.c_int)]
+
+
+GUARDED_JIT_PATHS = {0: "none", 1: "compiled", 2: "fallback"}
+
+# Each lab's C API: name -> (restype, argtypes). Pointers to C objects stay opaque c_void_p.
+ERR = ctypes.POINTER(Error)
+LAB_API = {
+  "23.6": {
+    "guarded_jit_new": (ctypes.POINTER(GuardedJit), [ctypes.c_int64, ERR]),
+    "guarded_jit_call": (ctypes.c_int, [ctypes.POINTER(GuardedJit), ctypes.c_void_p, ctypes.c_void_p, ERR]),
+    "guarded_jit_free": (None, [ctypes.POINTER(GuardedJit)]),
+  },
+}
+RUNTIME_API = {
+  "uopc_tensor_wrap_new": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                             ctypes.POINTER(ctypes.c_int64),
+                                             ctypes.POINTER(ctypes.c_int64), ERR]),
+  "uopc_tensor_free": (None, [ctypes.c_void_p]),
+  "uopc_counter_get": (ctypes.c_int64, [ctypes.c_char_p]),
+  "uopc_error_name": (ctypes.c_char_p, [ctypes.c_int]),
+}
+
+
+def _load(path, api):
+  if not path.is_file():
+    raise HarnessError(f"{path} does not exist: build it first (make all)")
+  try:
+    lib = ctypes.CDLL(str(path))
+    for name, (restype, argtypes) in api.items():
+      fn = getattr(lib, name)
+      fn.restype, fn.argtypes = restype, argtypes
+  except (OSError, AttributeError) as e:
+    raise HarnessError(f"cannot load {path}: {e}") from None
+  return lib
+
+
+class Runtime:
+  """libuopc.so of one build directory (build/labs, build/solutions, ...)."""
+
+  def __init__(self, build):
+    self.build = Path(build)
+    self.lib = _load(self.build / "lib" / "libuopc.so", RUNTIME_API)
+
+  def lab(self, lab_id):
+    """The lab's library, with its API's signatures set (the runtime is shared, not reloaded)."""
+    return _load(self.build / "lib" / f"liblab{lab_id.replace('.', '_')}.so", LAB_API.get(lab_id, {}))
+
+  @staticmethod
+  def err():
+    return ctypes.byref(Error())
+
+  def error_name(self, code):
+    return self.lib.uopc_error_name(code).decode()
+
+  def raise_error(self, err):
+    """Raises the UopcError that err (an Error or a byref to one) holds."""
+    e = getattr(err, "_obj", err)
+    raise UopcError(e.code, self.error_name(e.code), e.where.decode(errors="replace"),
+                    e.message.decode(errors="replace"))
+
+  def check(self, status, err):
+    """Raises when a status-returning call failed."""
+    if status != 0:
+      self.raise_error(err)
+
+  def counter(self, name):
+    return self.lib.uopc_counter_get(name.encode())
+
+  @contextmanager
+  def wrap(self, arr):
+    """Lends arr to C as a heap tensor for the with block; arr must outlive it (it does:
+    the block holds a reference)."""
+    handle = self.wrap_new(arr)
+    try:
+      yield handle
+    finally:
+      self.lib.uopc_tensor_free(handle)
+
+  def wrap_new(self, arr):
+    """A uopc_tensor* borrowing arr's memory; free it with uopc_tensor_free."""
+    dtype = DTYPES.get(arr.dtype)
+    if dtype is None:
+      raise HarnessError(f"dtype {arr.dtype} has no uopc_dtype (f32, f64, i32, i64)")
+    if arr.ndim > UOPC_MAX_RANK:
+      raise HarnessError(f"rank {arr.ndim} above UOPC_MAX_RANK = {UOPC_MAX_RANK}")
+    if any(s % arr.itemsize for s in arr.strides):
+      raise HarnessError(f"byte strides {arr.strides} are not multiples of the item size {arr.itemsize}")
+    shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+    strides = (ctypes.c_int64 * max(arr.ndim, 1))(*(s // arr.itemsize for s in arr.strides))
+    err = Error()
+    handle = self.lib.uopc_tensor_wrap_new(arr.ctypes.data, dtype, arr.ndim, shape, strides,
+                                           ctypes.byref(err))
+    if not handle:
+      self.raise_error(err)
+    return handle

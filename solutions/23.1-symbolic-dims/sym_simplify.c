@@ -1,0 +1,200 @@
+/* sym_simplify.c: the canonical form of expressions (lab 23.1).
+ * A simplified expression is a linear form over atoms (sym_linear): sums and
+ * constant multiples are flattened, like terms combined and terms put in a
+ * canonical order, so that hash-consing makes equal forms the same node.
+ * Atoms are dims, products of non-constants, //, %, min and max, each with
+ * simplified operands. Chapter 23.1, "Canonical form". */
+#include <inttypes.h>
+#include <string.h>
+#include "sym_expr.h"
+
+static int linear_term(sym_linear *l, const sym_expr *atom, int64_t coef, uopc_error *err) {
+  sym_linear one = {.count = 1, .atom = {atom}, .coef = {coef}};
+  return sym_linear_add(l, &one, 1, err);
+}
+
+static int linear_constant(sym_linear *l, int64_t c, uopc_error *err) {
+  sym_linear k = {.constant = c};
+  return sym_linear_add(l, &k, 1, err);
+}
+
+static int const_operand(const sym_expr *e, const sym_expr **other, int64_t *c) {
+  if (e->kind != SYM_MUL) return 0;
+  if (e->b->kind == SYM_CONST) { *other = e->a; *c = e->b->value; return 1; }
+  if (e->a->kind == SYM_CONST) { *other = e->b; *c = e->a->value; return 1; }
+  return 0;
+}
+
+int sym_linear_of(const sym_expr *e, sym_linear *out, uopc_error *err) {
+  memset(out, 0, sizeof *out);
+  if (e->kind == SYM_CONST) return linear_constant(out, e->value, err);
+  const sym_expr *other;
+  int64_t c;
+  sym_linear x, y;
+  if (e->kind == SYM_ADD || e->kind == SYM_SUB) {
+    int rc = sym_linear_of(e->a, &x, err);
+    if (!rc) rc = sym_linear_of(e->b, &y, err);
+    if (!rc) rc = sym_linear_add(out, &x, 1, err);
+    if (!rc) rc = sym_linear_add(out, &y, e->kind == SYM_ADD ? 1 : -1, err);
+    return rc;
+  }
+  if (const_operand(e, &other, &c)) {
+    int rc = sym_linear_of(other, &x, err);
+    return rc ? rc : sym_linear_add(out, &x, c, err);
+  }
+  return linear_term(out, e, 1, err);
+}
+
+int sym_linear_add(sym_linear *acc, const sym_linear *x, int64_t scale, uopc_error *err) {
+// STUDENT 23.1 sym_linear_add
+  sym_linear r = *acc;
+  int64_t c;
+  if (__builtin_mul_overflow(x->constant, scale, &c) ||
+      __builtin_add_overflow(r.constant, c, &r.constant))
+    return UOPC_FAIL(err, UOPC_E_OVERFLOW, "constant %" PRId64 " + %" PRId64 "*%" PRId64
+                     " overflows int64", acc->constant, scale, x->constant);
+  for (int i = 0; i < x->count; i++) {
+    int k = 0;
+    while (k < r.count && r.atom[k] != x->atom[i]) k++;   /* hash-consed: == is equality */
+    if (k == r.count) {
+      if (r.count == SYM_LINEAR_MAX)
+        return UOPC_FAIL(err, UOPC_E_LIMIT, "more than %d terms in one sum", SYM_LINEAR_MAX);
+      r.atom[r.count] = x->atom[i];
+      r.coef[r.count++] = 0;
+    }
+    if (__builtin_mul_overflow(x->coef[i], scale, &c) ||
+        __builtin_add_overflow(r.coef[k], c, &r.coef[k]))
+      return UOPC_FAIL(err, UOPC_E_OVERFLOW, "coefficient overflows int64");
+  }
+  int kept = 0;                                  /* drop terms that cancelled */
+  for (int k = 0; k < r.count; k++)
+    if (r.coef[k] != 0) { r.atom[kept] = r.atom[k]; r.coef[kept++] = r.coef[k]; }
+  r.count = kept;
+  *acc = r;
+  return UOPC_OK;
+// END STUDENT
+}
+
+/* Positive terms first so that the text reads "n - j", not "j*-1 + n". */
+static int term_before(const sym_linear *l, int i, int k) {
+  int pi = l->coef[i] > 0, pk = l->coef[k] > 0;
+  if (pi != pk) return pi;
+  return sym_expr_compare(l->atom[i], l->atom[k]) < 0;
+}
+
+static void sort_terms(sym_linear *l) {
+  for (int i = 1; i < l->count; i++)
+    for (int k = i; k > 0 && term_before(l, k, k - 1); k--) {
+      const sym_expr *a = l->atom[k]; l->atom[k] = l->atom[k - 1]; l->atom[k - 1] = a;
+      int64_t c = l->coef[k]; l->coef[k] = l->coef[k - 1]; l->coef[k - 1] = c;
+    }
+}
+
+/* acc + coef*x, written with - when coef is negative (and can be negated). */
+static const sym_expr *append(sym_arena *a, const sym_expr *acc, const sym_expr *x,
+                              int64_t coef) {
+  int negate = acc && coef < 0 && coef != INT64_MIN;
+  int64_t m = negate ? -coef : coef;
+  const sym_expr *term = m == 1 ? x : sym_expr_mul(a, x, sym_expr_const(a, m));
+  if (!acc) return term;
+  return negate ? sym_expr_sub(a, acc, term) : sym_expr_add(a, acc, term);
+}
+
+/* The arena's recorded error, for a constructor that returned NULL. */
+static int arena_status(sym_arena *a, uopc_error *err) {
+  const uopc_error *e = sym_arena_error(a);
+  if (err && e->code) *err = *e;
+  return e->code ? e->code : UOPC_FAIL(err, UOPC_E_NOMEM, "expression arena failed");
+}
+
+int sym_linear_build(sym_arena *a, const sym_linear *l, const sym_expr **out,
+                     uopc_error *err) {
+  sym_linear s = *l;
+  sort_terms(&s);
+  const sym_expr *acc = NULL;
+  for (int k = 0; k < s.count; k++) acc = append(a, acc, s.atom[k], s.coef[k]);
+  if (!acc) acc = sym_expr_const(a, s.constant);
+  else if (s.constant > 0 || s.constant == INT64_MIN)
+    acc = sym_expr_add(a, acc, sym_expr_const(a, s.constant));
+  else if (s.constant < 0)
+    acc = sym_expr_sub(a, acc, sym_expr_const(a, -s.constant));
+  if (!acc) return arena_status(a, err);
+  *out = acc;
+  return UOPC_OK;
+}
+
+// STUDENT 23.1 helpers
+/* Splits x = y*q + r term by term: a term whose coefficient is a multiple of
+ * the constant y, or whose atom is y or y times something, goes to q; the
+ * rest, and a constant's remainder, stay in r. */
+static int split_by_divisor(const sym_linear *x, const sym_expr *y, sym_linear *q,
+                            sym_linear *r, uopc_error *err) {
+  memset(q, 0, sizeof *q);
+  memset(r, 0, sizeof *r);
+  int rc = UOPC_OK;
+  for (int k = 0; k < x->count && !rc; k++) {
+    const sym_expr *t = x->atom[k];
+    sym_linear one = {.count = 1, .atom = {t}, .coef = {x->coef[k]}};
+    if (y->kind == SYM_CONST && x->coef[k] % y->value == 0)
+      rc = sym_linear_add(q, &one, 0, err),
+      one.coef[0] = x->coef[k] / y->value, rc = rc ? rc : sym_linear_add(q, &one, 1, err);
+    else if (t == y)
+      rc = sym_linear_add(q, &(sym_linear){.constant = x->coef[k]}, 1, err);
+    else if (t->kind == SYM_MUL && (t->a == y || t->b == y))
+      one.atom[0] = t->a == y ? t->b : t->a, rc = sym_linear_add(q, &one, 1, err);
+    else
+      rc = sym_linear_add(r, &one, 1, err);
+  }
+  int64_t c = x->constant, qc = 0;
+  if (y->kind == SYM_CONST) {
+    qc = c / y->value - (c % y->value != 0 && c < 0);   /* floor */
+    c -= qc * y->value;
+  }
+  if (!rc) rc = sym_linear_add(q, &(sym_linear){.constant = qc}, 1, err);
+  if (!rc) rc = sym_linear_add(r, &(sym_linear){.constant = c}, 1, err);
+  return rc;
+}
+
+/* When r's interval lies within one period of y, r//y is the constant k,
+ * known from the bounds alone; returns 1 then. */
+static int constant_quotient(const sym_expr *r, const sym_expr *y, int64_t *k,
+                             uopc_error *err) {
+  sym_interval ri, yi;
+  if (sym_expr_interval(r, &ri, err) || sym_expr_interval(y, &yi, err)) return -1;
+  if (ri.lo >= 0 && ri.hi < yi.lo) { *k = 0; return 1; }
+  if (yi.lo != yi.hi) return 0;
+  int64_t lo = ri.lo / yi.lo - (ri.lo % yi.lo != 0 && ri.lo < 0);
+  int64_t hi = ri.hi / yi.lo - (ri.hi % yi.lo != 0 && ri.hi < 0);
+  if (lo != hi) return 0;
+  *k = lo;
+  return 1;
+}
+// END STUDENT
+
+int sym_simplify_divmod(sym_arena *a, sym_kind kind, const sym_expr *x,
+                        const sym_expr *y, const sym_expr **out, uopc_error *err) {
+// STUDENT 23.1 sym_simplify_divmod
+  sym_linear lx, q, r;
+  const sym_expr *re;
+  int rc = sym_linear_of(x, &lx, err);
+  if (!rc) rc = split_by_divisor(&lx, y, &q, &r, err);
+  if (!rc) rc = sym_linear_build(a, &r, &re, err);
+  if (rc) return rc;
+  int64_t k;
+  int known = constant_quotient(re, y, &k, err);
+  if (known < 0) return err ? err->code : UOPC_E_INVALID;
+  if (kind == SYM_FLOORDIV) {                     /* x//y = q + r//y */
+    if (known) rc = sym_linear_add(&q, &(sym_linear){.constant = k}, 1, err);
+    else if (!(re = sym_expr_floordiv(a, re, y))) return arena_status(a, err);
+    else rc = sym_linear_add(&q, &(sym_linear){.count = 1, .atom = {re}, .coef = {1}}, 1, err);
+    return rc ? rc : sym_linear_build(a, &q, out, err);
+  }
+  if (!known) {                                   /* x%y = r%y */
+    *out = sym_expr_mod(a, re, y);
+    return *out ? UOPC_OK : arena_status(a, err);
+  }
+  if (!y->kind == SYM_CONST && k != 0) return UOPC_FAIL(err, UOPC_E_INVALID, "unreachable");
+  rc = sym_linear_add(&r, &(sym_linear){.constant = k == 0 ? 0 : -k * y->value}, 1, err);
+  return rc ? rc : sym_linear_build(a, &r, out, err);             /* r - k*y */
+// END STUDENT
+}

@@ -1,0 +1,77 @@
+/* test_driver.c: lab 23.6's driver as a user runs it, in new processes:
+ * a cold cache compiles once, a second run compiles nothing and hits the disk
+ * cache, and an unsafe cache directory stops the lab with the runtime's error. */
+#include "guarded_jit.h"
+#include "testutil.h"
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static char driver[2 * PATH_MAX];
+
+/* Runs the driver with UOPC_CACHE_DIR=cache; captures stdout and stderr. */
+static int run_driver(const char *cache, char *output, size_t size) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    setenv("UOPC_CACHE_DIR", cache, 1);
+    execl(driver, driver, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t len = 0;
+  ssize_t got;
+  while (len + 1 < size && (got = read(fds[0], output + len, size - 1 - len)) > 0) len += (size_t)got;
+  output[len] = '\0';
+  close(fds[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The driver sits in bin/ beside this suite's tests/23.6/ directory. */
+static int find_driver(void **state) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return -1;
+  self[n] = '\0';
+  *strrchr(self, '/') = '\0';
+  snprintf(driver, sizeof driver, "%s/../../bin/lab-23.6", self);
+  return testutil_fresh_cache(state);
+}
+
+static void test_driver_cold_then_warm_cache(void **state) {
+  (void)state;
+  char out[16384];
+  assert_int_equal(run_driver(testutil_cache_dir, out, sizeof out), 0);
+  assert_contains(out, "variants built=1, compiled calls=5, layout fallbacks=1\n");
+  assert_contains(out, "\ncompiler invocations=1\n");
+  assert_contains(out, "\ndisk cache hits=0\n");
+  assert_int_equal(run_driver(testutil_cache_dir, out, sizeof out), 0);
+  assert_contains(out, "variants built=1, compiled calls=5, layout fallbacks=1\n");
+  assert_contains(out, "\ncompiler invocations=0\n");
+  assert_contains(out, "\ndisk cache hits=1\n");
+}
+
+static void test_driver_refuses_unsafe_cache_dir(void **state) {
+  (void)state;
+  char dir[2 * PATH_MAX], out[16384];
+  snprintf(dir, sizeof dir, "%s/world-writable", testutil_cache_dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(chmod(dir, 0777), 0);
+  assert_int_equal(run_driver(dir, out, sizeof out), 2);
+  assert_contains(out, "UOPC_E_UNSAFE_CACHE");
+  assert_contains(out, "chmod 700");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_driver_cold_then_warm_cache),
+    cmocka_unit_test(test_driver_refuses_unsafe_cache_dir),
+  };
+  return cmocka_run_group_tests(tests, find_driver, testutil_remove_cache);
+}

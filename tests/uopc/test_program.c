@@ -1,0 +1,267 @@
+/* test_program.c: the C program module and its disk cache (section 23.6). */
+#include "uopc/uopc.h"
+#include "testutil.h"
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <dirent.h>
+
+static const char SQUARE[] =
+    "void square(const float *x, float *out, const int *n) {\n"
+    "  for (int i0 = 0; i0 < n[0]; i0++) out[i0] = x[i0] * x[i0];\n"
+    "}\n";
+
+/* Builds SQUARE (optionally with a unique comment so the key is new) and runs it on 5 floats. */
+static int build_and_run(const char *tag, uopc_program **out, uopc_error *err) {
+  char source[512];
+  snprintf(source, sizeof source, "/* %s */\n%s", tag, SQUARE);
+  int rc = uopc_program_new(out, source, "square", "ppp", NULL, err);
+  if (rc) return rc;
+  float x[5] = {1, -2, 3, 0.5f, 10}, y[5] = {0};
+  int n = 5;
+  void *xp = x, *yp = y, *np = &n;
+  void *args[] = {&xp, &yp, &np};
+  uopc_program_call(*out, args);
+  for (int i = 0; i < 5; i++)
+    if (y[i] != x[i] * x[i]) return -1;
+  return 0;
+}
+
+static int64_t delta(const char *name, int64_t before) { return uopc_counter_get(name) - before; }
+
+static void test_program_compiles_calls_and_counts(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  assert_uopc_ok(build_and_run("first", &p, &err), err);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 0);
+  assert_int_equal(uopc_program_was_cached(p), 0);
+  assert_int_equal(uopc_counter_get("calls square") >= 1, 1);
+  uopc_program_free(p);
+}
+
+static void test_program_second_construction_is_a_disk_hit(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *a, *b;
+  assert_uopc_ok(build_and_run("twice", &a, &err), err);
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  assert_uopc_ok(build_and_run("twice", &b, &err), err);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 0);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 1);
+  assert_string_equal(uopc_program_key(a), uopc_program_key(b));
+  uopc_program_free(a);
+  uopc_program_free(b);
+}
+
+/* A child process builds the entry; this process then finds it on disk. */
+static void test_program_cache_hit_across_processes(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  if (pid == 0) {
+    uopc_error err = {0};
+    uopc_program *p;
+    int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+    int ok = build_and_run("across", &p, &err) == 0 && delta(UOPC_C_COMPILER_INVOCATIONS, inv) == 1;
+    _exit(ok ? 0 : 1);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  uopc_error err = {0};
+  uopc_program *p;
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  assert_uopc_ok(build_and_run("across", &p, &err), err);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 0);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 1);
+  assert_int_equal(uopc_program_was_cached(p), 1);
+  uopc_program_free(p);
+}
+
+static int count_entries(const char *dir, const char *prefix) {
+  char cmd_dir[4200];
+  snprintf(cmd_dir, sizeof cmd_dir, "%s", dir);
+  int n = 0;
+  DIR *d = opendir(cmd_dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+/* Four processes race to build one new key: all succeed, one entry remains, no staging is left. */
+static void test_program_four_processes_compile_one_key(void **state) {
+  (void)state;
+  pid_t pids[4];
+  for (int i = 0; i < 4; i++) {
+    if ((pids[i] = fork()) == 0) {
+      uopc_error err = {0};
+      uopc_program *p;
+      _exit(build_and_run("race", &p, &err) == 0 ? 0 : 1);
+    }
+  }
+  for (int i = 0; i < 4; i++) {
+    int status;
+    waitpid(pids[i], &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  assert_int_equal(count_entries(tmp, "stage-"), 0);
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(build_and_run("race", &p, &err), err);
+  assert_int_equal(uopc_program_was_cached(p), 1);
+  uopc_program_free(p);
+}
+
+static void test_program_truncated_entry_is_rebuilt(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(build_and_run("truncate", &p, &err), err);
+  char so[4200];
+  snprintf(so, sizeof so, "%s/kernel.so", uopc_program_dir(p));
+  uopc_program_free(p);
+  assert_int_equal(truncate(so, 100), 0);
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), bad = uopc_counter_get(UOPC_C_CORRUPTED_REBUILT);
+  assert_uopc_ok(build_and_run("truncate", &p, &err), err);
+  assert_int_equal(delta(UOPC_C_CORRUPTED_REBUILT, bad), 1);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
+  uopc_program_free(p);
+}
+
+static void test_program_compile_error_returns_diagnostics(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  int rc = uopc_program_new(&p, "void broken(float *x) { x[0] = undeclared_name; }\n", "broken", "p", NULL, &err);
+  assert_uopc_code(rc, UOPC_E_COMPILE, err);
+  assert_null(p);
+  assert_contains(err.message, "undeclared_name");
+  assert_contains(err.message, "error:");
+  assert_contains(err.message, "/failed/broken-");
+  assert_contains(err.message, "kernel.c");
+}
+
+static void test_program_unsafe_cache_dir_is_refused(void **state) {
+  (void)state;
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/shared", testutil_cache_dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(chmod(dir, 0777), 0);
+  uopc_program_options opts = {.cache_dir = dir};
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err), UOPC_E_UNSAFE_CACHE, err);
+  assert_contains(err.message, dir);
+  assert_contains(err.message, "mode 0777");
+  assert_contains(err.message, "chmod 700");
+}
+
+/* Paths are arguments, never shell text: nothing in them runs. */
+static void test_program_cache_path_with_spaces_and_metacharacters(void **state) {
+  (void)state;
+  char dir[4200], marker[4200];
+  snprintf(dir, sizeof dir, "%s/a b;touch pwned;$(touch pwned2)'\"&|", testutil_cache_dir);
+  snprintf(marker, sizeof marker, "%s/pwned", testutil_cache_dir);
+  uopc_program_options opts = {.cache_dir = dir};
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err), err);
+  assert_contains(uopc_program_dir(p), "a b;touch");
+  assert_int_equal(access("pwned", F_OK), -1);
+  assert_int_equal(access("pwned2", F_OK), -1);
+  assert_int_equal(access(marker, F_OK), -1);
+  uopc_program_free(p);
+}
+
+static void test_program_rejects_bad_entry_and_signature(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "sq uare", "ppp", NULL, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "not a C identifier");
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "square", "ppx", NULL, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "'ppx'");
+  /* The call adapter names the entry, so a misspelt entry fails to compile. */
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "missing", "ppp", NULL, &err), UOPC_E_COMPILE, err);
+  assert_contains(err.message, "implicit declaration of function 'missing'");
+}
+
+/* The key holds the flags: -O1 and -O3 builds are different entries. */
+static void test_program_flags_change_the_key(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *a, *b;
+  uopc_program_options o1 = {.opt_flags = "-O1"};
+  assert_uopc_ok(uopc_program_new(&a, SQUARE, "square", "ppp", &o1, &err), err);
+  assert_uopc_ok(uopc_program_new(&b, SQUARE, "square", "ppp", NULL, &err), err);
+  assert_string_not_equal(uopc_program_key(a), uopc_program_key(b));
+  uopc_program_free(a);
+  uopc_program_free(b);
+}
+
+static void test_program_scalar_arguments_reach_the_kernel(void **state) {
+  (void)state;
+  static const char AXPY[] =
+      "void axpy(float *restrict y, const float *restrict x, float a, long long n, double unused, int k) {\n"
+      "  (void)unused;\n"
+      "  for (long long i0 = 0; i0 < n; i0++) y[i0] += a * x[i0] + (float)k;\n"
+      "}\n";
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, AXPY, "axpy", "ppfldi", NULL, &err), err);
+  float y[3] = {1, 1, 1}, x[3] = {1, 2, 3}, a = 2;
+  long long n = 3;
+  double u = 0;
+  int k = 10;
+  void *yp = y, *xp = x;
+  void *args[] = {&yp, &xp, &a, &n, &u, &k};
+  uopc_program_call(p, args);
+  assert_true(y[0] == 13 && y[1] == 15 && y[2] == 17);
+  uopc_program_free(p);
+}
+
+static void test_counters_json_is_written_at_exit(void **state) {
+  (void)state;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/counters.json", testutil_cache_dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("UOPC_COUNTERS_JSON", path, 1);
+    uopc_counters_reset();
+    uopc_counter_add("variants built", 2);
+    exit(0);   /* exit, not _exit: the runtime writes the file from atexit */
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char text[8192] = {0};
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  assert_true(n > 0);
+  assert_contains(text, "\"variants built\": 2");
+  assert_contains(text, "\"compiler invocations\": 0");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_program_compiles_calls_and_counts),
+    cmocka_unit_test(test_program_second_construction_is_a_disk_hit),
+    cmocka_unit_test(test_program_cache_hit_across_processes),
+    cmocka_unit_test(test_program_four_processes_compile_one_key),
+    cmocka_unit_test(test_program_truncated_entry_is_rebuilt),
+    cmocka_unit_test(test_program_compile_error_returns_diagnostics),
+    cmocka_unit_test(test_program_unsafe_cache_dir_is_refused),
+    cmocka_unit_test(test_program_cache_path_with_spaces_and_metacharacters),
+    cmocka_unit_test(test_program_rejects_bad_entry_and_signature),
+    cmocka_unit_test(test_program_flags_change_the_key),
+    cmocka_unit_test(test_program_scalar_arguments_reach_the_kernel),
+    cmocka_unit_test(test_counters_json_is_written_at_exit),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every test of `make test` and ends with one line `N passed, N failed`.
+#   tools/run-tests.sh BUILD_DIR [--harness] -- TEST_BINARY... [-- BROKEN:TESTNAME...]
+# Each cmocka binary runs with a fresh UOPC_CACHE_DIR; its cases are counted
+# from cmocka's summary. A broken variant (a build with one guard removed) must
+# fail its named test: that proves the suite can catch the defect.
+set -u
+build=$1; shift
+harness=0
+[ "${1:-}" = --harness ] && { harness=1; shift; }
+[ "${1:-}" = -- ] && shift
+passed=0; failed=0
+scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
+count() { sed -n "s/^\[  $1  \] \([0-9]*\) test.*/\1/p" "$2" | head -n 1; }
+
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  bin=$1; shift
+  cache=$(mktemp -d "$scratch/cache.XXXXXX")
+  UOPC_CACHE_DIR=$cache "$bin" >"$scratch/log" 2>&1
+  status=$?
+  p=$(count PASSED "$scratch/log"); f=$(count FAILED "$scratch/log")
+  p=${p:-0}; f=${f:-0}
+  if [ $status -ne 0 ] && [ "$f" = 0 ]; then f=1; fi   # crashed or exited early
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$f" != 0 ]; then echo "FAIL $bin (exit $status)"; cat "$scratch/log"; else echo "ok   $bin ($p tests)"; fi
+done
+[ "${1:-}" = -- ] && shift
+for spec in "$@"; do
+  bin=${spec%%:*}; name=${spec#*:}
+  cache=$(mktemp -d "$scratch/cache.XXXXXX")
+  UOPC_CACHE_DIR=$cache "$bin" >"$scratch/log" 2>&1
+  if grep -q "^\[  FAILED  \] $name\$" "$scratch/log"; then
+    echo "ok   $bin: the broken build fails $name, as it must"; passed=$((passed + 1))
+  else
+    echo "FAIL $bin: the broken build should fail $name, but it did not:"; cat "$scratch/log"; failed=$((failed + 1))
+  fi
+done
+if [ $harness = 1 ]; then
+  .venv/bin/python -m harness.selfcheck --build "$build" | tee "$scratch/harness"
+  line=$(tail -n 1 "$scratch/harness")
+  hp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
+  hf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$line")
+  [ -z "$hp" ] && { echo "FAIL harness: no summary line"; hf=1; hp=0; }
+  passed=$((passed + hp)); failed=$((failed + hf))
+fi
+echo
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

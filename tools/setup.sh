@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the workbook needs, only when it is missing: the C toolchain,
+# cmocka and OpenSSL's headers from apt (through sudo when not root), and a
+# .venv with NumPy for the harness. CUDA is optional and never installed here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v gcc >/dev/null || missing+=(gcc)
+command -v make >/dev/null || missing+=(make)
+[ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
+[ -f /usr/include/openssl/evp.h ] || missing+=(libssl-dev)
+command -v python3 >/dev/null || missing+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]} with apt-get"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! .venv/bin/python -c 'import numpy' 2>/dev/null; then
+  echo "setup: creating .venv with NumPy (harness/requirements.txt)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r harness/requirements.txt
+fi

@@ -1,0 +1,249 @@
+/* cache.c: the disk cache (section 23.6, "Cold and warm").
+ * An entry is a directory <cache>/<entry>-<key> holding the source as compiled,
+ * the artifact (kernel.so or kernel.ptx) and a manifest with the artifact's
+ * size and SHA-256. It is built in a private staging directory and published
+ * with one rename, so readers see a whole entry or none, and when several
+ * processes build the same key the first rename wins and the rest use it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "uopc/counters.h"
+#include "internal.h"
+
+#define MANIFEST_MAX 65536
+
+static int join(char out[PATH_MAX], uopc_error *err, const char *fmt, const char *a, const char *b) {
+  if (snprintf(out, PATH_MAX, fmt, a, b) >= PATH_MAX)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "path '%s/%s' is longer than PATH_MAX (%d)", a, b, PATH_MAX);
+  return UOPC_OK;
+}
+
+static int default_dir(char out[PATH_MAX], uopc_error *err) {
+  const char *env = getenv("UOPC_CACHE_DIR");
+  if (env && *env) return join(out, err, "%s%s", env, "");
+  env = getenv("XDG_CACHE_HOME");
+  if (env && *env) return join(out, err, "%s/%s", env, "uopc");
+  const char *home = getenv("HOME");
+  struct passwd *pw = (home && *home) ? NULL : getpwuid(geteuid());
+  if (pw) home = pw->pw_dir;
+  if (!home || !*home) return UOPC_FAIL(err, UOPC_E_IO, "no cache directory: UOPC_CACHE_DIR, XDG_CACHE_HOME and HOME are unset");
+  return join(out, err, "%s/%s", home, ".cache/uopc");
+}
+
+/* mkdir -p with mode 0700 for every directory it creates. */
+static int make_dirs(const char *path, uopc_error *err) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; ; p++) {
+    if (*p != '/' && *p != '\0') continue;
+    char saved = *p;
+    *p = '\0';
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+      return UOPC_FAIL(err, UOPC_E_IO, "cannot create cache directory '%s': %m", buf);
+    *p = saved;
+    if (saved == '\0') return UOPC_OK;
+  }
+}
+
+/* A directory others can write to could receive a planted shared object,
+ * which the next cache hit would dlopen and run. */
+static int check_private(const char *path, uopc_error *err) {
+  struct stat st;
+  if (stat(path, &st) != 0) return UOPC_FAIL(err, UOPC_E_IO, "cannot stat cache directory '%s': %m", path);
+  if (!S_ISDIR(st.st_mode)) return UOPC_FAIL(err, UOPC_E_IO, "cache path '%s' is not a directory", path);
+  if (st.st_uid != geteuid())
+    return UOPC_FAIL(err, UOPC_E_UNSAFE_CACHE,
+                     "cache directory '%s' is owned by uid %u, not by you (uid %u): a shared object planted "
+                     "there would be run. Fix: set UOPC_CACHE_DIR to a directory of your own",
+                     path, (unsigned)st.st_uid, (unsigned)geteuid());
+  if (st.st_mode & 022)
+    return UOPC_FAIL(err, UOPC_E_UNSAFE_CACHE,
+                     "cache directory '%s' is writable by group or others (mode %04o, at most 0755 allowed): "
+                     "a shared object planted there would be run. Fix: chmod 700 '%s', or set UOPC_CACHE_DIR "
+                     "to a private directory",
+                     path, (unsigned)(st.st_mode & 07777), path);
+  return UOPC_OK;
+}
+
+int uopc_cache_open(uopc_cache *c, const char *dir, uopc_error *err) {
+  int rc = dir && *dir ? join(c->dir, err, "%s%s", dir, "") : default_dir(c->dir, err);
+  char sub[PATH_MAX];
+  if (rc == UOPC_OK && strlen(c->dir) > PATH_MAX - 256)   /* room for "<entry>-<key>/kernel.so" */
+    rc = UOPC_FAIL(err, UOPC_E_INVALID, "cache directory '%s' is longer than %d bytes", c->dir, PATH_MAX - 256);
+  if (rc == UOPC_OK) rc = make_dirs(c->dir, err);
+  if (rc == UOPC_OK) rc = check_private(c->dir, err);
+  if (rc == UOPC_OK) rc = join(sub, err, "%s/%s", c->dir, "tmp");
+  if (rc == UOPC_OK && mkdir(sub, 0700) != 0 && errno != EEXIST)
+    rc = UOPC_FAIL(err, UOPC_E_IO, "cannot create '%s': %m", sub);
+  return rc;
+}
+
+int uopc_cache_entry_dir(const uopc_cache *c, const char *entry, const char *key,
+                         char out[PATH_MAX], uopc_error *err) {
+  if (snprintf(out, PATH_MAX, "%s/%s-%s", c->dir, entry, key) >= PATH_MAX)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "cache entry path for '%s' is longer than PATH_MAX (%d)", entry, PATH_MAX);
+  return UOPC_OK;
+}
+
+static int unlink_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st; (void)flag; (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void uopc_remove_tree(const char *path) {
+  nftw(path, unlink_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Moves an entry aside before deleting it, so that no reader ever sees it half removed. */
+static void discard_entry(const uopc_cache *c, const char *entry_dir) {
+  char trash[PATH_MAX];
+  if (join(trash, NULL, "%s/%s", c->dir, "tmp/trash-XXXXXX") || !mkdtemp(trash)) {
+    uopc_remove_tree(entry_dir);
+    return;
+  }
+  if (rename(entry_dir, trash) != 0) rmdir(trash);   /* someone else discarded it already */
+  else uopc_remove_tree(trash);
+}
+
+/* Finds "name=value" on its own line of a manifest; copies the value. */
+static int manifest_get(const char *text, const char *name, char *value, size_t size) {
+  size_t len = strlen(name);
+  for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    if (strncmp(line, name, len) != 0 || line[len] != '=') continue;
+    const char *v = line + len + 1;
+    size_t n = strcspn(v, "\n");
+    if (n >= size) return 0;
+    memcpy(value, v, n);
+    value[n] = '\0';
+    return 1;
+  }
+  return 0;
+}
+
+/* 1 when the manifest names this key and artifact and the artifact's bytes match. */
+static int entry_is_whole(const char *manifest, const char *key, const char *artifact, const char *path) {
+  char value[128], hex[65];
+  struct stat st;
+  if (!manifest_get(manifest, "key", value, sizeof value) || strcmp(value, key) != 0) return 0;
+  if (!manifest_get(manifest, "artifact", value, sizeof value) || strcmp(value, artifact) != 0) return 0;
+  if (!manifest_get(manifest, "artifact_size", value, sizeof value) || stat(path, &st) != 0 ||
+      strtoll(value, NULL, 10) != (long long)st.st_size) return 0;
+  return manifest_get(manifest, "artifact_sha256", value, sizeof value) &&
+         uopc_hash_file(path, hex, NULL) == UOPC_OK && strcmp(value, hex) == 0;
+}
+
+int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
+                      const char *artifact, char artifact_path[PATH_MAX], uopc_error *err) {
+  char dir[PATH_MAX], manifest_path[PATH_MAX];
+  if (uopc_cache_entry_dir(c, entry, key, dir, err) || join(manifest_path, err, "%s/%s", dir, "manifest") ||
+      join(artifact_path, err, "%s/%s", dir, artifact))
+    return -1;
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    uopc_counter_add(UOPC_C_DISK_CACHE_MISSES, 1);
+    return 0;
+  }
+  char *manifest = NULL;
+  size_t n;
+  int whole = uopc_read_file(manifest_path, &manifest, &n, NULL) == UOPC_OK &&
+              entry_is_whole(manifest, key, artifact, artifact_path);
+  free(manifest);
+  if (!whole) {
+    discard_entry(c, dir);
+    uopc_counter_add(UOPC_C_CORRUPTED_REBUILT, 1);
+    uopc_counter_add(UOPC_C_DISK_CACHE_MISSES, 1);
+    return 0;
+  }
+  uopc_counter_add(UOPC_C_DISK_CACHE_HITS, 1);
+  return 1;
+}
+
+int uopc_cache_stage(const uopc_cache *c, char staging[PATH_MAX], uopc_error *err) {
+  if (join(staging, err, "%s/%s", c->dir, "tmp/stage-XXXXXX")) return err ? err->code : UOPC_E_INVALID;
+  if (!mkdtemp(staging)) return UOPC_FAIL(err, UOPC_E_IO, "cannot create a staging directory in '%s/tmp': %m", c->dir);
+  return UOPC_OK;
+}
+
+static int write_manifest(const char *staging, const char *entry, const char *key, const char *artifact,
+                          const char *description, uopc_error *err) {
+  char path[PATH_MAX], hex[65];
+  struct stat st;
+  if (join(path, err, "%s/%s", staging, artifact)) return err ? err->code : UOPC_E_INVALID;
+  if (stat(path, &st) != 0) return UOPC_FAIL(err, UOPC_E_IO, "artifact '%s' is missing after the build: %m", path);
+  int rc = uopc_hash_file(path, hex, err);
+  if (rc) return rc;
+  char *text = malloc(MANIFEST_MAX);
+  if (!text) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for a manifest");
+  int len = snprintf(text, MANIFEST_MAX, "key=%s\nentry=%s\nartifact=%s\nartifact_size=%lld\nartifact_sha256=%s\n%s",
+                     key, entry, artifact, (long long)st.st_size, hex, description ? description : "");
+  if (len >= MANIFEST_MAX) len = MANIFEST_MAX - 1;
+  rc = join(path, err, "%s/%s", staging, "manifest");
+  if (rc == UOPC_OK) rc = uopc_write_file(path, text, (size_t)len, err);
+  free(text);
+  return rc;
+}
+
+int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *entry,
+                       const char *key, const char *artifact, const char *description,
+                       char artifact_path[PATH_MAX], uopc_error *err) {
+  char dir[PATH_MAX];
+  int rc = write_manifest(staging, entry, key, artifact, description, err);
+  if (rc == UOPC_OK) rc = uopc_cache_entry_dir(c, entry, key, dir, err);
+  if (rc == UOPC_OK) rc = join(artifact_path, err, "%s/%s", dir, artifact);
+  if (rc != UOPC_OK) return rc;
+  if (rename(staging, dir) != 0) {
+    if (errno != ENOTEMPTY && errno != EEXIST)
+      return UOPC_FAIL(err, UOPC_E_IO, "cannot publish cache entry '%s': %m", dir);
+    uopc_remove_tree(staging);   /* another process published this key first: use theirs */
+  }
+  return UOPC_OK;
+}
+
+void uopc_cache_keep_failed(const uopc_cache *c, const char *staging, const char *entry,
+                            const char *key, char kept[PATH_MAX]) {
+  char failed[PATH_MAX];
+  if (join(failed, NULL, "%s/%s", c->dir, "failed") || (mkdir(failed, 0700) != 0 && errno != EEXIST) ||
+      snprintf(kept, PATH_MAX, "%s/%s-%s", failed, entry, key) >= PATH_MAX) {
+    snprintf(kept, PATH_MAX, "%s", staging);
+    return;
+  }
+  uopc_remove_tree(kept);
+  if (rename(staging, kept) != 0) snprintf(kept, PATH_MAX, "%s", staging);
+}
+
+int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return UOPC_FAIL(err, UOPC_E_IO, "cannot create '%s': %m", path);
+  const char *p = data;
+  while (n > 0) {
+    ssize_t put = write(fd, p, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) { close(fd); return UOPC_FAIL(err, UOPC_E_IO, "cannot write '%s': %m", path); }
+    p += put;
+    n -= (size_t)put;
+  }
+  if (close(fd) != 0) return UOPC_FAIL(err, UOPC_E_IO, "cannot write '%s': %m", path);
+  return UOPC_OK;
+}
+
+int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return UOPC_FAIL(err, UOPC_E_IO, "cannot open '%s': %m", path);
+  char *buf = malloc(MANIFEST_MAX + 1);
+  size_t got = buf ? fread(buf, 1, MANIFEST_MAX, f) : 0;
+  int bad = ferror(f);
+  fclose(f);
+  if (!buf) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory to read '%s'", path);
+  if (bad) { free(buf); return UOPC_FAIL(err, UOPC_E_IO, "cannot read '%s'", path); }
+  buf[got] = '\0';
+  *data = buf;
+  *n = got;
+  return UOPC_OK;
+}

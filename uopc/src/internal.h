@@ -1,0 +1,101 @@
+/* internal.h: the runtime's internal modules (not for labs).
+ * sha256 (hashing through OpenSSL's libcrypto), spawn (run a program from an
+ * argument vector and capture its output), cache (the disk cache's directory,
+ * entries and atomic publication), compiler (a compiler's identity). */
+#ifndef UOPC_INTERNAL_H
+#define UOPC_INTERNAL_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "uopc/error.h"
+
+/* ---- sha256.c ---- */
+typedef struct uopc_hash uopc_hash;   /* an incremental SHA-256 */
+int uopc_hash_new(uopc_hash **out, uopc_error *err);
+/* Adds a labelled field: the label, its length and the bytes, so that two
+ * fields can never run together ("ab"+"c" differs from "a"+"bc"). */
+void uopc_hash_field(uopc_hash *h, const char *label, const void *data, size_t n);
+void uopc_hash_str(uopc_hash *h, const char *label, const char *s);
+/* Writes 64 hex digits and a NUL into hex[65] and frees h. */
+void uopc_hash_finish(uopc_hash *h, char hex[65]);
+/* SHA-256 of a whole file as hex. Errors: UOPC_E_IO. */
+int uopc_hash_file(const char *path, char hex[65], uopc_error *err);
+
+/* ---- spawn.c ---- */
+#define UOPC_SPAWN_OUTPUT_MAX 16384
+typedef struct uopc_spawn_result {
+  int exit_status;       /* the exit code, or 128 + signal */
+  char output[UOPC_SPAWN_OUTPUT_MAX];  /* stdout and stderr, truncated */
+  size_t output_len;
+  int truncated;
+} uopc_spawn_result;
+/* Runs argv[0] (an absolute path) with argv, no shell, in directory cwd (NULL:
+ * this one), with LC_ALL=C, stdin from /dev/null, stdout and stderr captured.
+ * Errors: UOPC_E_IO when it cannot be started. */
+int uopc_spawn(char *const argv[], const char *cwd, uopc_spawn_result *res, uopc_error *err);
+/* Resolves a program name through PATH (or checks a path) to an absolute
+ * path with symlinks resolved. Errors: UOPC_E_INVALID when not found. */
+int uopc_find_program(const char *name, char resolved[PATH_MAX], uopc_error *err);
+
+/* ---- cache.c ---- */
+typedef struct uopc_cache {
+  char dir[PATH_MAX];
+} uopc_cache;
+
+/* Resolves dir (NULL: $UOPC_CACHE_DIR, $XDG_CACHE_HOME/uopc, ~/.cache/uopc),
+ * creates it with mode 0700 and refuses one that others could write or that
+ * another user owns. Errors: UOPC_E_UNSAFE_CACHE (names the path and the fix),
+ * UOPC_E_IO. */
+int uopc_cache_open(uopc_cache *c, const char *dir, uopc_error *err);
+
+/* The entry's directory: <cache>/<entry>-<key>. */
+int uopc_cache_entry_dir(const uopc_cache *c, const char *entry, const char *key,
+                         char out[PATH_MAX], uopc_error *err);
+
+/* Looks an entry up. Returns 1 (hit: artifact_path is the verified artifact),
+ * 0 (miss), or -1 (error, err filled). An entry whose manifest or artifact is
+ * missing, truncated or altered is removed, counted as "corrupted entries
+ * rebuilt", and reported as a miss. Counts disk cache hits and misses. */
+int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
+                      const char *artifact, char artifact_path[PATH_MAX],
+                      uopc_error *err);
+
+/* Makes a private staging directory under <cache>/tmp for building an entry.
+ * Errors: UOPC_E_IO. */
+int uopc_cache_stage(const uopc_cache *c, char staging[PATH_MAX], uopc_error *err);
+
+/* Writes the manifest (key, entry, the artifact's size and SHA-256, and the
+ * description lines given) into staging and renames staging to the entry's
+ * directory. When another process published the same key first, staging is
+ * removed and theirs is used. artifact_path receives the final artifact path.
+ * Errors: UOPC_E_IO. */
+int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *entry,
+                       const char *key, const char *artifact, const char *description,
+                       char artifact_path[PATH_MAX], uopc_error *err);
+
+/* Removes a directory tree (staging dirs, corrupted entries). */
+void uopc_remove_tree(const char *path);
+
+/* Keeps a failed build for reading: moves staging to <cache>/failed/<entry>-<key>
+ * and writes its path into kept. */
+void uopc_cache_keep_failed(const uopc_cache *c, const char *staging, const char *entry,
+                            const char *key, char kept[PATH_MAX]);
+
+/* Writes a whole file (creating or replacing). Errors: UOPC_E_IO. */
+int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *err);
+/* Reads a whole small file into a NUL-terminated malloc'd buffer. */
+int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err);
+
+/* ---- compiler.c ---- */
+typedef struct uopc_compiler {
+  char path[PATH_MAX];   /* resolved absolute path */
+  char version[512];     /* the first line of `<compiler> --version` */
+} uopc_compiler;
+/* Finds name (PATH search) and its version. The version output is memoised in
+ * the cache directory under the binary's path, size, mtime and inode, so a warm
+ * process spawns nothing. Errors: UOPC_E_INVALID (not found), UOPC_E_IO. */
+int uopc_compiler_identify(const uopc_cache *c, const char *name, uopc_compiler *out,
+                           uopc_error *err);
+
+#endif
