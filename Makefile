@@ -87,7 +87,16 @@ $(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call lab_lib,$(1))
 endef
 $(foreach l,$(LAB_IDS),$(eval $(call TEST_RULES,$(l))))
 
--include tests/broken.mk
+# ---- broken builds ----------------------------------------------------------
+# tests/broken/23.N.mk builds the reference with one guard removed and links a
+# suite against it. Each entry of BROKEN_EXPECT is BINARY:TEST: `make test`
+# passes only if that test fails for that build, which proves the suite can
+# catch the wrong dispatch the guard prevents. A broken build's directory
+# holds its lab libraries, found first through -L and $$ORIGIN.
+BROKEN := $(BUILD)/broken
+broken_test_link = $(CC) $(CFLAGS) -Itests $(call lab_incs,$(1)) -o $@ $< -L$(dir $@) $(LDFLAGS) \
+  -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
+include $(sort $(wildcard tests/broken/*.mk))
 
 # ---- benchmarks -------------------------------------------------------------
 # bench/bench_23_N.c links lab 23.N; bench/report.py runs them and adds NumPy.

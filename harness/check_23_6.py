@@ -10,11 +10,13 @@ the rejections, and the counters of the chapter's example.
 """
 import argparse
 import ctypes
+from contextlib import contextmanager
 
 import numpy as np
 
 from harness import ffi
-from harness.common import Report, compare, describe, pick_seed, progress
+from harness.common import (Report, compare, describe, dtype_name, pick_seed, progress,
+                            quiet_pipe, strides_of)
 
 LAB = "23.6"
 RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
@@ -45,6 +47,17 @@ class Lab:
     if jit and jit.contents.maximum != maximum:
       raise ffi.HarnessError("struct guarded_jit in harness/ffi.py no longer matches guarded_jit.h")
     return jit, err
+
+  @contextmanager
+  def jit(self, maximum):
+    """A guarded_jit for the with block; raises UopcError when guarded_jit_new fails."""
+    jit, err = self.new(maximum)
+    if not jit:
+      self.rt.raise_error(err)
+    try:
+      yield jit
+    finally:
+      self.lib.guarded_jit_free(jit)
 
   def call(self, jit, x, out):
     """(status, error) of guarded_jit_call on two arrays lent for the call."""
@@ -78,12 +91,10 @@ def poison_intact(buf, out):
 
 
 def check_values(lab, rng, maximum, seed, report, count):
-  jit, err = lab.new(maximum)
-  if not jit:
-    return report.fail(f"guarded_jit_new({maximum}) failed", lab.failure(err))
-  lengths = [1, 7, 31, 64, maximum] + [int(v) for v in rng.integers(1, maximum + 1, size=count)]
+  lengths = [n for n in (1, 7, 31, 64) if n < maximum] + [maximum] + \
+            [int(v) for v in rng.integers(1, maximum + 1, size=count)]
   cases = 0
-  try:
+  with lab.jit(maximum) as jit:
     for n in lengths:
       for dtype in (np.float32, np.float64):
         for layout, (base_len, view) in X_LAYOUTS.items():
@@ -91,30 +102,28 @@ def check_values(lab, rng, maximum, seed, report, count):
             base = (rng.standard_normal(base_len(n)) * 8).astype(dtype)
             one_case(lab, jit, base, view(base, n), step, layout, seed, report)
             cases += 1
-  finally:
-    lab.lib.guarded_jit_free(jit)
   return f"{cases} cases, lengths 1..{maximum}, f32/f64, {len(X_LAYOUTS)} input and {len(OUT_STEPS)} output layouts"
 
 
 def one_case(lab, jit, base, x, step, layout, seed, report):
-  n, dtype = x.size, x.dtype
-  buf, out = poisoned(n, dtype, step)
-  case = f"length={n} dtype={'f32' if dtype == np.float32 else 'f64'} x={layout} strides={x.strides[0] // x.itemsize} " \
-         f"out strides={step} seed={seed}"
-  before, state = base.copy(), (jit.contents.compiled_calls, jit.contents.layout_fallbacks)
+  """out = x*x + 1 for x a view of base; out is every step-th element of a poisoned buffer."""
+  buf, out = poisoned(x.size, x.dtype, step)
+  case = f"length={x.size} dtype={dtype_name(x)} x={layout} (stride {strides_of(x)[0]}) " \
+         f"out stride {step} seed={seed}"
+  before, counts = base.copy(), (jit.contents.compiled_calls, jit.contents.layout_fallbacks)
+  want_compiled = x.dtype == np.float32 and x.flags.c_contiguous and out.flags.c_contiguous
   progress(f"lab {LAB} values: {case}")
   status, err = lab.call(jit, x, out)
   if status != 0:
     return report.fail(case, "guarded_jit_call failed: " + lab.failure(err))
-  mismatch = compare(out, x * x + 1, RTOL[dtype])
-  if mismatch:
+  if (mismatch := compare(out, x * x + 1, RTOL[x.dtype])):
     return report.fail(case, *mismatch)
-  overwritten = poison_intact(buf, out)
-  for problem in (overwritten and "wrote outside the output view: " + overwritten,
-                  None if base.tobytes() == before.tobytes() else "the call changed its input x",
-                  wrong_path(jit, state, dtype == np.float32 and x.flags.c_contiguous and out.flags.c_contiguous)):
-    if problem:
-      return report.fail(case, problem)
+  if (overwritten := poison_intact(buf, out)):
+    return report.fail(case, "wrote outside the output view: " + overwritten)
+  if base.tobytes() != before.tobytes():
+    return report.fail(case, "the call changed its input x")
+  if (path := wrong_path(jit, counts, want_compiled)):
+    report.fail(case, path)
 
 
 def wrong_path(jit, state, want_compiled):
@@ -128,11 +137,8 @@ def wrong_path(jit, state, want_compiled):
 
 
 def check_aliasing(lab, rng, maximum, seed, report):
-  jit, err = lab.new(maximum)
-  if not jit:
-    return report.fail(f"guarded_jit_new({maximum}) failed", lab.failure(err))
   n = min(37, maximum)
-  try:
+  with lab.jit(maximum) as jit:
     for dtype, layout in ((np.float32, "contiguous"), (np.float64, "contiguous"), (np.float32, "x[::2]")):
       base_len, view = X_LAYOUTS[layout]
       base = (rng.standard_normal(base_len(n)) * 8).astype(dtype)
@@ -152,8 +158,6 @@ def check_aliasing(lab, rng, maximum, seed, report):
     expect_rejection(lab, jit, buf[:n], buf[1:], "UOPC_E_ALIAS", case, report)
     if buf.tobytes() != before.tobytes():
       report.fail(case, "the rejected call wrote into the buffer")
-  finally:
-    lab.lib.guarded_jit_free(jit)
   return "in place f32, f64 and strided; partial overlap rejected"
 
 
@@ -173,9 +177,6 @@ def expect_rejection(lab, jit, x, out, want, case, report, mentions=()):
 
 
 def check_rejections(lab, rng, maximum, seed, report):
-  jit, err = lab.new(maximum)
-  if not jit:
-    return report.fail(f"guarded_jit_new({maximum}) failed", lab.failure(err))
   f32 = np.float32
   inputs = [  # (what, x, output dtype, output shape, code, values the message names)
     ("length 0", np.ones(8, f32)[:0], f32, (0,), "UOPC_E_BOUNDS", (0, maximum)),
@@ -184,17 +185,15 @@ def check_rejections(lab, rng, maximum, seed, report):
     ("an i32 vector", np.arange(16, dtype=np.int32), np.int32, (16,), "UOPC_E_DTYPE", ("i32",)),
     ("a 2-D f32 array", np.ones((3, 4), f32), f32, (3, 4), "UOPC_E_INVALID", ()),
   ]
-  try:
+  with lab.jit(maximum) as jit:
     for what, x, out_dtype, out_shape, code, mentions in inputs:
-      buf, _ = poisoned(int(np.prod(out_shape)), out_dtype)
-      out = buf[:int(np.prod(out_shape))].reshape(out_shape)
+      buf, flat = poisoned(int(np.prod(out_shape)), out_dtype)
+      out = flat.reshape(out_shape)
       case = f"{what} with maximum={maximum} ({describe(x)}) seed={seed}"
       progress(f"lab {LAB} rejections: {case}")
       expect_rejection(lab, jit, x, out, code, case, report, mentions)
       if (overwritten := poison_intact(buf, buf[:0])):
         report.fail(case, "the rejected call wrote into out: " + overwritten)
-  finally:
-    lab.lib.guarded_jit_free(jit)
   for bad in (0, INT32_MAX + 1):
     progress(f"lab {LAB} rejections: guarded_jit_new({bad})")
     jit, err = lab.new(bad)
@@ -211,12 +210,9 @@ def check_counters(lab, rng, maximum, seed, report):
   """The chapter's example: lengths 1, 7, 31, 64, 7 then arange(20)[::2], all f32."""
   names = ("variants built", "compiled calls", "layout fallbacks")
   want = dict(zip(names, (1, 5, 1)))
-  jit, err = lab.new(64)
-  if not jit:
-    return report.fail("guarded_jit_new(64) failed", lab.failure(err))
   before = {name: lab.rt.counter(name) for name in names}
   inputs = [np.arange(n, dtype=np.float32) for n in (1, 7, 31, 64, 7)] + [np.arange(20, dtype=np.float32)[::2]]
-  try:
+  with lab.jit(64) as jit:
     for x in inputs:
       out = np.empty_like(x)
       progress(f"lab {LAB} counters: {describe(x)}")
@@ -227,8 +223,6 @@ def check_counters(lab, rng, maximum, seed, report):
         report.fail(f"the example's call on {describe(x)}", *mismatch)
     fields = dict(zip(names, (jit.contents.variants_built, jit.contents.compiled_calls,
                               jit.contents.layout_fallbacks)))
-  finally:
-    lab.lib.guarded_jit_free(jit)
   delta = {name: lab.rt.counter(name) - before[name] for name in names}
   case = "after lengths 1, 7, 31, 64, 7 (f32 contiguous) and arange(20)[::2] (f32)"
   for name in names:
@@ -246,6 +240,9 @@ def main(argv=None):
   ap.add_argument("--maximum", type=int, default=4096, help="the declared bound (default 4096)")
   ap.add_argument("--lengths", type=int, default=20, help="random lengths to draw (default 20)")
   args = ap.parse_args(argv)
+  if args.maximum < 2:
+    ap.error("--maximum must be at least 2 (a partial overlap needs two elements)")
+  quiet_pipe()
   seed = pick_seed(args.seed)
   replay = f".venv/bin/python -m harness.check_23_6 --build {args.build} --seed {seed}" + \
            (f" --maximum {args.maximum}" if args.maximum != 4096 else "")

@@ -6,6 +6,7 @@ raw traceback: an unexpected exception becomes one FAIL line naming it.
 """
 import os
 import random
+import signal
 
 import numpy as np
 
@@ -13,6 +14,11 @@ DTYPE_NAMES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
                np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 MAX_FAILURES_PER_CHECK = 5
 PROGRESS_ENV = "UOPC_HARNESS_PROGRESS"
+
+
+def quiet_pipe():
+  """A reader that stops early (| head) ends the check quietly, without a traceback."""
+  signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 def pick_seed(seed):

@@ -6,8 +6,9 @@ values and are raised here as UopcError, and the process counters are read by na
 
     rt = Runtime("build/labs")
     lab = rt.lab("23.6")                  # build/labs/lib/liblab23_6.so
+    err = Error()
     with rt.wrap(x) as tx, rt.wrap(out) as tout:
-        rt.check(lab.guarded_jit_call(jit, tx, tout, rt.err()))
+        rt.check(lab.guarded_jit_call(jit, tx, tout, ctypes.byref(err)), err)
 """
 import ctypes
 from contextlib import contextmanager
@@ -95,18 +96,13 @@ class Runtime:
     """The lab's library, with its API's signatures set (the runtime is shared, not reloaded)."""
     return _load(self.build / "lib" / f"liblab{lab_id.replace('.', '_')}.so", LAB_API.get(lab_id, {}))
 
-  @staticmethod
-  def err():
-    return ctypes.byref(Error())
-
   def error_name(self, code):
     return self.lib.uopc_error_name(code).decode()
 
   def raise_error(self, err):
-    """Raises the UopcError that err (an Error or a byref to one) holds."""
-    e = getattr(err, "_obj", err)
-    raise UopcError(e.code, self.error_name(e.code), e.where.decode(errors="replace"),
-                    e.message.decode(errors="replace"))
+    """Raises the UopcError that err (an Error) holds."""
+    raise UopcError(err.code, self.error_name(err.code), err.where.decode(errors="replace"),
+                    err.message.decode(errors="replace"))
 
   def check(self, status, err):
     """Raises when a status-returning call failed."""

@@ -31,6 +31,7 @@ class Check:
   argv: callable        # (build, seed) -> the command, run from the root
   applies: callable     # () -> bool: does this checkout have what the check is about?
   timeout: float        # seconds
+  loads_c: bool = False  # loads the build's libraries (a sanitizer build needs its runtime preloaded)
 
 
 def has_lab(lab_id):
@@ -42,7 +43,7 @@ def lab_check(lab_id, timeout=120):
   module = f"harness.check_{lab_id.replace('.', '_')}"
   return Check(f"lab {lab_id}", lambda build, seed: [sys.executable, "-m", module, "--build", build,
                                                      "--seed", str(seed)],
-               has_lab(lab_id), timeout)
+               has_lab(lab_id), timeout, loads_c=True)
 
 
 CHECKS = [
@@ -57,7 +58,8 @@ def run_check(check, build, seed):
   cache = tempfile.mkdtemp(prefix="uopc-selfcheck-")   # mode 0700, as the runtime requires
   fd, progress_path = tempfile.mkstemp(prefix="uopc-progress-")
   os.close(fd)
-  env = dict(os.environ, UOPC_CACHE_DIR=cache, **{PROGRESS_ENV: progress_path})
+  extra = sanitizer_env() if check.loads_c and build.endswith("-san") else {}
+  env = dict(os.environ, UOPC_CACHE_DIR=cache, **{PROGRESS_ENV: progress_path}, **extra)
   argv = check.argv(build, seed)
   try:
     proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -80,13 +82,32 @@ def run_check(check, build, seed):
                 f"exit status {proc.returncode}")
   else:
     note += f" while running: {running or '?'}"
-    lines.append("replay: " + shlex.join([replay_python(a) for a in argv]))
+    lines = sanitizer_report(lines) or lines
+    lines.append("replay: " + shlex.join([f"{k}={v}" for k, v in extra.items()] + [replay_python(a) for a in argv]))
   return word, note, lines[-DETAIL_LINES:]
+
+
+def sanitizer_report(lines):
+  """A sanitizer's verdict, its first stack frames and its summary; [] when there is none."""
+  start = next((i for i, line in enumerate(lines) if "ERROR: " in line or "runtime error:" in line), None)
+  if start is None:
+    return []
+  frames = [line for line in lines[start + 1:start + 40] if line.strip().startswith(("#0", "#1", "#2", "#3"))]
+  summary = [line for line in lines[start:] if line.startswith("SUMMARY:")]
+  return [lines[start]] + frames[:4] + summary[:1]
 
 
 def replay_python(arg):
   """The venv's python as the Makefile spells it, for replay commands."""
   return ".venv/bin/python" if arg == sys.executable and Path(arg).parent.parent == ROOT / ".venv" else arg
+
+
+def sanitizer_env():
+  """Python is not built with ASan, so a `make SAN=1` library needs the sanitizer runtimes
+  preloaded; Python's own allocations are not leaks worth reporting; an error aborts (CRASH)."""
+  libs = [subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+          for lib in ("libasan.so", "libubsan.so")]
+  return {"LD_PRELOAD": " ".join(libs), "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"}
 
 
 def signal_name(number):

@@ -24,12 +24,11 @@ Marker errors print file:line: message and exit with status 2.
 import argparse
 import bisect
 import difflib
-import os
 import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,10 +192,37 @@ def param_name(param):
 class Region:
   lab: str
   name: str              # the function, or "helpers"
-  begin: int             # 1-based line numbers of the markers
-  end: int
-  params: list           # parameters to (void), for a function region
-  indent: str
+  begin: int             # 1-based line of the BEGIN marker
+  depth: int             # brace depth there
+  end: int = 0           # 1-based line of the END marker
+  params: list = field(default_factory=list)   # parameters to (void), for a function region
+  indent: str = ""
+
+
+class Source:
+  """One solutions/ file, scanned: lines, their offsets and depths, and the tokenizer's output."""
+
+  def __init__(self, path, text):
+    self.path, self.lines = path, split_lines(text)
+    self.code, self.comments, self.braces, self.bounds = scan(text)
+    self.depths = line_depths(text, self.braces)
+    self.starts = [0]
+    for line in self.lines[:-1]:
+      self.starts.append(self.starts[-1] + len(line))
+
+  def fail(self, lineno, message):
+    raise MarkerError(self.path, lineno, message)
+
+  def markers(self):
+    """(line, marker text) for every comment that looks like a marker, in order."""
+    found = []
+    for off, comment in sorted(self.comments.items()):
+      if MARKER_LIKE.match(comment):
+        lineno = bisect.bisect_right(self.starts, off)
+        if self.lines[lineno - 1].strip() != comment.strip():
+          self.fail(lineno, "a STUDENT marker must be alone on its line")
+        found.append((lineno, comment.strip()))
+    return found
 
 
 def lab_id(lab_dir):
@@ -205,96 +231,81 @@ def lab_id(lab_dir):
 
 def find_regions(path, text, lab):
   """The regions of one file, validated. Raises MarkerError."""
-  code, comments, braces, bounds = scan(text)
-  depths = line_depths(text, braces)
-  lines = split_lines(text)
-  starts, offset = [], 0
-  for line in lines:
-    starts.append(offset)
-    offset += len(line)
-
-  def fail(lineno, message):
-    raise MarkerError(path, lineno, message)
-
-  markers = {}
-  for off, comment in comments.items():
-    if not MARKER_LIKE.match(comment):
-      continue
-    lineno = bisect.bisect_right(starts, off)
-    line = lines[lineno - 1]
-    if line.strip() != comment.strip():
-      fail(lineno, "a STUDENT marker must be alone on its line")
-    markers[lineno] = comment.strip()
-
-  regions, open_region, seen = [], None, {}
-  for lineno in sorted(markers):
-    word = markers[lineno]
-    depth = depths[lineno - 1]
-    m = BEGIN.fullmatch(word)
+  src, regions, current, seen = Source(path, text), [], None, {}
+  for lineno, word in src.markers():
     if word == END:
-      if open_region is None:
-        fail(lineno, "'// END STUDENT' without a '// STUDENT' before it")
-      if depth != open_region[1]:
-        fail(lineno, f"'// END STUDENT' is at brace depth {depth} but its region "
-                     f"(line {open_region[0].begin}) opened at depth {open_region[1]}")
-      lo, hi = starts[open_region[0].begin - 1], starts[lineno - 1]
-      if any(lo <= b[0] < hi and b[1] == "}" and b[2] <= open_region[1] for b in braces):
-        fail(lineno, f"the region opened at line {open_region[0].begin} crosses the end of its block")
-      open_region[0].end = lineno
-      regions.append(open_region[0])
-      open_region = None
-      continue
-    if not m:
-      fail(lineno, f"unknown marker '{word}': expected '// STUDENT <lab> <function>', "
-                   f"'// STUDENT <lab> helpers' or '// END STUDENT'")
-    if open_region is not None:
-      fail(lineno, f"nested STUDENT region: the region for '{open_region[0].name}' opened at "
-                   f"line {open_region[0].begin} is still open")
-    mlab, name = m.groups()
-    if mlab != lab:
-      fail(lineno, f"marker names lab {mlab} but the file is in lab {lab}'s folder")
-    region = Region(mlab, name, lineno, 0, [], "")
-    if name == HELPERS:
-      if depth != 0:
-        fail(lineno, "a helpers region must be at top level, outside any function")
+      regions.append(close_region(src, current, lineno))
+      current = None
     else:
-      region.params = function_params(path, lineno, code, braces, bounds,
-                                      starts[lineno - 1], depth, name, fail)
-      if name in seen:
-        fail(lineno, f"function '{name}' already has a STUDENT region at line {seen[name]}")
-      seen[name] = lineno
-    open_region = (region, depth)
-  if open_region is not None:
-    fail(open_region[0].begin, f"STUDENT region for '{open_region[0].name}' has no '// END STUDENT'")
-
+      current = open_region(src, current, lineno, word, lab, seen)
+  if current is not None:
+    src.fail(current.begin, f"STUDENT region for '{current.name}' has no '// END STUDENT'")
   for r in regions:   # a stub is indented as the body it replaces; helpers as their marker
-    body = [l for l in lines[r.begin:r.end - 1] if l.strip()]
-    first = lines[r.begin - 1] if r.name == HELPERS else body[0] if body else "  "
+    body = [line for line in src.lines[r.begin:r.end - 1] if line.strip()]
+    first = src.lines[r.begin - 1] if r.name == HELPERS else body[0] if body else "  "
     r.indent = re.match(r"[ \t]*", first).group(0)
   return regions
 
 
-def function_params(path, lineno, code, braces, bounds, offset, depth, name, fail):
-  """The parameters to (void) for a region at offset inside function `name`."""
-  if depth != 1:
-    fail(lineno, f"STUDENT region for '{name}' must be directly in a function body "
-                 f"(brace depth {depth}, expected 1)")
-  opening = [b[0] for b in braces if b[0] < offset and b[1] == "{" and b[2] == 0][-1]
-  start = max([b for b in bounds if b <= opening], default=0)
-  parsed = parse_signature(code[start:opening])
+def open_region(src, current, lineno, word, lab, seen):
+  m = BEGIN.fullmatch(word)
+  if not m:
+    src.fail(lineno, f"unknown marker '{word}': expected '// STUDENT <lab> <function>', "
+                     f"'// STUDENT <lab> helpers' or '// END STUDENT'")
+  if current is not None:
+    src.fail(lineno, f"nested STUDENT region: the region for '{current.name}' opened at "
+                     f"line {current.begin} is still open")
+  region = Region(m.group(1), m.group(2), lineno, src.depths[lineno - 1])
+  if region.lab != lab:
+    src.fail(lineno, f"marker names lab {region.lab} but the file is in lab {lab}'s folder")
+  if region.name == HELPERS:
+    if region.depth != 0:
+      src.fail(lineno, "a helpers region must be at top level, outside any function")
+    return region
+  if region.name in seen:
+    src.fail(lineno, f"function '{region.name}' already has a STUDENT region at line {seen[region.name]}")
+  seen[region.name] = lineno
+  region.params = function_params(src, region)
+  return region
+
+
+def close_region(src, region, lineno):
+  if region is None:
+    src.fail(lineno, "'// END STUDENT' without a '// STUDENT' before it")
+  depth = src.depths[lineno - 1]
+  if depth != region.depth:
+    src.fail(lineno, f"'// END STUDENT' is at brace depth {depth} but its region "
+                     f"(line {region.begin}) opened at depth {region.depth}")
+  lo, hi = src.starts[region.begin - 1], src.starts[lineno - 1]
+  if any(lo <= off < hi and brace == "}" and before <= region.depth for off, brace, before in src.braces):
+    src.fail(lineno, f"the region opened at line {region.begin} crosses the end of its block")
+  region.end = lineno
+  return region
+
+
+def function_params(src, region):
+  """The parameters to (void) for a region directly inside its function's body."""
+  lineno, name = region.begin, region.name
+  if region.depth != 1:
+    src.fail(lineno, f"STUDENT region for '{name}' must be directly in a function body "
+                     f"(brace depth {region.depth}, expected 1)")
+  offset = src.starts[lineno - 1]
+  opening = [off for off, brace, before in src.braces if off < offset and brace == "{" and before == 0][-1]
+  start = max([b for b in src.bounds if b <= opening], default=0)
+  parsed = parse_signature(src.code[start:opening])
   if parsed is None:
-    fail(lineno, f"cannot read the signature of the function around the STUDENT region for '{name}'")
+    src.fail(lineno, f"cannot read the signature of the function around the STUDENT region for '{name}'")
   ret, fname, params = parsed
   if fname != name:
-    fail(lineno, f"marker names '{name}' but the enclosing function is '{fname}'")
+    src.fail(lineno, f"marker names '{name}' but the enclosing function is '{fname}'")
   if ret != "int":
-    fail(lineno, f"'{name}' returns '{ret}': a student function must return int (a status)")
+    src.fail(lineno, f"'{name}' returns '{ret}': a student function must return int (a status)")
   if not params or not re.fullmatch(r"uopc_error\s*\*\s*err", params[-1]):
-    fail(lineno, f"'{name}' must take 'uopc_error *err' as its last parameter")
+    src.fail(lineno, f"'{name}' must take 'uopc_error *err' as its last parameter")
   try:
     names = [param_name(p) for p in params[:-1]]
   except ValueError as e:
-    fail(lineno, f"'{name}': {e}")
+    src.fail(lineno, f"'{name}': {e}")
   return [n for n in names if n]
 
 

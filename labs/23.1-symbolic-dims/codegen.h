@@ -24,6 +24,7 @@ typedef struct codegen_kernel {
   int n_dims;
   sym_dim dims[CODEGEN_MAX_DIMS];       /* the trailing int64 parameters */
   sym_index_plan index;
+  int uses_libm;                        /* the source calls expf: link -lm */
   codegen_text source;                  /* owned */
 } codegen_kernel;
 

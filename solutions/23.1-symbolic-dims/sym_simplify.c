@@ -75,10 +75,12 @@ int sym_linear_add(sym_linear *acc, const sym_linear *x, int64_t scale, uopc_err
 // END STUDENT
 }
 
-/* Positive terms first so that the text reads "n - j", not "j*-1 + n". */
+/* Positive terms first, so that the text reads "n - j", not "j*-1 + n";
+ * then deeper atoms first ("i0*n + i1"); then sym_expr_compare. */
 static int term_before(const sym_linear *l, int i, int k) {
   int pi = l->coef[i] > 0, pk = l->coef[k] > 0;
   if (pi != pk) return pi;
+  if (l->atom[i]->depth != l->atom[k]->depth) return l->atom[i]->depth > l->atom[k]->depth;
   return sym_expr_compare(l->atom[i], l->atom[k]) < 0;
 }
 
@@ -123,10 +125,26 @@ int sym_linear_build(sym_arena *a, const sym_linear *l, const sym_expr **out,
   return UOPC_OK;
 }
 
+/* x + sign*y for simplified operands, as one canonical linear form. */
+static int combine(sym_arena *a, const sym_expr *x, const sym_expr *y, int sign,
+                   const sym_expr **out, uopc_error *err) {
+  sym_linear l = {0}, lx, ly;
+  int rc = sym_linear_of(x, &lx, err);
+  if (!rc) rc = sym_linear_of(y, &ly, err);
+  if (!rc) rc = sym_linear_add(&l, &lx, 1, err);
+  if (!rc) rc = sym_linear_add(&l, &ly, sign, err);
+  return rc ? rc : sym_linear_build(a, &l, out, err);
+}
+
+static int simplify_sub(sym_arena *a, const sym_expr *x, const sym_expr *y,
+                        const sym_expr **out, uopc_error *err) {
+  return combine(a, x, y, -1, out, err);
+}
+
 // STUDENT 23.1 helpers
 /* Splits x = y*q + r term by term: a term whose coefficient is a multiple of
  * the constant y, or whose atom is y or y times something, goes to q; the
- * rest, and a constant's remainder, stay in r. */
+ * rest stay in r, and a constant leaves its floor remainder in r. */
 static int split_by_divisor(const sym_linear *x, const sym_expr *y, sym_linear *q,
                             sym_linear *r, uopc_error *err) {
   memset(q, 0, sizeof *q);
@@ -134,40 +152,42 @@ static int split_by_divisor(const sym_linear *x, const sym_expr *y, sym_linear *
   int rc = UOPC_OK;
   for (int k = 0; k < x->count && !rc; k++) {
     const sym_expr *t = x->atom[k];
-    sym_linear one = {.count = 1, .atom = {t}, .coef = {x->coef[k]}};
-    if (y->kind == SYM_CONST && x->coef[k] % y->value == 0)
-      rc = sym_linear_add(q, &one, 0, err),
-      one.coef[0] = x->coef[k] / y->value, rc = rc ? rc : sym_linear_add(q, &one, 1, err);
-    else if (t == y)
-      rc = sym_linear_add(q, &(sym_linear){.constant = x->coef[k]}, 1, err);
-    else if (t->kind == SYM_MUL && (t->a == y || t->b == y))
-      one.atom[0] = t->a == y ? t->b : t->a, rc = sym_linear_add(q, &one, 1, err);
-    else
-      rc = sym_linear_add(r, &one, 1, err);
+    int64_t coef = x->coef[k];
+    if (y->kind == SYM_CONST && coef % y->value == 0) rc = linear_term(q, t, coef / y->value, err);
+    else if (t == y) rc = linear_constant(q, coef, err);
+    else if (t->kind == SYM_MUL && t->a == y) rc = linear_term(q, t->b, coef, err);
+    else if (t->kind == SYM_MUL && t->b == y) rc = linear_term(q, t->a, coef, err);
+    else rc = linear_term(r, t, coef, err);
   }
   int64_t c = x->constant, qc = 0;
   if (y->kind == SYM_CONST) {
     qc = c / y->value - (c % y->value != 0 && c < 0);   /* floor */
     c -= qc * y->value;
   }
-  if (!rc) rc = sym_linear_add(q, &(sym_linear){.constant = qc}, 1, err);
-  if (!rc) rc = sym_linear_add(r, &(sym_linear){.constant = c}, 1, err);
+  if (!rc) rc = linear_constant(q, qc, err);
+  if (!rc) rc = linear_constant(r, c, err);
   return rc;
 }
 
-/* When r's interval lies within one period of y, r//y is the constant k,
- * known from the bounds alone; returns 1 then. */
-static int constant_quotient(const sym_expr *r, const sym_expr *y, int64_t *k,
+/* *known = 1 when r's interval lies within one period of y: then r//y is
+ * the constant *k, decided by the bounds alone. */
+static int constant_quotient(const sym_expr *r, const sym_expr *y, int *known, int64_t *k,
                              uopc_error *err) {
   sym_interval ri, yi;
-  if (sym_expr_interval(r, &ri, err) || sym_expr_interval(y, &yi, err)) return -1;
-  if (ri.lo >= 0 && ri.hi < yi.lo) { *k = 0; return 1; }
-  if (yi.lo != yi.hi) return 0;
-  int64_t lo = ri.lo / yi.lo - (ri.lo % yi.lo != 0 && ri.lo < 0);
-  int64_t hi = ri.hi / yi.lo - (ri.hi % yi.lo != 0 && ri.hi < 0);
-  if (lo != hi) return 0;
-  *k = lo;
-  return 1;
+  int rc = sym_expr_interval(r, &ri, err);
+  if (!rc) rc = sym_expr_interval(y, &yi, err);
+  if (rc) return rc;
+  *known = 0;
+  if (ri.lo >= 0 && ri.hi < yi.lo) {
+    *known = 1;
+    *k = 0;
+  } else if (yi.lo == yi.hi) {
+    int64_t lo = ri.lo / yi.lo - (ri.lo % yi.lo != 0 && ri.lo < 0);
+    int64_t hi = ri.hi / yi.lo - (ri.hi % yi.lo != 0 && ri.hi < 0);
+    *known = lo == hi;
+    *k = lo;
+  }
+  return UOPC_OK;
 }
 // END STUDENT
 
@@ -176,25 +196,74 @@ int sym_simplify_divmod(sym_arena *a, sym_kind kind, const sym_expr *x,
 // STUDENT 23.1 sym_simplify_divmod
   sym_linear lx, q, r;
   const sym_expr *re;
+  int known = 0;
+  int64_t k = 0;
   int rc = sym_linear_of(x, &lx, err);
   if (!rc) rc = split_by_divisor(&lx, y, &q, &r, err);
   if (!rc) rc = sym_linear_build(a, &r, &re, err);
+  if (!rc) rc = constant_quotient(re, y, &known, &k, err);
   if (rc) return rc;
-  int64_t k;
-  int known = constant_quotient(re, y, &k, err);
-  if (known < 0) return err ? err->code : UOPC_E_INVALID;
-  if (kind == SYM_FLOORDIV) {                     /* x//y = q + r//y */
-    if (known) rc = sym_linear_add(&q, &(sym_linear){.constant = k}, 1, err);
+  if (kind == SYM_FLOORDIV) {                       /* x//y = q + r//y */
+    if (known) rc = linear_constant(&q, k, err);
     else if (!(re = sym_expr_floordiv(a, re, y))) return arena_status(a, err);
-    else rc = sym_linear_add(&q, &(sym_linear){.count = 1, .atom = {re}, .coef = {1}}, 1, err);
+    else rc = linear_term(&q, re, 1, err);
     return rc ? rc : sym_linear_build(a, &q, out, err);
   }
-  if (!known) {                                   /* x%y = r%y */
+  if (!known) {                                     /* x%y = r%y */
     *out = sym_expr_mod(a, re, y);
     return *out ? UOPC_OK : arena_status(a, err);
   }
-  if (!y->kind == SYM_CONST && k != 0) return UOPC_FAIL(err, UOPC_E_INVALID, "unreachable");
-  rc = sym_linear_add(&r, &(sym_linear){.constant = k == 0 ? 0 : -k * y->value}, 1, err);
-  return rc ? rc : sym_linear_build(a, &r, out, err);             /* r - k*y */
+  if (k != 0) rc = linear_constant(&r, -k * y->value, err);  /* k != 0: y is a constant */
+  return rc ? rc : sym_linear_build(a, &r, out, err);       /* x%y = r - k*y */
 // END STUDENT
+}
+
+/* min or max of simplified operands: decided when their difference has a
+ * sign over the whole box, else kept with its operands in canonical order. */
+static int simplify_minmax(sym_arena *a, sym_kind kind, const sym_expr *x,
+                           const sym_expr *y, const sym_expr **out, uopc_error *err) {
+  const sym_expr *d;
+  sym_interval di;
+  int rc = simplify_sub(a, x, y, &d, err);
+  if (!rc) rc = sym_expr_interval(d, &di, err);
+  if (rc) return rc;
+  if (di.hi <= 0) { *out = kind == SYM_MIN ? x : y; return UOPC_OK; }   /* x <= y */
+  if (di.lo >= 0) { *out = kind == SYM_MIN ? y : x; return UOPC_OK; }   /* x >= y */
+  if (sym_expr_compare(x, y) > 0) { const sym_expr *t = x; x = y; y = t; }
+  *out = kind == SYM_MIN ? sym_expr_min(a, x, y) : sym_expr_max(a, x, y);
+  return *out ? UOPC_OK : arena_status(a, err);
+}
+
+/* A product of simplified operands: a constant factor scales the other's
+ * linear form; two non-constants make one atom, in canonical order. */
+static int simplify_mul(sym_arena *a, const sym_expr *x, const sym_expr *y,
+                        const sym_expr **out, uopc_error *err) {
+  if (x->kind == SYM_CONST) { const sym_expr *t = x; x = y; y = t; }
+  sym_linear l = {0}, lx;
+  int rc;
+  if (y->kind == SYM_CONST) {
+    rc = sym_linear_of(x, &lx, err);
+    if (!rc) rc = sym_linear_add(&l, &lx, y->value, err);
+    return rc ? rc : sym_linear_build(a, &l, out, err);
+  }
+  if (sym_expr_compare(x, y) > 0) { const sym_expr *t = x; x = y; y = t; }
+  *out = sym_expr_mul(a, x, y);
+  return *out ? UOPC_OK : arena_status(a, err);
+}
+
+int sym_expr_simplify(sym_arena *a, const sym_expr *e, const sym_expr **out,
+                      uopc_error *err) {
+  if (!a || !e) return UOPC_FAIL(err, UOPC_E_INVALID, "simplify: NULL arena or expression");
+  if (e->kind == SYM_CONST || e->kind == SYM_DIM) { *out = e; return UOPC_OK; }
+  const sym_expr *x, *y;
+  int rc = sym_expr_simplify(a, e->a, &x, err);
+  if (!rc) rc = sym_expr_simplify(a, e->b, &y, err);
+  if (rc) return rc;
+  switch (e->kind) {
+  case SYM_ADD: case SYM_SUB: return combine(a, x, y, e->kind == SYM_ADD ? 1 : -1, out, err);
+  case SYM_MUL: return simplify_mul(a, x, y, out, err);
+  case SYM_FLOORDIV: case SYM_MOD: return sym_simplify_divmod(a, e->kind, x, y, out, err);
+  case SYM_MIN: case SYM_MAX: return simplify_minmax(a, e->kind, x, y, out, err);
+  default: return UOPC_FAIL(err, UOPC_E_INVALID, "unknown expression kind %d", (int)e->kind);
+  }
 }

@@ -23,7 +23,7 @@ typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 
 enum {
-  CUDA_SUCCESS = 0,
+  CUDA_ERROR_STUB_LIBRARY = 34,
   CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
   CUDA_ERROR_NOT_FOUND = 500,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -119,6 +119,9 @@ static const char *describe(CUresult r, char buf[160]) {
   if (driver.api.error_name) driver.api.error_name(r, &name);
   if (driver.api.error_string) driver.api.error_string(r, &text);
   if (name) snprintf(buf, 160, "%s (%s)", name, text ? text : "no description");
+  else if (r == CUDA_ERROR_STUB_LIBRARY)  /* the stub cannot name its own error */
+    snprintf(buf, 160, "CUDA_ERROR_STUB_LIBRARY (libcuda.so.1 is the toolkit's link stub, not a "
+             "driver: take lib64/stubs off LD_LIBRARY_PATH)");
   else snprintf(buf, 160, "CUresult %d", r);
   return buf;
 }
@@ -156,9 +159,11 @@ static void open_driver(void) {
   driver.status = UOPC_E_NO_CUDA;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    snprintf(driver.reason, sizeof driver.reason,
-             "no CUDA device: libcuda.so.1 not found (the NVIDIA driver is not installed): %s",
-             dlerror());
+    const char *why = dlerror();
+    if (why && strstr(why, "No such file")) why = NULL;  /* the usual case says it all */
+    snprintf(driver.reason, sizeof driver.reason, "no CUDA device: libcuda.so.1 %s%s",
+             why ? "cannot be loaded: " : "not found (the NVIDIA driver is not installed)",
+             why ? why : "");
     return;
   }
   const char *missing = resolve(lib, &driver.api);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "uopc/uopc.h"
 #include "internal.h"
 
@@ -63,7 +64,7 @@ static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 static struct {
   nvrtc_api api;
   int loaded;
-  char identity[PATH_MAX + 32];  /* "nvrtc 13.0 <the library's real path>" */
+  char identity[PATH_MAX + 96];  /* "nvrtc 13.0 <real path> (<size> bytes, mtime <t>)" */
   char reason[256];              /* why not, when not loaded */
 } nvrtc;
 
@@ -80,6 +81,22 @@ typedef struct job {
 
 /* ---- finding a compiler ---------------------------------------------------- */
 
+/* nvrtcVersion has no patch level, and the library's file name may not have
+ * one either (libnvrtc.so.13): its size and time stand in for it, as they do
+ * in compiler.c's memo. Hashing the bytes would cost more (over 100 MB). */
+static void describe_nvrtc(const char *path) {
+  int major = 0, minor = 0;
+  nvrtc.api.version(&major, &minor);
+  Dl_info info;
+  char real[PATH_MAX];
+  const char *where = dladdr((void *)nvrtc.api.version, &info) && info.dli_fname ? info.dli_fname : path;
+  if (realpath(where, real)) where = real;
+  struct stat st = {0};
+  stat(where, &st);
+  snprintf(nvrtc.identity, sizeof nvrtc.identity, "nvrtc %d.%d %s (%lld bytes, mtime %lld)", major,
+           minor, where, (long long)st.st_size, (long long)st.st_mtim.tv_sec);
+}
+
 static int try_nvrtc(const char *path) {
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) return 0;
@@ -91,13 +108,7 @@ static int try_nvrtc(const char *path) {
     }
     memcpy((char *)&nvrtc.api + nvrtc_symbols[i].offset, &sym, sizeof sym);
   }
-  int major = 0, minor = 0;
-  nvrtc.api.version(&major, &minor);
-  Dl_info info;
-  char real[PATH_MAX];
-  const char *where = dladdr((void *)nvrtc.api.version, &info) && info.dli_fname ? info.dli_fname : path;
-  if (realpath(where, real)) where = real;  /* libnvrtc.so.13.0.88 names the patch level */
-  snprintf(nvrtc.identity, sizeof nvrtc.identity, "nvrtc %d.%d %s", major, minor, where);
+  describe_nvrtc(path);
   return 1;
 }
 

@@ -241,7 +241,7 @@ void uopc_program_free(uopc_program *p) {
 }
 
 void uopc_program_call(uopc_program *p, void *const *args) {
-  if (p->calls) __atomic_add_fetch(p->calls, 1, __ATOMIC_RELAXED);
+  uopc_counter_bump(p->calls, 1);
   p->adapter(args);
 }
 

@@ -420,7 +420,8 @@ static int resolve_shape(const char *fn, const uopc_tensor *x, int rank, const i
 /* NumPy's _attempt_nocopy_reshape (numpy/_core/src/multiarray/shape.c). With
  * the old size-1 dims dropped, old and new dims split into runs of equal
  * product; each run of old dims must be packed among itself, and its new
- * dims take packed strides ending at the run's last stride. 0: no view. */
+ * dims take packed strides ending at the run's last stride. 0: no view.
+ * x must not be empty: a zero dim would stop the runs from ever matching. */
 static int nocopy_strides(const uopc_tensor *x, int rank, const int64_t *dims, int64_t *strides) {
   int64_t od[UOPC_MAX_RANK], os[UOPC_MAX_RANK], next;
   int on = 0, oi = 0, oj = 1, ni = 0, nj = 1;

@@ -27,7 +27,13 @@
  * memory runs out (counting is then skipped, never fatal). */
 int64_t *uopc_counter_slot(const char *name);
 
-/* Adds delta to the named counter (thread-safe). */
+/* Adds delta to a slot from uopc_counter_slot: the hot-path form, one relaxed
+ * atomic add with no name lookup. A NULL slot is ignored. */
+static inline void uopc_counter_bump(int64_t *slot, int64_t delta) {
+  if (slot) __atomic_add_fetch(slot, delta, __ATOMIC_RELAXED);
+}
+
+/* Adds delta to the named counter (thread-safe; looks the name up each time). */
 void uopc_counter_add(const char *name, int64_t delta);
 
 /* The counter's value; 0 for a name never counted. */

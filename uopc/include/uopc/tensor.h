@@ -42,7 +42,7 @@ int uopc_tensor_empty(uopc_tensor *out, uopc_dtype dt, int rank,
 /* Borrows a caller's buffer without copying: element 0 is at elem0, strides are
  * in elements. The storage covers exactly the bytes the view can address; the
  * caller keeps the buffer alive while any view of it lives.
- * Errors: UOPC_E_INVALID, UOPC_E_OVERFLOW. */
+ * Errors: UOPC_E_INVALID, UOPC_E_OVERFLOW, UOPC_E_NOMEM. */
 int uopc_tensor_wrap(uopc_tensor *out, void *elem0, uopc_dtype dt, int rank,
                      const int64_t *shape, const int64_t *strides, uopc_error *err);
 
@@ -93,7 +93,8 @@ int uopc_tensor_is_aligned(const uopc_tensor *x, size_t bytes);
 /* 1 when the two views can reach a common byte (conservative: compares the
  * byte ranges they span); 0 when they certainly cannot. */
 int uopc_tensor_may_overlap(const uopc_tensor *a, const uopc_tensor *b);
-/* 1 when a and b are the same view of the same storage. */
+/* 1 when a and b are the same view of the same memory: element 0 at one
+ * address, same dtype, shape and strides (wraps of one buffer included). */
 int uopc_tensor_same_view(const uopc_tensor *a, const uopc_tensor *b);
 /* The storage's reference count (tests check sharing with it). */
 int uopc_tensor_storage_refs(const uopc_tensor *x);
@@ -101,7 +102,8 @@ int uopc_tensor_storage_refs(const uopc_tensor *x);
 /* --- Copies. */
 
 /* out[...] = x[...] for equal shapes and dtypes, any layouts; handles overlap
- * as NumPy does (as if through a temporary). Errors: UOPC_E_INVALID, UOPC_E_DTYPE. */
+ * as NumPy does (as if through a temporary).
+ * Errors: UOPC_E_INVALID, UOPC_E_DTYPE, UOPC_E_NOMEM (the temporary). */
 int uopc_tensor_copy(uopc_tensor *out, const uopc_tensor *x, uopc_error *err);
 
 /* Element i in row-major logical order, converted to double (tests, fallbacks). */

@@ -1,10 +1,4 @@
-# Test-only builds of the reference with one guard removed (included by the
-# Makefile). Each entry of BROKEN_EXPECT is BINARY:TEST: `make test` passes
-# only if that test fails for that build, which proves the suite can catch
-# the wrong dispatch the guard prevents.
-BROKEN := $(BUILD)/broken
-broken_test_link = $(CC) $(CFLAGS) -Itests $(call lab_incs,$(1)) -o $@ $< -L$(dir $@) $(LDFLAGS) \
-  -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
+# Broken builds of lab 23.6 (see "Broken builds" in the Makefile).
 
 # Lab 23.6 without its contiguity guard: x[::2] reaches the kernel, which reads
 # adjacent physical floats instead of every second one.

@@ -1,0 +1,152 @@
+/* plan.c: one compiled kernel for every binding within the bounds (lab 23.1).
+ * A plan copies what it needs from the graph (its dims, each buffer's shape
+ * into its own arena) and owns its program, so the graph can go. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "plan.h"
+
+struct plan {
+  codegen_kernel kernel;                         /* entry, dims, index, source */
+  sym_arena *arena;                              /* the buffers' shapes */
+  int n_buffers;                                 /* out, then the inputs */
+  char names[PLAN_MAX_BUFFERS][SYM_NAME_MAX];
+  int rank[PLAN_MAX_BUFFERS];
+  const sym_expr *shape[PLAN_MAX_BUFFERS][KERNEL_MAX_RANK];
+  uopc_program *program;
+};
+
+static int keep_shape(plan *p, const char *name, const kernel_node *n, uopc_error *err) {
+  int b = p->n_buffers++;
+  snprintf(p->names[b], sizeof p->names[b], "%s", name);
+  p->rank[b] = n->rank;
+  for (int k = 0; k < n->rank; k++)
+    if (!(p->shape[b][k] = sym_expr_copy(p->arena, n->shape[k])))
+      return UOPC_FAIL(err, UOPC_E_NOMEM, "plan: no memory for the shape of '%s'", name);
+  return UOPC_OK;
+}
+
+/* exp needs libm, which the runtime does not link into kernels by itself. */
+static int build_program(plan *p, const uopc_program_options *opts, uopc_error *err) {
+  uopc_program_options o = opts ? *opts : (uopc_program_options){0};
+  char flags[256];
+  if (p->kernel.uses_libm) {
+    snprintf(flags, sizeof flags, "%s -Wl,--no-as-needed -lm", o.opt_flags ? o.opt_flags : "-O3");
+    o.opt_flags = flags;
+  }
+  return uopc_program_new(&p->program, p->kernel.source.data, p->kernel.entry,
+                          p->kernel.signature, &o, err);
+}
+
+int plan_new(plan **out, const kernel_graph *g, const kernel_node *output,
+             const char *name, const uopc_program_options *opts, uopc_error *err) {
+  plan *p = calloc(1, sizeof *p);
+  if (!p) return UOPC_FAIL(err, UOPC_E_NOMEM, "plan '%s': out of memory", name ? name : "?");
+  int rc = codegen_kernel_new(&p->kernel, g, output, name, err);
+  if (!rc) rc = sym_arena_new(&p->arena, err);
+  if (!rc) rc = keep_shape(p, "out", output, err);
+  for (int i = 0; i < g->n_inputs && !rc; i++) rc = keep_shape(p, g->inputs[i]->name, g->inputs[i], err);
+  if (!rc) rc = build_program(p, opts, err);
+  if (rc) { plan_free(p); return rc; }
+  uopc_counter_add(PLAN_C_BUILT, 1);
+  *out = p;
+  return UOPC_OK;
+}
+
+void plan_free(plan *p) {
+  if (!p) return;
+  uopc_program_free(p->program);
+  sym_arena_free(p->arena);
+  codegen_kernel_fini(&p->kernel);
+  free(p);
+}
+
+const char *plan_name(const plan *p) { return p->kernel.entry; }
+int plan_dim_count(const plan *p) { return p->kernel.n_dims; }
+const sym_dim *plan_dim(const plan *p, int k) { return &p->kernel.dims[k]; }
+const sym_index_plan *plan_index(const plan *p) { return &p->kernel.index; }
+const char *plan_source(const plan *p) { return p->kernel.source.data; }
+const uopc_program *plan_program(const plan *p) { return p->program; }
+
+int plan_resolve_dims(const plan *p, const sym_binding *b, int64_t *values,
+                      uopc_error *err) {
+// STUDENT 23.1 plan_resolve_dims
+  for (int k = 0; k < plan_dim_count(p); k++) {
+    const sym_dim *d = plan_dim(p, k);
+    int at = b ? sym_binding_find(b, d->name) : -1;
+    if (at < 0)
+      return UOPC_FAIL(err, UOPC_E_UNBOUND, "kernel '%s' launched with dim '%s' unbound",
+                       plan_name(p), d->name);
+    int rc = sym_dim_check(d, b->values[at], err);   /* the plan's bounds, not the binding's */
+    if (rc) return rc;
+    values[k] = b->values[at];
+  }
+  return UOPC_OK;
+// END STUDENT
+}
+
+/* Every buffer must hold its logical size under the binding. */
+static int check_buffer(const plan *p, int k, const plan_buffer *buf, const sym_binding *b,
+                        uopc_error *err) {
+  if (!buf->data) return UOPC_FAIL(err, UOPC_E_INVALID, "kernel '%s': buffer '%s' is NULL",
+                                   plan_name(p), p->names[k]);
+  int64_t need = 1;
+  for (int d = 0; d < p->rank[k]; d++) {
+    int64_t extent;
+    int rc = sym_expr_eval(p->shape[k][d], b, &extent, err);
+    if (rc) return rc;
+    if (__builtin_mul_overflow(need, extent, &need))
+      return UOPC_FAIL(err, UOPC_E_OVERFLOW, "kernel '%s': size of '%s' overflows", plan_name(p),
+                       p->names[k]);
+  }
+  if (buf->capacity < need)
+    return UOPC_FAIL(err, UOPC_E_BOUNDS, "kernel '%s': buffer '%s' holds %" PRId64
+                     " elements, the binding needs %" PRId64, plan_name(p), p->names[k],
+                     buf->capacity, need);
+  return UOPC_OK;
+}
+
+int plan_launch(plan *p, const sym_binding *b, plan_buffer out,
+                const plan_buffer *inputs, int n_inputs, uopc_error *err) {
+  if (!p || n_inputs != p->n_buffers - 1 || (n_inputs && !inputs))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "kernel '%s' takes %d inputs, %d given",
+                     p ? plan_name(p) : "?", p ? p->n_buffers - 1 : 0, n_inputs);
+  int64_t values[CODEGEN_MAX_DIMS];
+  int rc = plan_resolve_dims(p, b, values, err);
+  if (rc) return rc;
+  sym_binding own;                       /* the checked values, by the plan's dims */
+  sym_binding_init(&own);
+  for (int k = 0; k < p->kernel.n_dims && !rc; k++) rc = sym_dim_bind(&own, plan_dim(p, k), values[k], err);
+  for (int k = 0; k < p->n_buffers && !rc; k++) rc = check_buffer(p, k, k ? &inputs[k - 1] : &out, &own, err);
+  if (rc) return rc;
+  void *ptrs[PLAN_MAX_BUFFERS];
+  int32_t narrow[CODEGEN_MAX_DIMS];      /* exact: the plan proved each fits */
+  void *args[PLAN_MAX_BUFFERS + CODEGEN_MAX_DIMS];
+  int n = 0;
+  for (int k = 0; k < p->n_buffers; k++) {
+    ptrs[k] = k ? inputs[k - 1].data : out.data;
+    args[n++] = &ptrs[k];
+  }
+  for (int k = 0; k < p->kernel.n_dims; k++) {
+    narrow[k] = (int32_t)values[k];
+    args[n++] = p->kernel.index.bits == 32 ? (void *)&narrow[k] : (void *)&values[k];
+  }
+  uopc_program_call(p->program, args);
+  return UOPC_OK;
+}
+
+void plan_describe(const plan *p, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "plan %s: dims%s", plan_name(p),
+                                plan_dim_count(p) ? "" : " none");
+  for (int k = 0; k < p->kernel.n_dims && used < size; k++) {
+    const sym_dim *d = plan_dim(p, k);
+    used += (size_t)snprintf(buf + used, size - used, "%s %s in [%" PRId64 ", %" PRId64 "]",
+                             k ? "," : "", d->name, d->lo, d->hi);
+    if (d->multiple_of > 1 && used < size)
+      used += (size_t)snprintf(buf + used, size - used, " multiple of %" PRId64, d->multiple_of);
+  }
+  if (used < size)
+    snprintf(buf + used, size - used, "; index %s (at most %" PRId64 " elements)",
+             sym_index_ctype(plan_index(p)), plan_index(p)->max_elements);
+}

@@ -1,0 +1,418 @@
+/* test_cuda.c: CUDA programs: PTX, the disk cache and launches (section 23.6).
+ * The compile tests run wherever NVRTC or nvcc is installed, once with each
+ * (the test names end in _by_nvrtc and _by_nvcc); the launch tests need a GPU
+ * and skip without one, printing why. */
+#include "uopc/uopc.h"
+#include "../testutil.h"
+#include <limits.h>
+#include <sys/stat.h>
+
+static const char SQUARE_PLUS_ONE[] =
+    "extern \"C\" __global__ void square_plus_one(const float *x, float *out, const int *length) {\n"
+    "  int i0 = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i0 < *length) out[i0] = x[i0] * x[i0] + 1.0f;\n"
+    "}\n";
+
+/* A test's initial state says which compiler it asks for. */
+static int by_nvrtc = 0, by_nvcc = 1;
+
+static int64_t delta(const char *name, int64_t before) { return uopc_counter_get(name) - before; }
+
+/* SQUARE_PLUS_ONE after a comment, so that each tag has a key of its own. */
+static const char *tagged(const char *tag) {
+  static char source[1024];
+  snprintf(source, sizeof source, "/* %s */\n%s", tag, SQUARE_PLUS_ONE);
+  return source;
+}
+
+/* The whole file as a NUL-terminated string (NULL when it cannot be read). */
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char *text = NULL;
+  size_t cap = 0;
+  if (getdelim(&text, &cap, '\0', f) < 0) {
+    free(text);
+    text = NULL;
+  }
+  fclose(f);
+  return text;
+}
+
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* 1 when the test's state asks for nvcc. */
+static int forced(void **state) { return *state ? *(int *)*state : 0; }
+
+/* Compiles (by nvcc when force_nvcc); skips the test when there is no compiler. */
+static int compile(int force_nvcc, const char *source, const char *entry, const char *arch,
+                   char ptx[PATH_MAX], uopc_error *err) {
+  uopc_cuda_options opts = {.arch = arch, .force_nvcc = force_nvcc};
+  int rc = uopc_cuda_compile(source, entry, &opts, ptx, PATH_MAX, err);
+  if (rc == UOPC_E_NO_CUDA) {
+    print_message("  skipped: %s\n", err->message);
+    skip();
+  }
+  return rc;
+}
+
+static void require_gpu(void) {
+  uopc_error err = {0};
+  if (uopc_cuda_available(&err) == UOPC_OK) return;
+  print_message("  skipped: %s\n", err.message);
+  skip();
+}
+
+static void require_no_gpu(void) {
+  if (uopc_cuda_available(NULL) != UOPC_OK) return;
+  print_message("  skipped: this machine has a GPU\n");
+  skip();
+}
+
+/* ---- availability ------------------------------------------------------- */
+
+static void test_cuda_available_is_ok_or_says_why(void **state) {
+  (void)state;
+  uopc_error first = {0}, again = {0};
+  int rc = uopc_cuda_available(&first);
+  assert_int_equal(uopc_cuda_available(&again), rc);
+  if (rc == UOPC_OK) return;
+  assert_uopc_code(rc, UOPC_E_NO_CUDA, first);
+  assert_contains(first.message, "no CUDA");
+  assert_string_equal(again.message, first.message);
+  print_message("  uopc_cuda_available: %s\n", first.message);
+}
+
+static void test_cuda_compiler_available_is_ok_or_says_why(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  int rc = uopc_cuda_compiler_available(&err);
+  if (rc == UOPC_OK) return;
+  assert_uopc_code(rc, UOPC_E_NO_CUDA, err);
+  assert_contains(err.message, "no CUDA compiler");
+}
+
+/* ---- compiling ------------------------------------------------------------ */
+
+static void test_cuda_compile_only_produces_ptx_with_entry(void **state) {
+  uopc_error err = {0};
+  char ptx[PATH_MAX], source[PATH_MAX];
+  assert_uopc_ok(compile(forced(state), tagged("compile only"), "square_plus_one", NULL, ptx, &err), err);
+  assert_contains(ptx, testutil_cache_dir);
+  assert_contains(ptx, "/kernel.ptx");
+  char *text = read_text(ptx);
+  assert_non_null(text);
+  assert_contains(text, ".entry square_plus_one(");
+  assert_contains(text, ".target sm_");
+  free(text);
+  /* The entry keeps the source as compiled beside its PTX. */
+  snprintf(source, sizeof source, "%.*s/kernel.cu", (int)(strrchr(ptx, '/') - ptx), ptx);
+  text = read_text(source);
+  assert_non_null(text);
+  assert_string_equal(text, tagged("compile only"));
+  free(text);
+}
+
+static void test_cuda_compile_twice_is_a_disk_cache_hit(void **state) {
+  uopc_error err = {0};
+  char first[PATH_MAX], second[PATH_MAX];
+  const char *tag = forced(state) ? "twice by nvcc" : "twice by nvrtc";
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES);
+  assert_uopc_ok(compile(forced(state), tagged(tag), "square_plus_one", NULL, first, &err), err);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_MISSES, misses), 1);
+  inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  assert_uopc_ok(compile(forced(state), tagged(tag), "square_plus_one", NULL, second, &err), err);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 1);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 0);
+  assert_string_equal(first, second);
+}
+
+/* The kept source's path, out of "... failed on <dir>/kernel.cu (entry ...". */
+static void kept_source(const char *message, char path[PATH_MAX]) {
+  const char *start = strstr(message, testutil_cache_dir);
+  const char *end = start ? strstr(start, "/kernel.cu") : NULL;
+  if (!end) fail_msg("no kept source path in:\n%s", message);
+  snprintf(path, PATH_MAX, "%.*s/kernel.cu", (int)(end - start), start);
+}
+
+static void test_cuda_compile_syntax_error_gives_diagnostics_and_source_path(void **state) {
+  static const char broken[] = "extern \"C\" __global__ void broken(float *x) { x[0] = 1.0f }\n";
+  uopc_error err = {0};
+  char ptx[PATH_MAX], kept[PATH_MAX];
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  assert_uopc_code(compile(forced(state), broken, "broken", NULL, ptx, &err), UOPC_E_COMPILE, err);
+  assert_contains(err.message, "kernel.cu(1): error");
+  assert_contains(err.message, "expected a \";\"");
+  assert_contains(err.message, "/failed/broken-");
+  kept_source(err.message, kept);
+  char *text = read_text(kept);
+  if (!text) fail_msg("the kept source '%s' cannot be read; message:\n%s", kept, err.message);
+  assert_string_equal(text, broken);
+  free(text);
+  strcpy(strrchr(kept, '/'), "/compile.log");
+  if (!file_exists(kept)) fail_msg("no full log at '%s'", kept);
+  /* A failure is not cached: the next try runs the compiler again. */
+  assert_uopc_code(compile(forced(state), broken, "broken", NULL, ptx, &err), UOPC_E_COMPILE, err);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 2);
+}
+
+static void test_cuda_compile_rejects_kernel_that_is_not_extern_c(void **state) {
+  static const char mangled[] = "__global__ void mangled(float *x) { x[0] = 1.0f; }\n";
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  assert_uopc_code(compile(forced(state), mangled, "mangled", NULL, ptx, &err), UOPC_E_COMPILE, err);
+  assert_contains(err.message, "no kernel 'mangled'");
+  assert_contains(err.message, "extern \"C\"");
+}
+
+/* PTX is always for a virtual arch: sm_80 is compiled as compute_80, and
+ * the two share one cache entry. */
+static void test_cuda_compile_turns_an_sm_arch_into_its_ptx_target(void **state) {
+  static const struct { const char *arch, *target; } cases[] = {
+    {"sm_80", ".target sm_80"}, {"compute_75", ".target sm_75"}, {"sm_90a", ".target sm_90a"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uopc_error err = {0};
+    char ptx[PATH_MAX];
+    assert_uopc_ok(compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", cases[i].arch, ptx, &err), err);
+    char *text = read_text(ptx);
+    assert_non_null(text);
+    if (!strstr(text, cases[i].target))
+      fail_msg("arch %s: expected \"%s\" in %s", cases[i].arch, cases[i].target, ptx);
+    free(text);
+  }
+  uopc_error err = {0};
+  char sm[PATH_MAX], compute[PATH_MAX];
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  assert_uopc_ok(compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", "sm_80", sm, &err), err);
+  assert_uopc_ok(compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", "compute_80", compute, &err), err);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 2);
+  assert_string_equal(sm, compute);
+}
+
+static void test_cuda_compile_without_gpu_targets_compute_90(void **state) {
+  require_no_gpu();
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  assert_uopc_ok(compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", NULL, ptx, &err), err);
+  char *text = read_text(ptx);
+  assert_non_null(text);
+  assert_contains(text, ".target sm_90\n");
+  free(text);
+}
+
+/* The compiler is part of the key: NVRTC's PTX is never taken for nvcc's. */
+static void test_cuda_compile_nvrtc_and_nvcc_use_different_entries(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char by_default[PATH_MAX], by_nvcc_path[PATH_MAX], manifest[PATH_MAX];
+  assert_uopc_ok(compile(0, tagged("both"), "square_plus_one", NULL, by_default, &err), err);
+  snprintf(manifest, sizeof manifest, "%.*s/manifest",
+           (int)(strrchr(by_default, '/') - by_default), by_default);
+  char *text = read_text(manifest);
+  assert_non_null(text);
+  int nvrtc_loaded = strstr(text, "compiler=nvrtc ") != NULL;
+  free(text);
+  if (!nvrtc_loaded) {
+    print_message("  skipped: NVRTC did not load; both compiles would use nvcc\n");
+    skip();
+  }
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  assert_uopc_ok(compile(1, tagged("both"), "square_plus_one", NULL, by_nvcc_path, &err), err);
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
+  assert_string_not_equal(by_default, by_nvcc_path);
+}
+
+static void test_cuda_compile_rejects_bad_arguments(void **state) {
+  (void)state;
+  static const struct { const char *source, *entry, *arch, *says; } cases[] = {
+    {NULL, "square_plus_one", NULL, "source is NULL"},
+    {SQUARE_PLUS_ONE, NULL, NULL, "entry is NULL"},
+    {SQUARE_PLUS_ONE, "2fast", NULL, "entry '2fast' is not a C identifier"},
+    {SQUARE_PLUS_ONE, "square plus", NULL, "entry 'square plus' is not a C identifier"},
+    {SQUARE_PLUS_ONE, "", NULL, "entry '' is not a C identifier"},
+    {SQUARE_PLUS_ONE, "a0123456789012345678901234567890123456789012345678901234567890123", NULL,
+     "of at most 64 characters"},
+    {SQUARE_PLUS_ONE, "square_plus_one", "sm_9", "arch 'sm_9' is not sm_NN or compute_NN"},
+    {SQUARE_PLUS_ONE, "square_plus_one", "gfx90a", "arch 'gfx90a'"},
+    {SQUARE_PLUS_ONE, "square_plus_one", "sm_90 -G", "arch 'sm_90 -G'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uopc_error err = {0};
+    char ptx[PATH_MAX];
+    uopc_cuda_options opts = {.arch = cases[i].arch};
+    int rc = uopc_cuda_compile(cases[i].source, cases[i].entry, &opts, ptx, sizeof ptx, &err);
+    if (rc != UOPC_E_INVALID || !strstr(err.message, cases[i].says))
+      fail_msg("case %zu: expected UOPC_E_INVALID saying \"%s\", got %s: %s", i, cases[i].says,
+               uopc_error_name(rc), err.message);
+  }
+}
+
+static void test_cuda_compile_reports_a_too_small_ptx_path_buffer(void **state) {
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  assert_uopc_ok(compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", NULL, ptx, &err), err);
+  char small[16];
+  uopc_cuda_options opts = {.force_nvcc = forced(state)};
+  int rc = uopc_cuda_compile(SQUARE_PLUS_ONE, "square_plus_one", &opts, small, sizeof small, &err);
+  assert_uopc_code(rc, UOPC_E_INVALID, err);
+  assert_contains(err.message, "ptx_path_size 16 is too small");
+}
+
+/* ---- without a GPU ---------------------------------------------------------- */
+
+static void test_cuda_program_new_without_gpu_returns_no_cuda(void **state) {
+  (void)state;
+  require_no_gpu();
+  uopc_error err = {0};
+  static char dummy;
+  uopc_cuda_program *p = (uopc_cuda_program *)&dummy;  /* must come back NULL */
+  int rc = uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err);
+  assert_uopc_code(rc, UOPC_E_NO_CUDA, err);
+  assert_null(p);
+  assert_contains(err.message, "no CUDA device");
+  unsigned long long dptr = 1;
+  assert_uopc_code(uopc_cuda_alloc(&dptr, 64, &err), UOPC_E_NO_CUDA, err);
+  assert_true(dptr == 0);
+}
+
+static void test_cuda_alloc_rejects_zero_bytes_and_null(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  unsigned long long dptr;
+  assert_uopc_code(uopc_cuda_alloc(&dptr, 0, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "bytes = 0");
+  assert_uopc_code(uopc_cuda_alloc(NULL, 64, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(uopc_cuda_launch(NULL, NULL, NULL, 0, NULL, &err), UOPC_E_INVALID, err);
+  assert_uopc_ok(uopc_cuda_free(0, &err), err);  /* like free(NULL) */
+}
+
+/* ---- on a GPU ---------------------------------------------------------------- */
+
+enum { TAIL = 64, BLOCK = 256 };
+static const uint32_t POISON = 0x7fbadbadu;  /* a NaN no kernel computes here */
+
+typedef struct device_buffers {
+  unsigned long long x, out, length;
+} device_buffers;
+
+static void upload(device_buffers *d, const float *x, const float *out, int n) {
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cuda_alloc(&d->x, (size_t)n * sizeof *x, &err), err);
+  assert_uopc_ok(uopc_cuda_alloc(&d->out, (size_t)(n + TAIL) * sizeof *out, &err), err);
+  assert_uopc_ok(uopc_cuda_alloc(&d->length, sizeof n, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_device(d->x, x, (size_t)n * sizeof *x, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_device(d->out, out, (size_t)(n + TAIL) * sizeof *out, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_device(d->length, &n, sizeof n, &err), err);
+}
+
+static void release(device_buffers *d) {
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cuda_free(d->x, &err), err);
+  assert_uopc_ok(uopc_cuda_free(d->out, &err), err);
+  assert_uopc_ok(uopc_cuda_free(d->length, &err), err);
+}
+
+/* x = k / 4 with |k| <= 400: x * x + 1 is exact in float, fused or not, so
+ * the device must match the host bit for bit. */
+static void check_outputs(int n, const float *x, const float *out) {
+  for (int i = 0; i < n; i++)
+    if (out[i] != x[i] * x[i] + 1.0f)
+      fail_msg("length %d: out[%d] = %g, expected %g (x = %g)", n, i, out[i], x[i] * x[i] + 1.0f, x[i]);
+  for (int i = n; i < n + TAIL; i++)
+    if (memcmp(&out[i], &POISON, sizeof POISON) != 0)
+      fail_msg("length %d: out[%d] = %g was written past the end", n, i, out[i]);
+}
+
+static void launch_square_plus_one(uopc_cuda_program *p, int n) {
+  float *x = malloc((size_t)n * sizeof *x), *out = malloc((size_t)(n + TAIL) * sizeof *out);
+  assert_true(x && out);
+  for (int i = 0; i < n; i++) x[i] = (float)(i % 801 - 400) * 0.25f;
+  for (int i = 0; i < n + TAIL; i++) memcpy(&out[i], &POISON, sizeof POISON);
+  device_buffers d;
+  upload(&d, x, out, n);
+  uopc_error err = {0};
+  unsigned grid[3] = {(unsigned)(n + BLOCK - 1) / BLOCK, 1, 1}, block[3] = {BLOCK, 1, 1};
+  void *args[] = {&d.x, &d.out, &d.length};
+  assert_uopc_ok(uopc_cuda_launch(p, grid, block, 0, args, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_host(out, d.out, (size_t)(n + TAIL) * sizeof *out, &err), err);
+  release(&d);
+  check_outputs(n, x, out);
+  free(x);
+  free(out);
+}
+
+static void test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds(void **state) {
+  require_gpu();
+  static const int lengths[] = {1, 7, 31, 64, 100000};
+  uopc_error err = {0};
+  uopc_cuda_program *p;
+  uopc_cuda_options opts = {.force_nvcc = forced(state)};
+  int64_t built = uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED);
+  int64_t calls = uopc_counter_get("calls square_plus_one");
+  assert_uopc_ok(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", &opts, &err), err);
+  for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) launch_square_plus_one(p, lengths[i]);
+  uopc_cuda_program_free(p);
+  assert_int_equal(delta(UOPC_C_PROGRAMS_CONSTRUCTED, built), 1);
+  assert_int_equal(delta("calls square_plus_one", calls), 5);
+}
+
+static void test_cuda_launch_rejects_an_oversized_block_with_the_driver_message(void **state) {
+  (void)state;
+  require_gpu();
+  uopc_error err = {0};
+  uopc_cuda_program *p;
+  assert_uopc_ok(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), err);
+  unsigned grid[3] = {1, 1, 1}, block[3] = {4096, 1, 1};
+  unsigned long long none = 0;
+  void *args[] = {&none, &none, &none};
+  int rc = uopc_cuda_launch(p, grid, block, 0, args, &err);
+  uopc_cuda_program_free(p);
+  assert_uopc_code(rc, UOPC_E_CUDA, err);
+  assert_contains(err.message, "cuLaunchKernel(square_plus_one) failed: CUDA_ERROR_INVALID_VALUE");
+  assert_contains(err.message, "block 4096x1x1");
+}
+
+static void test_cuda_memory_round_trips_bytes(void **state) {
+  (void)state;
+  require_gpu();
+  uopc_error err = {0};
+  unsigned char in[1000], out[1000] = {0};
+  for (size_t i = 0; i < sizeof in; i++) in[i] = (unsigned char)(i * 7 + 3);
+  unsigned long long d;
+  assert_uopc_ok(uopc_cuda_alloc(&d, sizeof in, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_device(d, in, sizeof in, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_host(out, d, sizeof out, &err), err);
+  assert_uopc_ok(uopc_cuda_free(d, &err), err);
+  assert_memory_equal(in, out, sizeof in);
+}
+
+#define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
+    cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
+    BY_BOTH(test_cuda_compile_only_produces_ptx_with_entry),
+    BY_BOTH(test_cuda_compile_twice_is_a_disk_cache_hit),
+    BY_BOTH(test_cuda_compile_syntax_error_gives_diagnostics_and_source_path),
+    BY_BOTH(test_cuda_compile_rejects_kernel_that_is_not_extern_c),
+    BY_BOTH(test_cuda_compile_turns_an_sm_arch_into_its_ptx_target),
+    BY_BOTH(test_cuda_compile_without_gpu_targets_compute_90),
+    BY_BOTH(test_cuda_compile_reports_a_too_small_ptx_path_buffer),
+    cmocka_unit_test(test_cuda_compile_nvrtc_and_nvcc_use_different_entries),
+    cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
+    cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),
+    cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
+    BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),
+    cmocka_unit_test(test_cuda_launch_rejects_an_oversized_block_with_the_driver_message),
+    cmocka_unit_test(test_cuda_memory_round_trips_bytes),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}

@@ -1,0 +1,988 @@
+/* test_tensor.c: the strided tensor of section 23.6 (views: 23.3) against
+ * results worked out by hand from NumPy. Each check names the NumPy
+ * expression it mirrors; a failure prints that expression, the field, the
+ * expected value and the one it got. Run under ASan/UBSan and valgrind:
+ * the refcount tests rely on them to catch a leak or an early free. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "uopc/tensor.h"
+
+#define NONE UOPC_SLICE_NONE
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+/* ---- checks that print their context ---------------------------------------- */
+
+#define CHECK_OK(expr, rc, err) check_code(__FILE__, __LINE__, expr, rc, UOPC_OK, err)
+#define CHECK_CODE(expr, rc, want, err) check_code(__FILE__, __LINE__, expr, rc, want, err)
+#define CHECK_I64(expr, field, got, want) check_i64(__FILE__, __LINE__, expr, field, got, want)
+#define CHECK_VIEW(expr, t, rank, shape, strides, offset) \
+  check_view(__FILE__, __LINE__, expr, t, rank, shape, strides, offset)
+#define CHECK_VALUES(expr, t, ...) \
+  check_values(__FILE__, __LINE__, expr, t, (const double[]){__VA_ARGS__}, \
+               (int64_t)(sizeof((const double[]){__VA_ARGS__}) / sizeof(double)))
+#define CHECK_MESSAGE(expr, err, text) check_message(__FILE__, __LINE__, expr, err, text)
+
+static void check_code(const char *file, int line, const char *expr, int rc, int want,
+                       const uopc_error *err) {
+  if (rc == want) return;
+  print_error("%s: returned %s (%s: %s), expected %s\n", expr, uopc_error_name(rc), err->where,
+              rc ? err->message : "", uopc_error_name(want));
+  _fail(file, line);
+}
+
+static void check_i64(const char *file, int line, const char *expr, const char *field, int64_t got,
+                      int64_t want) {
+  if (got == want) return;
+  print_error("%s: %s = %lld, expected %lld\n", expr, field, (long long)got, (long long)want);
+  _fail(file, line);
+}
+
+static void check_view(const char *file, int line, const char *expr, const uopc_tensor *t, int rank,
+                       const int64_t *shape, const int64_t *strides, int64_t offset) {
+  char field[32];
+  check_i64(file, line, expr, "rank", t->rank, rank);
+  for (int i = 0; i < rank; i++) {
+    snprintf(field, sizeof field, "shape[%d]", i);
+    check_i64(file, line, expr, field, t->shape[i], shape[i]);
+    snprintf(field, sizeof field, "strides[%d]", i);
+    check_i64(file, line, expr, field, t->strides[i], strides[i]);
+  }
+  check_i64(file, line, expr, "offset", t->offset, offset);
+}
+
+static void check_values(const char *file, int line, const char *expr, const uopc_tensor *t,
+                         const double *want, int64_t n) {
+  check_i64(file, line, expr, "numel", uopc_tensor_numel(t), n);
+  for (int64_t i = 0; i < n; i++) {
+    double got = uopc_tensor_get(t, i);
+    if (got == want[i]) continue;
+    print_error("%s: element %lld (row-major) = %g, expected %g\n", expr, (long long)i, got, want[i]);
+    _fail(file, line);
+  }
+}
+
+static void check_message(const char *file, int line, const char *expr, const uopc_error *err,
+                          const char *text) {
+  if (strstr(err->message, text)) return;
+  print_error("%s: message \"%s\" does not contain \"%s\"\n", expr, err->message, text);
+  _fail(file, line);
+}
+
+/* np.arange(numel, dtype=dt).reshape(shape) */
+static void arange(uopc_tensor *t, uopc_dtype dt, int rank, const int64_t *shape) {
+  uopc_error err;
+  CHECK_OK("np.arange(...).reshape(shape)", uopc_tensor_empty(t, dt, rank, shape, &err), &err);
+  for (int64_t i = 0; i < uopc_tensor_numel(t); i++) uopc_tensor_set(t, i, (double)i);
+}
+
+/* ---- dtypes and creation ----------------------------------------------------- */
+
+static void test_tensor_dtype_sizes_names_and_kinds(void **state) {
+  (void)state;
+  CHECK_I64("np.dtype('float32').itemsize", "size", (int64_t)uopc_dtype_size(UOPC_F32), 4);
+  CHECK_I64("np.dtype('float64').itemsize", "size", (int64_t)uopc_dtype_size(UOPC_F64), 8);
+  CHECK_I64("np.dtype('int32').itemsize", "size", (int64_t)uopc_dtype_size(UOPC_I32), 4);
+  CHECK_I64("np.dtype('int64').itemsize", "size", (int64_t)uopc_dtype_size(UOPC_I64), 8);
+  assert_string_equal(uopc_dtype_name(UOPC_F32), "f32");
+  assert_string_equal(uopc_dtype_name(UOPC_I64), "i64");
+  assert_true(uopc_dtype_is_float(UOPC_F64));
+  assert_false(uopc_dtype_is_float(UOPC_I32));
+}
+
+static void test_tensor_empty_is_zeroed_packed_and_aligned(void **state) {
+  (void)state;
+  uopc_tensor t;
+  uopc_error err;
+  /* np.zeros((2, 3), np.float32): strides (12, 4) bytes = (3, 1) elements */
+  CHECK_OK("np.zeros((2, 3))", uopc_tensor_empty(&t, UOPC_F32, 2, DIMS(2, 3), &err), &err);
+  CHECK_VIEW("np.zeros((2, 3))", &t, 2, DIMS(2, 3), DIMS(3, 1), 0);
+  CHECK_VALUES("np.zeros((2, 3))", &t, 0, 0, 0, 0, 0, 0);
+  assert_true(uopc_tensor_is_contiguous(&t));
+  assert_true(uopc_tensor_is_aligned(&t, 64));
+  CHECK_I64("np.zeros((2, 3))", "storage refs", uopc_tensor_storage_refs(&t), 1);
+  uopc_tensor_release(&t);
+  assert_null(t.storage);
+  /* np.zeros(()) has one element */
+  CHECK_OK("np.zeros(())", uopc_tensor_empty(&t, UOPC_F64, 0, NULL, &err), &err);
+  CHECK_VALUES("np.zeros(())", &t, 0);
+  uopc_tensor_release(&t);
+}
+
+static void test_tensor_empty_with_zero_dim_is_empty_and_contiguous(void **state) {
+  (void)state;
+  uopc_tensor t;
+  uopc_error err;
+  /* np.zeros((0, 3)): no elements; packed strides (3, 1) count the 0 as 1 */
+  CHECK_OK("np.zeros((0, 3))", uopc_tensor_empty(&t, UOPC_F64, 2, DIMS(0, 3), &err), &err);
+  CHECK_VIEW("np.zeros((0, 3))", &t, 2, DIMS(0, 3), DIMS(3, 1), 0);
+  CHECK_I64("np.zeros((0, 3)).size", "numel", uopc_tensor_numel(&t), 0);
+  assert_true(uopc_tensor_is_contiguous(&t));
+  assert_non_null(uopc_tensor_data(&t));
+  uopc_tensor_release(&t);
+}
+
+static void test_tensor_empty_rejects_bad_arguments(void **state) {
+  (void)state;
+  uopc_tensor t;
+  uopc_error err;
+  int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  CHECK_CODE("rank 9", uopc_tensor_empty(&t, UOPC_F32, 9, nine, &err), UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("rank 9", &err, "rank 9 outside [0, 8]");
+  CHECK_CODE("rank -1", uopc_tensor_empty(&t, UOPC_F32, -1, nine, &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("shape NULL", uopc_tensor_empty(&t, UOPC_F32, 2, NULL, &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("np.zeros((2, -1))", uopc_tensor_empty(&t, UOPC_F32, 2, DIMS(2, -1), &err),
+             UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("np.zeros((2, -1))", &err, "dim 1 = -1 is negative in shape (2, -1)");
+  CHECK_CODE("dtype 9", uopc_tensor_empty(&t, (uopc_dtype)9, 1, DIMS(2), &err), UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("dtype 9", &err, "dtype 9");
+  CHECK_CODE("out NULL", uopc_tensor_empty(NULL, UOPC_F32, 1, DIMS(2), &err), UOPC_E_INVALID, &err);
+  assert_null(t.storage);  /* a failed call leaves a released tensor */
+  uopc_tensor_release(&t);
+}
+
+static void test_tensor_empty_rejects_overflowing_shapes(void **state) {
+  (void)state;
+  uopc_tensor t;
+  uopc_error err;
+  const int64_t big = INT64_C(1) << 62;
+  /* 2^62 * 4 elements overflow int64 before the item size is counted */
+  CHECK_CODE("np.zeros((2**62, 4))", uopc_tensor_empty(&t, UOPC_I32, 2, DIMS(big, 4), &err),
+             UOPC_E_OVERFLOW, &err);
+  CHECK_MESSAGE("np.zeros((2**62, 4))", &err, "(4611686018427387904, 4)");
+  /* 2^60 elements fit, 2^63 bytes of f64 do not */
+  CHECK_CODE("np.zeros(2**60)", uopc_tensor_empty(&t, UOPC_F64, 1, DIMS(big / 4), &err),
+             UOPC_E_OVERFLOW, &err);
+  CHECK_CODE("np.zeros((INT64_MAX, 2))", uopc_tensor_empty(&t, UOPC_F32, 2, DIMS(INT64_MAX, 2), &err),
+             UOPC_E_OVERFLOW, &err);
+  /* NumPy refuses np.zeros((0, 2**62, 4), np.float32) too ("array is too big") */
+  CHECK_CODE("np.zeros((0, 2**62, 4))", uopc_tensor_empty(&t, UOPC_F32, 3, DIMS(0, big, 4), &err),
+             UOPC_E_OVERFLOW, &err);
+  assert_null(t.storage);
+}
+
+/* ---- slice --------------------------------------------------------------------- */
+
+static void test_tensor_slice_full_reverse_matches_numpy(void **state) {
+  (void)state;
+  uopc_tensor x, v;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(10));
+  /* np.arange(10)[::-1]: strides (-8,) bytes, data at element 9 */
+  CHECK_OK("x[::-1]", uopc_tensor_slice(&v, &x, 0, NONE, NONE, -1, &err), &err);
+  CHECK_VIEW("x[::-1]", &v, 1, DIMS(10), DIMS(-1), 9);
+  CHECK_VALUES("x[::-1]", &v, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  assert_false(uopc_tensor_is_contiguous(&v));
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_slice_negative_step_matches_numpy(void **state) {
+  (void)state;
+  uopc_tensor x, v;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(10));
+  /* np.arange(10)[5:1:-2] == [5, 3] */
+  CHECK_OK("x[5:1:-2]", uopc_tensor_slice(&v, &x, 0, 5, 1, -2, &err), &err);
+  CHECK_VIEW("x[5:1:-2]", &v, 1, DIMS(2), DIMS(-2), 5);
+  CHECK_VALUES("x[5:1:-2]", &v, 5, 3);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_slice_negative_start_counts_from_end(void **state) {
+  (void)state;
+  uopc_tensor x, v;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(10));
+  /* np.arange(10)[-3:] == [7, 8, 9] */
+  CHECK_OK("x[-3:]", uopc_tensor_slice(&v, &x, 0, -3, NONE, NONE, &err), &err);
+  CHECK_VIEW("x[-3:]", &v, 1, DIMS(3), DIMS(1), 7);
+  CHECK_VALUES("x[-3:]", &v, 7, 8, 9);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_slice_past_end_is_empty_and_keeps_offset(void **state) {
+  (void)state;
+  uopc_tensor y, v;
+  uopc_error err;
+  arange(&y, UOPC_F64, 1, DIMS(5));
+  /* np.arange(5)[10:20]: slice(10, 20).indices(5) == (5, 5, 1), empty; NumPy
+   * leaves the data pointer at element 0 too */
+  CHECK_OK("y[10:20]", uopc_tensor_slice(&v, &y, 0, 10, 20, 1, &err), &err);
+  CHECK_VIEW("y[10:20]", &v, 1, DIMS(0), DIMS(1), 0);
+  CHECK_I64("y[10:20].size", "numel", uopc_tensor_numel(&v), 0);
+  assert_true(uopc_tensor_is_contiguous(&v));
+  uopc_tensor_release(&v);
+  /* np.arange(5)[4:1]: start 4 but empty, so the offset stays 0 */
+  CHECK_OK("y[4:1]", uopc_tensor_slice(&v, &y, 0, 4, 1, NONE, &err), &err);
+  CHECK_VIEW("y[4:1]", &v, 1, DIMS(0), DIMS(1), 0);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&y);
+}
+
+static void test_tensor_slice_clamps_out_of_range_bounds_like_python(void **state) {
+  (void)state;
+  uopc_tensor y, v;
+  uopc_error err;
+  arange(&y, UOPC_F64, 1, DIMS(5));
+  /* slice(-100, 100).indices(5) == (0, 5, 1) */
+  CHECK_OK("y[-100:100]", uopc_tensor_slice(&v, &y, 0, -100, 100, 1, &err), &err);
+  CHECK_VIEW("y[-100:100]", &v, 1, DIMS(5), DIMS(1), 0);
+  uopc_tensor_release(&v);
+  /* slice(100, -100, -1).indices(5) == (4, -1, -1): all five, reversed */
+  CHECK_OK("y[100:-100:-1]", uopc_tensor_slice(&v, &y, 0, 100, -100, -1, &err), &err);
+  CHECK_VIEW("y[100:-100:-1]", &v, 1, DIMS(5), DIMS(-1), 4);
+  CHECK_VALUES("y[100:-100:-1]", &v, 4, 3, 2, 1, 0);
+  uopc_tensor_release(&v);
+  /* slice(-100, None, -1).indices(5) == (-1, -1, -1): empty */
+  CHECK_OK("y[-100::-1]", uopc_tensor_slice(&v, &y, 0, -100, NONE, -1, &err), &err);
+  CHECK_VIEW("y[-100::-1]", &v, 1, DIMS(0), DIMS(-1), 0);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&y);
+}
+
+static void test_tensor_slice_step_along_axis_1_of_2d(void **state) {
+  (void)state;
+  uopc_tensor a, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  /* np.arange(12).reshape(3, 4)[:, ::3]: columns 0 and 3 */
+  CHECK_OK("a[:, ::3]", uopc_tensor_slice(&v, &a, 1, NONE, NONE, 3, &err), &err);
+  CHECK_VIEW("a[:, ::3]", &v, 2, DIMS(3, 2), DIMS(4, 3), 0);
+  CHECK_VALUES("a[:, ::3]", &v, 0, 3, 4, 7, 8, 11);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_slice_of_slice_composes(void **state) {
+  (void)state;
+  uopc_tensor x, s, v;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(10));
+  /* np.arange(10)[2:9][::-2] == [8, 6, 4, 2] */
+  CHECK_OK("x[2:9]", uopc_tensor_slice(&s, &x, 0, 2, 9, NONE, &err), &err);
+  CHECK_OK("x[2:9][::-2]", uopc_tensor_slice(&v, &s, 0, NONE, NONE, -2, &err), &err);
+  CHECK_VIEW("x[2:9][::-2]", &v, 1, DIMS(4), DIMS(-2), 8);
+  CHECK_VALUES("x[2:9][::-2]", &v, 8, 6, 4, 2);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&s);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_slice_huge_step_keeps_one_element(void **state) {
+  (void)state;
+  uopc_tensor a, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  /* a[::2**63-1] is a[0:1]; stride 4 * step overflows, and a one-element dim
+   * never uses its stride, so the call succeeds */
+  CHECK_OK("a[::2**63-1]", uopc_tensor_slice(&v, &a, 0, NONE, NONE, INT64_MAX, &err), &err);
+  CHECK_I64("a[::2**63-1]", "shape[0]", v.shape[0], 1);
+  CHECK_I64("a[::2**63-1]", "offset", v.offset, 0);
+  CHECK_VALUES("a[::2**63-1]", &v, 0, 1, 2, 3);
+  uopc_tensor_release(&v);
+  /* a[::-(2**63-1)] is a[2:3] */
+  CHECK_OK("a[::-(2**63-1)]", uopc_tensor_slice(&v, &a, 0, NONE, NONE, -INT64_MAX, &err), &err);
+  CHECK_I64("a[::-(2**63-1)]", "offset", v.offset, 8);
+  CHECK_VALUES("a[::-(2**63-1)]", &v, 8, 9, 10, 11);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_slice_rejects_step_zero_and_bad_axis(void **state) {
+  (void)state;
+  uopc_tensor a, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  /* a[::0] raises ValueError: slice step cannot be zero */
+  CHECK_CODE("a[::0]", uopc_tensor_slice(&v, &a, 0, NONE, NONE, 0, &err), UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("a[::0]", &err, "step 0");
+  assert_null(v.storage);
+  CHECK_CODE("slice axis 2 of rank 2", uopc_tensor_slice(&v, &a, 2, 0, 1, 1, &err),
+             UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("slice axis 2 of rank 2", &err, "slice axis 2 outside [0, 2) for a rank-2 tensor");
+  CHECK_CODE("slice axis -1", uopc_tensor_slice(&v, &a, -1, 0, 1, 1, &err), UOPC_E_INVALID, &err);
+  CHECK_I64("failed slices", "storage refs", uopc_tensor_storage_refs(&a), 1);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_failed_view_leaves_out_released(void **state) {
+  (void)state;
+  uopc_tensor a, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 1, DIMS(4));
+  memset(&v, 0xab, sizeof v);  /* an uninitialised out */
+  CHECK_CODE("a[::0]", uopc_tensor_slice(&v, &a, 0, NONE, NONE, 0, &err), UOPC_E_INVALID, &err);
+  assert_null(v.storage);
+  uopc_tensor_release(&v);  /* safe: nothing to drop */
+  uopc_tensor_release(&v);
+  CHECK_CODE("released x", uopc_tensor_slice(&v, &v, 0, 0, 1, 1, &err), UOPC_E_INVALID, &err);
+  uopc_tensor_release(&a);
+}
+
+/* ---- select, transpose, permute ---------------------------------------------------- */
+
+static void test_tensor_select_negative_index_counts_from_end(void **state) {
+  (void)state;
+  uopc_tensor a, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  /* np.arange(12).reshape(3, 4)[-1] == [8, 9, 10, 11] */
+  CHECK_OK("a[-1]", uopc_tensor_select(&v, &a, 0, -1, &err), &err);
+  CHECK_VIEW("a[-1]", &v, 1, DIMS(4), DIMS(1), 8);
+  CHECK_VALUES("a[-1]", &v, 8, 9, 10, 11);
+  uopc_tensor_release(&v);
+  /* a[:, -2] == [2, 6, 10] */
+  CHECK_OK("a[:, -2]", uopc_tensor_select(&v, &a, 1, -2, &err), &err);
+  CHECK_VIEW("a[:, -2]", &v, 1, DIMS(3), DIMS(4), 2);
+  CHECK_VALUES("a[:, -2]", &v, 2, 6, 10);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_select_twice_gives_rank_0(void **state) {
+  (void)state;
+  uopc_tensor a, r, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  /* a[1][2] == 6, a 0-d view */
+  CHECK_OK("a[1]", uopc_tensor_select(&r, &a, 0, 1, &err), &err);
+  CHECK_OK("a[1][2]", uopc_tensor_select(&v, &r, 0, 2, &err), &err);
+  CHECK_VIEW("a[1][2]", &v, 0, NULL, NULL, 6);
+  CHECK_VALUES("a[1][2]", &v, 6);
+  assert_true(uopc_tensor_is_contiguous(&v));
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&r);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_select_out_of_range_is_bounds_error(void **state) {
+  (void)state;
+  uopc_tensor a, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  /* a[3] and a[-4] raise IndexError for axis 0 of size 3 */
+  CHECK_CODE("a[3]", uopc_tensor_select(&v, &a, 0, 3, &err), UOPC_E_BOUNDS, &err);
+  CHECK_MESSAGE("a[3]", &err, "index 3 outside [-3, 3)");
+  CHECK_CODE("a[-4]", uopc_tensor_select(&v, &a, 0, -4, &err), UOPC_E_BOUNDS, &err);
+  CHECK_MESSAGE("a[-4]", &err, "index -4 outside [-3, 3)");
+  CHECK_CODE("a[:, 4]", uopc_tensor_select(&v, &a, 1, 4, &err), UOPC_E_BOUNDS, &err);
+  CHECK_CODE("select axis 2", uopc_tensor_select(&v, &a, 2, 0, &err), UOPC_E_INVALID, &err);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_transpose_swaps_shape_and_strides(void **state) {
+  (void)state;
+  uopc_tensor b, v;
+  uopc_error err;
+  arange(&b, UOPC_F64, 3, DIMS(2, 3, 4));
+  /* np.arange(24).reshape(2, 3, 4).swapaxes(0, 2): strides (1, 4, 12) */
+  CHECK_OK("b.swapaxes(0, 2)", uopc_tensor_transpose(&v, &b, 0, 2, &err), &err);
+  CHECK_VIEW("b.swapaxes(0, 2)", &v, 3, DIMS(4, 3, 2), DIMS(1, 4, 12), 0);
+  CHECK_VALUES("b.swapaxes(0, 2)", &v, 0, 12, 4, 16, 8, 20, 1, 13, 5, 17, 9, 21,
+               2, 14, 6, 18, 10, 22, 3, 15, 7, 19, 11, 23);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&b);
+}
+
+static void test_tensor_permute_reorders_axes(void **state) {
+  (void)state;
+  uopc_tensor b, v;
+  uopc_error err;
+  arange(&b, UOPC_F64, 3, DIMS(2, 3, 4));
+  /* b.transpose(1, 2, 0): out[i, j, k] = b[k, i, j] = 12k + 4i + j */
+  CHECK_OK("b.transpose(1, 2, 0)", uopc_tensor_permute(&v, &b, (const int[]){1, 2, 0}, &err), &err);
+  CHECK_VIEW("b.transpose(1, 2, 0)", &v, 3, DIMS(3, 4, 2), DIMS(4, 1, 12), 0);
+  CHECK_VALUES("b.transpose(1, 2, 0)", &v, 0, 12, 1, 13, 2, 14, 3, 15, 4, 16, 5, 17,
+               6, 18, 7, 19, 8, 20, 9, 21, 10, 22, 11, 23);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&b);
+}
+
+static void test_tensor_permute_rejects_bad_perm(void **state) {
+  (void)state;
+  uopc_tensor b, v;
+  uopc_error err;
+  arange(&b, UOPC_F64, 3, DIMS(2, 3, 4));
+  /* b.transpose(0, 0, 1): "repeated axis in transpose" */
+  CHECK_CODE("b.transpose(0, 0, 1)", uopc_tensor_permute(&v, &b, (const int[]){0, 0, 1}, &err),
+             UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("b.transpose(0, 0, 1)", &err, "perm[1] = 0 repeats an axis");
+  CHECK_CODE("b.transpose(0, 1, 3)", uopc_tensor_permute(&v, &b, (const int[]){0, 1, 3}, &err),
+             UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("b.transpose(0, 1, 3)", &err, "perm[2] = 3 outside [0, 3)");
+  CHECK_CODE("b.swapaxes(0, 3)", uopc_tensor_transpose(&v, &b, 0, 3, &err), UOPC_E_INVALID, &err);
+  CHECK_I64("failed permutes", "storage refs", uopc_tensor_storage_refs(&b), 1);
+  uopc_tensor_release(&b);
+}
+
+/* ---- reshape ------------------------------------------------------------------------ */
+
+static void test_tensor_reshape_contiguous_is_view(void **state) {
+  (void)state;
+  uopc_tensor x, v;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(12));
+  /* np.arange(12).reshape(3, 4) shares x's memory */
+  CHECK_OK("x.reshape(3, 4)", uopc_tensor_reshape(&v, &x, 2, DIMS(3, 4), &err), &err);
+  CHECK_VIEW("x.reshape(3, 4)", &v, 2, DIMS(3, 4), DIMS(4, 1), 0);
+  assert_ptr_equal(uopc_tensor_data(&v), uopc_tensor_data(&x));
+  CHECK_I64("x.reshape(3, 4)", "storage refs", uopc_tensor_storage_refs(&x), 2);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_reshape_infers_minus_one(void **state) {
+  (void)state;
+  uopc_tensor x, e, v;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(12));
+  /* x.reshape(2, -1, 3).shape == (2, 2, 3) */
+  CHECK_OK("x.reshape(2, -1, 3)", uopc_tensor_reshape(&v, &x, 3, DIMS(2, -1, 3), &err), &err);
+  CHECK_VIEW("x.reshape(2, -1, 3)", &v, 3, DIMS(2, 2, 3), DIMS(6, 3, 1), 0);
+  uopc_tensor_release(&v);
+  CHECK_CODE("x.reshape(-1, -1)", uopc_tensor_reshape(&v, &x, 2, DIMS(-1, -1), &err),
+             UOPC_E_INVALID, &err);
+  CHECK_CODE("x.reshape(5, -1)", uopc_tensor_reshape(&v, &x, 2, DIMS(5, -1), &err),
+             UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("x.reshape(5, -1)", &err, "cannot reshape 12 elements of shape (12,) into shape (5, -1)");
+  CHECK_CODE("x.reshape(5, 3)", uopc_tensor_reshape(&v, &x, 2, DIMS(5, 3), &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("x.reshape(-2, 6)", uopc_tensor_reshape(&v, &x, 2, DIMS(-2, 6), &err), UOPC_E_INVALID, &err);
+  /* np.zeros((0, 3)).reshape(-1, 3) works; .reshape(0, -1) is ambiguous */
+  CHECK_OK("np.zeros((0, 3))", uopc_tensor_empty(&e, UOPC_F64, 2, DIMS(0, 3), &err), &err);
+  CHECK_OK("z.reshape(-1, 3)", uopc_tensor_reshape(&v, &e, 2, DIMS(-1, 3), &err), &err);
+  CHECK_VIEW("z.reshape(-1, 3)", &v, 2, DIMS(0, 3), DIMS(3, 1), 0);
+  uopc_tensor_release(&v);
+  CHECK_CODE("z.reshape(0, -1)", uopc_tensor_reshape(&v, &e, 2, DIMS(0, -1), &err), UOPC_E_INVALID, &err);
+  uopc_tensor_release(&e);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_reshape_of_transpose_needs_copy(void **state) {
+  (void)state;
+  uopc_tensor a, t, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  /* a.T.reshape(12) is a copy in NumPy (np.shares_memory is False) */
+  CHECK_OK("a.T", uopc_tensor_transpose(&t, &a, 0, 1, &err), &err);
+  CHECK_CODE("a.T.reshape(12)", uopc_tensor_reshape(&v, &t, 1, DIMS(12), &err), UOPC_E_LAYOUT, &err);
+  CHECK_MESSAGE("a.T.reshape(12)", &err, "a copy is needed");
+  assert_null(v.storage);
+  uopc_tensor_release(&t);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_reshape_of_strided_slice_splits_as_view(void **state) {
+  (void)state;
+  uopc_tensor c, d, v;
+  uopc_error err;
+  arange(&c, UOPC_F64, 2, DIMS(4, 5));
+  /* d = np.arange(20).reshape(4, 5)[:, ::2]: strides (5, 2) */
+  CHECK_OK("d = c[:, ::2]", uopc_tensor_slice(&d, &c, 1, NONE, NONE, 2, &err), &err);
+  /* d.reshape(2, 2, 3) splits only axis 0: NumPy strides (80, 40, 16) bytes */
+  CHECK_OK("d.reshape(2, 2, 3)", uopc_tensor_reshape(&v, &d, 3, DIMS(2, 2, 3), &err), &err);
+  CHECK_VIEW("d.reshape(2, 2, 3)", &v, 3, DIMS(2, 2, 3), DIMS(10, 5, 2), 0);
+  CHECK_VALUES("d.reshape(2, 2, 3)", &v, 0, 2, 4, 5, 7, 9, 10, 12, 14, 15, 17, 19);
+  uopc_tensor_release(&v);
+  /* d.reshape(4, 3, 1): a trailing 1 takes the last stride, (5, 2, 2) */
+  CHECK_OK("d.reshape(4, 3, 1)", uopc_tensor_reshape(&v, &d, 3, DIMS(4, 3, 1), &err), &err);
+  CHECK_VIEW("d.reshape(4, 3, 1)", &v, 3, DIMS(4, 3, 1), DIMS(5, 2, 2), 0);
+  uopc_tensor_release(&v);
+  /* d.reshape(1, 4, 3): a leading 1 is packed above axis 0, (20, 5, 2) */
+  CHECK_OK("d.reshape(1, 4, 3)", uopc_tensor_reshape(&v, &d, 3, DIMS(1, 4, 3), &err), &err);
+  CHECK_VIEW("d.reshape(1, 4, 3)", &v, 3, DIMS(1, 4, 3), DIMS(20, 5, 2), 0);
+  uopc_tensor_release(&v);
+  /* d.reshape(12) would merge rows 5 apart with columns 2 apart: a copy */
+  CHECK_CODE("d.reshape(12)", uopc_tensor_reshape(&v, &d, 1, DIMS(12), &err), UOPC_E_LAYOUT, &err);
+  uopc_tensor_release(&d);
+  uopc_tensor_release(&c);
+}
+
+static void test_tensor_reshape_of_offset_slice_keeps_offset(void **state) {
+  (void)state;
+  uopc_tensor c, d, v;
+  uopc_error err;
+  arange(&c, UOPC_F64, 2, DIMS(4, 5));
+  /* d = c[1:, 1::2]: shape (3, 2), strides (5, 2), element 0 is c[1, 1] = 6 */
+  CHECK_OK("c[1:]", uopc_tensor_slice(&v, &c, 0, 1, NONE, NONE, &err), &err);
+  CHECK_OK("c[1:, 1::2]", uopc_tensor_slice(&d, &v, 1, 1, NONE, 2, &err), &err);
+  uopc_tensor_release(&v);
+  CHECK_VIEW("c[1:, 1::2]", &d, 2, DIMS(3, 2), DIMS(5, 2), 6);
+  /* d.reshape(3, 1, 2): NumPy strides (40, 32, 16) bytes */
+  CHECK_OK("d.reshape(3, 1, 2)", uopc_tensor_reshape(&v, &d, 3, DIMS(3, 1, 2), &err), &err);
+  CHECK_VIEW("d.reshape(3, 1, 2)", &v, 3, DIMS(3, 1, 2), DIMS(5, 4, 2), 6);
+  CHECK_VALUES("d.reshape(3, 1, 2)", &v, 6, 8, 11, 13, 16, 18);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&d);
+  uopc_tensor_release(&c);
+}
+
+static void test_tensor_reshape_to_and_from_rank_0(void **state) {
+  (void)state;
+  uopc_tensor x, s, v, w;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(5));
+  /* x[3:4].reshape(()) is a 0-d view of element 3; .reshape(1, 1) again */
+  CHECK_OK("x[3:4]", uopc_tensor_slice(&s, &x, 0, 3, 4, 1, &err), &err);
+  CHECK_OK("x[3:4].reshape(())", uopc_tensor_reshape(&v, &s, 0, NULL, &err), &err);
+  CHECK_VIEW("x[3:4].reshape(())", &v, 0, NULL, NULL, 3);
+  CHECK_VALUES("x[3:4].reshape(())", &v, 3);
+  CHECK_OK("x[3:4].reshape(()).reshape(1, 1)", uopc_tensor_reshape(&w, &v, 2, DIMS(1, 1), &err), &err);
+  CHECK_VIEW("x[3:4].reshape(()).reshape(1, 1)", &w, 2, DIMS(1, 1), DIMS(1, 1), 3);
+  uopc_tensor_release(&w);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&s);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_reshape_of_empty_keeps_packed_strides(void **state) {
+  (void)state;
+  uopc_tensor e, v;
+  uopc_error err;
+  /* np.zeros((0, 3)).reshape(3, 0).strides == (8, 8): (1, 1) elements */
+  CHECK_OK("np.zeros((0, 3))", uopc_tensor_empty(&e, UOPC_F64, 2, DIMS(0, 3), &err), &err);
+  CHECK_OK("z.reshape(3, 0)", uopc_tensor_reshape(&v, &e, 2, DIMS(3, 0), &err), &err);
+  CHECK_VIEW("z.reshape(3, 0)", &v, 2, DIMS(3, 0), DIMS(1, 1), 0);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&e);
+}
+
+/* ---- sharing and release ----------------------------------------------------------- */
+
+static void test_tensor_views_share_storage_until_the_last_release(void **state) {
+  (void)state;
+  uopc_tensor x, s, t, r, copy;
+  uopc_error err;
+  arange(&x, UOPC_F64, 2, DIMS(3, 4));
+  CHECK_OK("x[1:]", uopc_tensor_slice(&s, &x, 0, 1, NONE, NONE, &err), &err);
+  CHECK_OK("x.T", uopc_tensor_transpose(&t, &x, 0, 1, &err), &err);
+  CHECK_OK("x.reshape(12)", uopc_tensor_reshape(&r, &x, 1, DIMS(12), &err), &err);
+  uopc_tensor_retain(&copy, &s);
+  CHECK_I64("x with four views", "storage refs", uopc_tensor_storage_refs(&x), 5);
+  uopc_tensor_release(&x);
+  CHECK_I64("views after x released", "storage refs", uopc_tensor_storage_refs(&s), 4);
+  /* the storage outlives x: ASan would report a read after free here */
+  CHECK_VALUES("x[1:] after x released", &s, 4, 5, 6, 7, 8, 9, 10, 11);
+  uopc_tensor_release(&s);
+  uopc_tensor_release(&t);
+  uopc_tensor_release(&r);
+  CHECK_I64("last view", "storage refs", uopc_tensor_storage_refs(&copy), 1);
+  CHECK_VALUES("last view", &copy, 4, 5, 6, 7, 8, 9, 10, 11);
+  uopc_tensor_release(&copy);  /* frees; LeakSanitizer checks that it did */
+  assert_null(copy.storage);
+  uopc_tensor_release(&copy);  /* a second release is harmless */
+}
+
+static void test_tensor_release_of_zeroed_tensor_is_safe(void **state) {
+  (void)state;
+  uopc_tensor z = {0}, r;
+  uopc_tensor_release(&z);
+  uopc_tensor_release(NULL);
+  uopc_tensor_retain(&r, &z);
+  assert_null(r.storage);
+  CHECK_I64("a zeroed tensor", "storage refs", uopc_tensor_storage_refs(&z), 0);
+  assert_null(uopc_tensor_data(&z));
+}
+
+/* ---- wrap ------------------------------------------------------------------------- */
+
+static void fill_iota(double *buf, int n) {
+  for (int i = 0; i < n; i++) buf[i] = i;
+}
+
+/* The storage base is element 0's address less the offset. */
+static const void *storage_base(const uopc_tensor *t) {
+  return (const char *)uopc_tensor_data(t) - t->offset * (int64_t)uopc_dtype_size(t->dtype);
+}
+
+static void test_tensor_wrap_stack_buffer_with_negative_strides(void **state) {
+  (void)state;
+  double buf[12];
+  uopc_tensor t;
+  uopc_error err;
+  fill_iota(buf, 12);
+  /* a = buf.reshape(3, 4); a[::-1, ::-1]: element 0 is buf[11], the lowest
+   * address buf[0], so the offset is 11 */
+  CHECK_OK("a[::-1, ::-1]", uopc_tensor_wrap(&t, &buf[11], UOPC_F64, 2, DIMS(3, 4), DIMS(-4, -1), &err), &err);
+  CHECK_VIEW("a[::-1, ::-1]", &t, 2, DIMS(3, 4), DIMS(-4, -1), 11);
+  assert_ptr_equal(uopc_tensor_data(&t), &buf[11]);
+  assert_ptr_equal(storage_base(&t), buf);
+  CHECK_VALUES("a[::-1, ::-1]", &t, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  uopc_tensor_release(&t);  /* borrowed: not freed (ASan would catch a free of the stack) */
+  /* a[::-1]: element 0 is buf[8] */
+  CHECK_OK("a[::-1]", uopc_tensor_wrap(&t, &buf[8], UOPC_F64, 2, DIMS(3, 4), DIMS(-4, 1), &err), &err);
+  CHECK_VIEW("a[::-1]", &t, 2, DIMS(3, 4), DIMS(-4, 1), 8);
+  assert_ptr_equal(storage_base(&t), buf);
+  CHECK_VALUES("a[::-1]", &t, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
+  uopc_tensor_release(&t);
+  /* a[:, ::-1]: element 0 is buf[3]; the rows reach up to buf[11] */
+  CHECK_OK("a[:, ::-1]", uopc_tensor_wrap(&t, &buf[3], UOPC_F64, 2, DIMS(3, 4), DIMS(4, -1), &err), &err);
+  CHECK_VIEW("a[:, ::-1]", &t, 2, DIMS(3, 4), DIMS(4, -1), 3);
+  assert_ptr_equal(storage_base(&t), buf);
+  CHECK_VALUES("a[:, ::-1]", &t, 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8);
+  uopc_tensor_release(&t);
+}
+
+static void test_tensor_wrap_allows_empty(void **state) {
+  (void)state;
+  double buf[4] = {0};
+  uopc_tensor e, full;
+  uopc_error err;
+  /* np.empty((0, 4)) wrapped at buf: no bytes, element 0 stays at buf */
+  CHECK_OK("wrap (0, 4)", uopc_tensor_wrap(&e, buf, UOPC_F64, 2, DIMS(0, 4), DIMS(4, 1), &err), &err);
+  CHECK_VIEW("wrap (0, 4)", &e, 2, DIMS(0, 4), DIMS(4, 1), 0);
+  CHECK_I64("wrap (0, 4)", "numel", uopc_tensor_numel(&e), 0);
+  assert_ptr_equal(uopc_tensor_data(&e), buf);
+  CHECK_OK("wrap (4,)", uopc_tensor_wrap(&full, buf, UOPC_F64, 1, DIMS(4), DIMS(1), &err), &err);
+  assert_false(uopc_tensor_may_overlap(&e, &full));  /* an empty view reaches no byte */
+  uopc_tensor_release(&full);
+  uopc_tensor_release(&e);
+}
+
+static void test_tensor_wrap_rejects_overflowing_span(void **state) {
+  (void)state;
+  double buf[4] = {0};
+  uopc_tensor t;
+  uopc_error err;
+  /* stride INT64_MAX over 3 elements reaches 2 * INT64_MAX */
+  CHECK_CODE("strides (INT64_MAX,)", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(3), DIMS(INT64_MAX), &err),
+             UOPC_E_OVERFLOW, &err);
+  CHECK_CODE("strides (-INT64_MAX,)", uopc_tensor_wrap(&t, &buf[3], UOPC_F64, 1, DIMS(3), DIMS(-INT64_MAX), &err),
+             UOPC_E_OVERFLOW, &err);
+  /* 2^61 + 1 elements of 8 bytes between the ends: more than INT64_MAX bytes */
+  CHECK_CODE("strides (2**61,)", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(2), DIMS(INT64_C(1) << 61), &err),
+             UOPC_E_OVERFLOW, &err);
+  /* each stride alone fits; the two ends together do not */
+  CHECK_CODE("strides (2**62, -2**62)",
+             uopc_tensor_wrap(&t, buf, UOPC_I32, 2, DIMS(2, 2), DIMS(INT64_C(1) << 62, -(INT64_C(1) << 62)), &err),
+             UOPC_E_OVERFLOW, &err);
+  CHECK_CODE("shape (2**62, 4)", uopc_tensor_wrap(&t, buf, UOPC_F64, 2, DIMS(INT64_C(1) << 62, 4), DIMS(4, 1), &err),
+             UOPC_E_OVERFLOW, &err);
+  assert_null(t.storage);
+}
+
+static void test_tensor_wrap_rejects_bad_arguments(void **state) {
+  (void)state;
+  double buf[4] = {0};
+  uopc_tensor t;
+  uopc_error err;
+  CHECK_CODE("elem0 NULL", uopc_tensor_wrap(&t, NULL, UOPC_F64, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("strides NULL", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(4), NULL, &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("shape (-1,)", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(-1), DIMS(1), &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("dtype 4", uopc_tensor_wrap(&t, buf, (uopc_dtype)4, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
+  assert_null(t.storage);
+}
+
+static void test_tensor_wrap_new_round_trips_through_a_heap_handle(void **state) {
+  (void)state;
+  int32_t buf[6] = {0, 1, 2, 3, 4, 5};
+  uopc_error err;
+  /* np.frombuffer(buf, np.int32).reshape(2, 3)[:, ::-1] */
+  uopc_tensor *t = uopc_tensor_wrap_new(&buf[2], UOPC_I32, 2, DIMS(2, 3), DIMS(3, -1), &err);
+  assert_non_null(t);
+  CHECK_VIEW("wrap_new a[:, ::-1]", t, 2, DIMS(2, 3), DIMS(3, -1), 2);
+  CHECK_VALUES("wrap_new a[:, ::-1]", t, 2, 1, 0, 5, 4, 3);
+  uopc_tensor_free(t);
+  uopc_tensor_free(NULL);
+  /* a dtype from ctypes outside the enum */
+  assert_null(uopc_tensor_wrap_new(buf, 7, 1, DIMS(6), DIMS(1), &err));
+  CHECK_CODE("wrap_new dtype 7", err.code, UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("wrap_new dtype 7", &err, "dtype 7 outside [0, 3]");
+  assert_null(uopc_tensor_wrap_new(buf, -1, 1, DIMS(6), DIMS(1), &err));
+  assert_null(uopc_tensor_wrap_new(NULL, UOPC_I32, 1, DIMS(6), DIMS(1), &err));
+  CHECK_CODE("wrap_new elem0 NULL", err.code, UOPC_E_INVALID, &err);
+}
+
+/* ---- overlap and copies -------------------------------------------------------------- */
+
+static void test_tensor_may_overlap_disjoint_halves_vs_overlapping_slices(void **state) {
+  (void)state;
+  uopc_tensor x, y, lo, hi, lo6, even, odd, none, rev;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(10));
+  arange(&y, UOPC_F64, 1, DIMS(10));
+  CHECK_OK("x[:5]", uopc_tensor_slice(&lo, &x, 0, NONE, 5, NONE, &err), &err);
+  CHECK_OK("x[5:]", uopc_tensor_slice(&hi, &x, 0, 5, NONE, NONE, &err), &err);
+  CHECK_OK("x[:6]", uopc_tensor_slice(&lo6, &x, 0, NONE, 6, NONE, &err), &err);
+  CHECK_OK("x[::2]", uopc_tensor_slice(&even, &x, 0, NONE, NONE, 2, &err), &err);
+  CHECK_OK("x[1::2]", uopc_tensor_slice(&odd, &x, 0, 1, NONE, 2, &err), &err);
+  CHECK_OK("x[3:3]", uopc_tensor_slice(&none, &x, 0, 3, 3, NONE, &err), &err);
+  CHECK_OK("x[4::-1]", uopc_tensor_slice(&rev, &x, 0, 4, NONE, -1, &err), &err);
+  /* np.may_share_memory: the byte-range test NumPy also uses */
+  assert_false(uopc_tensor_may_overlap(&lo, &hi));   /* x[:5], x[5:] */
+  assert_true(uopc_tensor_may_overlap(&lo6, &hi));   /* x[:6], x[5:] share x[5] */
+  assert_true(uopc_tensor_may_overlap(&even, &odd)); /* interleaved: conservative */
+  assert_false(uopc_tensor_may_overlap(&rev, &hi));  /* x[4::-1] is x[0..4] */
+  assert_true(uopc_tensor_may_overlap(&rev, &lo));
+  assert_false(uopc_tensor_may_overlap(&none, &x));  /* empty */
+  assert_false(uopc_tensor_may_overlap(&x, &y));     /* separate allocations */
+  uopc_tensor *views[] = {&lo, &hi, &lo6, &even, &odd, &none, &rev, &x, &y};
+  for (size_t i = 0; i < sizeof views / sizeof *views; i++) uopc_tensor_release(views[i]);
+}
+
+static void test_tensor_may_overlap_compares_addresses_across_wraps(void **state) {
+  (void)state;
+  double buf[10];
+  uopc_tensor a, b, c;
+  uopc_error err;
+  fill_iota(buf, 10);
+  /* two wraps of one NumPy buffer: separate storages, same memory */
+  CHECK_OK("wrap buf[0:5]", uopc_tensor_wrap(&a, &buf[0], UOPC_F64, 1, DIMS(5), DIMS(1), &err), &err);
+  CHECK_OK("wrap buf[5:10]", uopc_tensor_wrap(&b, &buf[5], UOPC_F64, 1, DIMS(5), DIMS(1), &err), &err);
+  CHECK_OK("wrap buf[4:9]", uopc_tensor_wrap(&c, &buf[4], UOPC_F64, 1, DIMS(5), DIMS(1), &err), &err);
+  assert_false(uopc_tensor_may_overlap(&a, &b));
+  assert_true(uopc_tensor_may_overlap(&a, &c));
+  assert_true(uopc_tensor_may_overlap(&c, &b));
+  uopc_tensor_release(&a);
+  uopc_tensor_release(&b);
+  uopc_tensor_release(&c);
+}
+
+static void test_tensor_copy_overlapping_shift_is_out_of_place(void **state) {
+  (void)state;
+  uopc_tensor x, src, dst;
+  uopc_error err;
+  /* x = np.arange(6.); x[1:5] = x[0:4] gives [0, 0, 1, 2, 3, 5] */
+  arange(&x, UOPC_F32, 1, DIMS(6));
+  CHECK_OK("x[0:4]", uopc_tensor_slice(&src, &x, 0, 0, 4, 1, &err), &err);
+  CHECK_OK("x[1:5]", uopc_tensor_slice(&dst, &x, 0, 1, 5, 1, &err), &err);
+  CHECK_OK("x[1:5] = x[0:4]", uopc_tensor_copy(&dst, &src, &err), &err);
+  CHECK_VALUES("x[1:5] = x[0:4]", &x, 0, 0, 1, 2, 3, 5);
+  uopc_tensor_release(&src);
+  uopc_tensor_release(&dst);
+  uopc_tensor_release(&x);
+  /* x = np.arange(6.); x[0:4] = x[1:5] gives [1, 2, 3, 4, 4, 5] */
+  arange(&x, UOPC_F32, 1, DIMS(6));
+  CHECK_OK("x[1:5]", uopc_tensor_slice(&src, &x, 0, 1, 5, 1, &err), &err);
+  CHECK_OK("x[0:4]", uopc_tensor_slice(&dst, &x, 0, 0, 4, 1, &err), &err);
+  CHECK_OK("x[0:4] = x[1:5]", uopc_tensor_copy(&dst, &src, &err), &err);
+  CHECK_VALUES("x[0:4] = x[1:5]", &x, 1, 2, 3, 4, 4, 5);
+  uopc_tensor_release(&src);
+  uopc_tensor_release(&dst);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_copy_reversed_onto_itself_is_out_of_place(void **state) {
+  (void)state;
+  uopc_tensor x, rev;
+  uopc_error err;
+  /* x = np.arange(6.); x[:] = x[::-1] gives [5, 4, 3, 2, 1, 0] */
+  arange(&x, UOPC_F64, 1, DIMS(6));
+  CHECK_OK("x[::-1]", uopc_tensor_slice(&rev, &x, 0, NONE, NONE, -1, &err), &err);
+  CHECK_OK("x[:] = x[::-1]", uopc_tensor_copy(&x, &rev, &err), &err);
+  CHECK_VALUES("x[:] = x[::-1]", &x, 5, 4, 3, 2, 1, 0);
+  uopc_tensor_release(&rev);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_copy_between_wraps_of_one_buffer_is_out_of_place(void **state) {
+  (void)state;
+  double buf[6];
+  uopc_tensor a, b, whole;
+  uopc_error err;
+  fill_iota(buf, 6);
+  /* np views of one array made separately: buf[1:5] = buf[0:4] */
+  CHECK_OK("wrap buf[0:4]", uopc_tensor_wrap(&a, &buf[0], UOPC_F64, 1, DIMS(4), DIMS(1), &err), &err);
+  CHECK_OK("wrap buf[1:5]", uopc_tensor_wrap(&b, &buf[1], UOPC_F64, 1, DIMS(4), DIMS(1), &err), &err);
+  CHECK_OK("buf[1:5] = buf[0:4]", uopc_tensor_copy(&b, &a, &err), &err);
+  CHECK_OK("wrap buf", uopc_tensor_wrap(&whole, buf, UOPC_F64, 1, DIMS(6), DIMS(1), &err), &err);
+  CHECK_VALUES("buf[1:5] = buf[0:4]", &whole, 0, 0, 1, 2, 3, 5);
+  uopc_tensor_release(&whole);
+  uopc_tensor_release(&a);
+  uopc_tensor_release(&b);
+}
+
+static void test_tensor_copy_strided_into_packed(void **state) {
+  (void)state;
+  uopc_tensor a, t, out;
+  uopc_error err;
+  arange(&a, UOPC_I64, 2, DIMS(3, 4));
+  /* out = np.empty((4, 3)); out[...] = a.T */
+  CHECK_OK("a.T", uopc_tensor_transpose(&t, &a, 0, 1, &err), &err);
+  CHECK_OK("np.empty((4, 3))", uopc_tensor_empty(&out, UOPC_I64, 2, DIMS(4, 3), &err), &err);
+  CHECK_OK("out[...] = a.T", uopc_tensor_copy(&out, &t, &err), &err);
+  CHECK_VALUES("out[...] = a.T", &out, 0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11);
+  uopc_tensor_release(&out);
+  uopc_tensor_release(&t);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_copy_onto_the_same_view_changes_nothing(void **state) {
+  (void)state;
+  uopc_tensor x, same;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(4));
+  uopc_tensor_retain(&same, &x);
+  assert_true(uopc_tensor_same_view(&x, &same));
+  CHECK_OK("x[...] = x", uopc_tensor_copy(&x, &same, &err), &err);
+  CHECK_VALUES("x[...] = x", &x, 0, 1, 2, 3);
+  uopc_tensor_release(&same);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_copy_rejects_dtype_and_shape_mismatch(void **state) {
+  (void)state;
+  uopc_tensor f, d, g;
+  uopc_error err;
+  CHECK_OK("np.zeros(4, f32)", uopc_tensor_empty(&f, UOPC_F32, 1, DIMS(4), &err), &err);
+  CHECK_OK("np.zeros(4, f64)", uopc_tensor_empty(&d, UOPC_F64, 1, DIMS(4), &err), &err);
+  CHECK_OK("np.zeros((2, 2), f32)", uopc_tensor_empty(&g, UOPC_F32, 2, DIMS(2, 2), &err), &err);
+  CHECK_CODE("f32[...] = f64", uopc_tensor_copy(&f, &d, &err), UOPC_E_DTYPE, &err);
+  CHECK_MESSAGE("f32[...] = f64", &err, "out is f32 but x is f64");
+  CHECK_CODE("(4,)[...] = (2, 2)", uopc_tensor_copy(&f, &g, &err), UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("(4,)[...] = (2, 2)", &err, "out has shape (4,) but x has shape (2, 2)");
+  uopc_tensor_release(&f);
+  uopc_tensor_release(&d);
+  uopc_tensor_release(&g);
+}
+
+/* ---- queries and element access ------------------------------------------------------ */
+
+static void test_tensor_is_contiguous_ignores_unit_dims(void **state) {
+  (void)state;
+  double buf[12] = {0};
+  uopc_tensor w, a, v;
+  uopc_error err;
+  /* NumPy's relaxed strides: a size-1 dim's stride does not matter */
+  CHECK_OK("wrap (3, 1, 4) strides (4, 99, 1)",
+           uopc_tensor_wrap(&w, buf, UOPC_F64, 3, DIMS(3, 1, 4), DIMS(4, 99, 1), &err), &err);
+  assert_true(uopc_tensor_is_contiguous(&w));
+  uopc_tensor_release(&w);
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  CHECK_OK("a[1:2]", uopc_tensor_slice(&v, &a, 0, 1, 2, 1, &err), &err);
+  assert_true(uopc_tensor_is_contiguous(&v));  /* shape (1, 4) at offset 4 */
+  uopc_tensor_release(&v);
+  CHECK_OK("a.T", uopc_tensor_transpose(&v, &a, 0, 1, &err), &err);
+  assert_false(uopc_tensor_is_contiguous(&v));
+  uopc_tensor_release(&v);
+  CHECK_OK("a[:, ::2]", uopc_tensor_slice(&v, &a, 1, NONE, NONE, 2, &err), &err);
+  assert_false(uopc_tensor_is_contiguous(&v));
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&a);
+}
+
+static void test_tensor_is_aligned_checks_element_0(void **state) {
+  (void)state;
+  uopc_tensor x, v;
+  uopc_error err;
+  arange(&x, UOPC_F32, 1, DIMS(32));
+  assert_true(uopc_tensor_is_aligned(&x, 64));
+  CHECK_OK("x[1:]", uopc_tensor_slice(&v, &x, 0, 1, NONE, NONE, &err), &err);
+  assert_true(uopc_tensor_is_aligned(&v, 4));
+  assert_false(uopc_tensor_is_aligned(&v, 64));
+  assert_false(uopc_tensor_is_aligned(&v, 3));  /* not a power of two */
+  assert_false(uopc_tensor_is_aligned(&v, 0));
+  uopc_tensor_release(&v);
+  /* x[16:] starts 64 bytes in */
+  CHECK_OK("x[16:]", uopc_tensor_slice(&v, &x, 0, 16, NONE, NONE, &err), &err);
+  assert_true(uopc_tensor_is_aligned(&v, 64));
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&x);
+}
+
+static void test_tensor_same_view_compares_layout_and_address(void **state) {
+  (void)state;
+  double buf[8] = {0};
+  uopc_tensor x, all, head, p, q;
+  uopc_error err;
+  arange(&x, UOPC_F64, 1, DIMS(8));
+  CHECK_OK("x[0:8]", uopc_tensor_slice(&all, &x, 0, 0, 8, 1, &err), &err);
+  CHECK_OK("x[0:4]", uopc_tensor_slice(&head, &x, 0, 0, 4, 1, &err), &err);
+  assert_true(uopc_tensor_same_view(&x, &all));
+  assert_false(uopc_tensor_same_view(&x, &head));
+  CHECK_OK("wrap buf", uopc_tensor_wrap(&p, buf, UOPC_F64, 1, DIMS(8), DIMS(1), &err), &err);
+  CHECK_OK("wrap buf again", uopc_tensor_wrap(&q, buf, UOPC_F64, 1, DIMS(8), DIMS(1), &err), &err);
+  assert_true(uopc_tensor_same_view(&p, &q));  /* two storages, one memory */
+  assert_false(uopc_tensor_same_view(&p, &x));
+  uopc_tensor *all_views[] = {&x, &all, &head, &p, &q};
+  for (size_t i = 0; i < sizeof all_views / sizeof *all_views; i++) uopc_tensor_release(all_views[i]);
+}
+
+static void test_tensor_get_set_convert_through_double(void **state) {
+  (void)state;
+  uopc_tensor i, f, l;
+  uopc_error err;
+  CHECK_OK("np.zeros(5, np.int32)", uopc_tensor_empty(&i, UOPC_I32, 1, DIMS(5), &err), &err);
+  /* np.array([3.7, -3.7]).astype(np.int32) truncates to [3, -3] */
+  uopc_tensor_set(&i, 0, 3.7);
+  uopc_tensor_set(&i, 1, -3.7);
+  uopc_tensor_set(&i, 2, 1e20);   /* out of range: saturates (NumPy leaves it undefined) */
+  uopc_tensor_set(&i, 3, NAN);    /* NaN stores 0 */
+  uopc_tensor_set(&i, 4, -1e20);
+  uopc_tensor_set(&i, 5, 9);      /* past the end: ignored */
+  uopc_tensor_set(&i, -1, 9);
+  CHECK_VALUES("int32 stores", &i, 3, -3, INT32_MAX, 0, INT32_MIN);
+  assert_true(isnan(uopc_tensor_get(&i, 5)));
+  assert_true(isnan(uopc_tensor_get(&i, -1)));
+  CHECK_OK("np.zeros(1, np.float32)", uopc_tensor_empty(&f, UOPC_F32, 1, DIMS(1), &err), &err);
+  uopc_tensor_set(&f, 0, 0.1);    /* np.float32(0.1) != 0.1 */
+  CHECK_VALUES("np.float32(0.1)", &f, (double)0.1f);
+  CHECK_OK("np.zeros(2, np.int64)", uopc_tensor_empty(&l, UOPC_I64, 1, DIMS(2), &err), &err);
+  uopc_tensor_set(&l, 0, 1e30);
+  uopc_tensor_set(&l, 1, -(double)(INT64_C(1) << 53));
+  CHECK_I64("int64 saturates", "element 0", (int64_t)((int64_t *)uopc_tensor_data(&l))[0], INT64_MAX);
+  CHECK_VALUES("int64 stores", &l, (double)INT64_MAX, -(double)(INT64_C(1) << 53));
+  uopc_tensor_release(&i);
+  uopc_tensor_release(&f);
+  uopc_tensor_release(&l);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_tensor_dtype_sizes_names_and_kinds),
+    cmocka_unit_test(test_tensor_empty_is_zeroed_packed_and_aligned),
+    cmocka_unit_test(test_tensor_empty_with_zero_dim_is_empty_and_contiguous),
+    cmocka_unit_test(test_tensor_empty_rejects_bad_arguments),
+    cmocka_unit_test(test_tensor_empty_rejects_overflowing_shapes),
+    cmocka_unit_test(test_tensor_slice_full_reverse_matches_numpy),
+    cmocka_unit_test(test_tensor_slice_negative_step_matches_numpy),
+    cmocka_unit_test(test_tensor_slice_negative_start_counts_from_end),
+    cmocka_unit_test(test_tensor_slice_past_end_is_empty_and_keeps_offset),
+    cmocka_unit_test(test_tensor_slice_clamps_out_of_range_bounds_like_python),
+    cmocka_unit_test(test_tensor_slice_step_along_axis_1_of_2d),
+    cmocka_unit_test(test_tensor_slice_of_slice_composes),
+    cmocka_unit_test(test_tensor_slice_huge_step_keeps_one_element),
+    cmocka_unit_test(test_tensor_slice_rejects_step_zero_and_bad_axis),
+    cmocka_unit_test(test_tensor_failed_view_leaves_out_released),
+    cmocka_unit_test(test_tensor_select_negative_index_counts_from_end),
+    cmocka_unit_test(test_tensor_select_twice_gives_rank_0),
+    cmocka_unit_test(test_tensor_select_out_of_range_is_bounds_error),
+    cmocka_unit_test(test_tensor_transpose_swaps_shape_and_strides),
+    cmocka_unit_test(test_tensor_permute_reorders_axes),
+    cmocka_unit_test(test_tensor_permute_rejects_bad_perm),
+    cmocka_unit_test(test_tensor_reshape_contiguous_is_view),
+    cmocka_unit_test(test_tensor_reshape_infers_minus_one),
+    cmocka_unit_test(test_tensor_reshape_of_transpose_needs_copy),
+    cmocka_unit_test(test_tensor_reshape_of_strided_slice_splits_as_view),
+    cmocka_unit_test(test_tensor_reshape_of_offset_slice_keeps_offset),
+    cmocka_unit_test(test_tensor_reshape_to_and_from_rank_0),
+    cmocka_unit_test(test_tensor_reshape_of_empty_keeps_packed_strides),
+    cmocka_unit_test(test_tensor_views_share_storage_until_the_last_release),
+    cmocka_unit_test(test_tensor_release_of_zeroed_tensor_is_safe),
+    cmocka_unit_test(test_tensor_wrap_stack_buffer_with_negative_strides),
+    cmocka_unit_test(test_tensor_wrap_allows_empty),
+    cmocka_unit_test(test_tensor_wrap_rejects_overflowing_span),
+    cmocka_unit_test(test_tensor_wrap_rejects_bad_arguments),
+    cmocka_unit_test(test_tensor_wrap_new_round_trips_through_a_heap_handle),
+    cmocka_unit_test(test_tensor_may_overlap_disjoint_halves_vs_overlapping_slices),
+    cmocka_unit_test(test_tensor_may_overlap_compares_addresses_across_wraps),
+    cmocka_unit_test(test_tensor_copy_overlapping_shift_is_out_of_place),
+    cmocka_unit_test(test_tensor_copy_reversed_onto_itself_is_out_of_place),
+    cmocka_unit_test(test_tensor_copy_between_wraps_of_one_buffer_is_out_of_place),
+    cmocka_unit_test(test_tensor_copy_strided_into_packed),
+    cmocka_unit_test(test_tensor_copy_onto_the_same_view_changes_nothing),
+    cmocka_unit_test(test_tensor_copy_rejects_dtype_and_shape_mismatch),
+    cmocka_unit_test(test_tensor_is_contiguous_ignores_unit_dims),
+    cmocka_unit_test(test_tensor_is_aligned_checks_element_0),
+    cmocka_unit_test(test_tensor_same_view_compares_layout_and_address),
+    cmocka_unit_test(test_tensor_get_set_convert_through_double),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
