@@ -24,7 +24,7 @@ typedef struct guarded_jit {
   int64_t compiled_calls;
   int64_t layout_fallbacks;
   guarded_jit_path last_path;
-  int64_t *compiled_slot, *fallback_slot;   /* the process counters, looked up once */
+  int64_t *variants_slot, *compiled_slot, *fallback_slot;   /* process counters, looked up once */
 } guarded_jit;
 
 /* Prepares jit for vectors of length 1..maximum; opts may be NULL.

@@ -2,15 +2,20 @@
  * Runs the chapter's example: lengths 1, 7, 31, 64, 7 on contiguous f32 through
  * one compiled kernel, then x[::2] through the layout fallback. Every output
  * is checked against an eager computation here. Exit: 0 all checks passed,
- * 1 a check failed, 2 the runtime refused (unsafe cache, no compiler). */
+ * 1 a check failed, 2 the runtime refused (unsafe cache, compiler, I/O). */
 #include <stdio.h>
 #include "guarded_jit.h"
 
 enum { MAXIMUM = 64 };
 
+/* Exit statuses shared by every lab driver (chapters/23-symbolic-shapes.md). */
 static int fail_with(const uopc_error *err) {
   fprintf(stderr, "lab 23.6: %s in %s: %s\n", uopc_error_name(err->code), err->where, err->message);
-  return err->code == UOPC_E_NOT_IMPLEMENTED ? 3 : 2;
+  switch (err->code) {
+  case UOPC_E_NOT_IMPLEMENTED: return 3;
+  case UOPC_E_COMPILE: case UOPC_E_LOAD: case UOPC_E_IO: case UOPC_E_UNSAFE_CACHE: case UOPC_E_NOMEM: return 2;
+  default: return 1;
+  }
 }
 
 /* out must equal v*v + 1 computed in float, element by element. */

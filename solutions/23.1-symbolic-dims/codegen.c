@@ -160,7 +160,7 @@ int codegen_emit_loops(codegen_text *t, const kernel_graph *g, const kernel_node
   const sym_scope *parent = &root;
   sym_scope_init(&root, NULL, a);
   for (int k = 0; k < outer && !rc; k++, depth++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "i%d", k);
     rc = open_loop(t, a, &scopes[k], parent, name, body->shape[k], ix, depth, &vars[k], err);
     parent = &scopes[k];

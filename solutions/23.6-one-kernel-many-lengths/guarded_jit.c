@@ -27,6 +27,7 @@ int guarded_jit_init(guarded_jit *jit, int64_t maximum, const uopc_program_optio
                      (long long)maximum, INT32_MAX);
   jit->maximum = maximum;
   if (opts) jit->options = *opts;
+  jit->variants_slot = uopc_counter_slot(GUARDED_JIT_C_VARIANTS);
   jit->compiled_slot = uopc_counter_slot(GUARDED_JIT_C_COMPILED);
   jit->fallback_slot = uopc_counter_slot(GUARDED_JIT_C_FALLBACKS);
   return UOPC_OK;
@@ -85,12 +86,13 @@ static int compiled_path_holds(const uopc_tensor *x, const uopc_tensor *out, con
 }
 
 static int run_compiled(guarded_jit *jit, int64_t n, const float *xp, float *op, uopc_error *err) {
-  if (xp != op && (xp < op ? op - xp : xp - op) < n) return alias_error(err);
+  uintptr_t a = (uintptr_t)xp, b = (uintptr_t)op, bytes = (uintptr_t)n * sizeof(float);
+  if (a != b && (a < b ? b - a : a - b) < bytes) return alias_error(err);
   if (!jit->program) {
     int rc = uopc_program_new(&jit->program, KERNEL_SOURCE, "square_plus_one", "ppp", &jit->options, err);
     if (rc) return rc;
     jit->variants_built++;
-    uopc_counter_add(GUARDED_JIT_C_VARIANTS, 1);
+    uopc_counter_bump(jit->variants_slot, 1);
   }
   int32_t length = (int32_t)n;   /* fits: maximum <= INT32_MAX */
   const int32_t *lp = &length;
@@ -103,19 +105,33 @@ static int run_compiled(guarded_jit *jit, int64_t n, const float *xp, float *op,
 }
 
 /* The eager fallback computes in x's own dtype, in logical order, so f32
- * stays f32 (as NumPy's x*x + 1 does) and a reversed view comes out reversed. */
+ * stays f32 (as NumPy's x*x + 1 does) and a reversed view comes out reversed.
+ * Elements move through memcpy because a view need not be aligned (a NumPy
+ * array can sit at any byte); the compiler turns each into one load. */
+static void fallback_f32(int64_t n, const char *x, int64_t xs, char *out, int64_t os) {
+  for (int64_t i = 0; i < n; i++) {
+    float v;
+    memcpy(&v, x + i * xs, sizeof v);
+    v = v * v + 1.0f;
+    memcpy(out + i * os, &v, sizeof v);
+  }
+}
+
+static void fallback_f64(int64_t n, const char *x, int64_t xs, char *out, int64_t os) {
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    memcpy(&v, x + i * xs, sizeof v);
+    v = v * v + 1.0;
+    memcpy(out + i * os, &v, sizeof v);
+  }
+}
+
 static int run_fallback(guarded_jit *jit, const uopc_tensor *x, uopc_tensor *out, uopc_error *err) {
   if (!uopc_tensor_same_view(x, out) && uopc_tensor_may_overlap(x, out)) return alias_error(err);
-  int64_t n = x->shape[0], xs = x->strides[0], os = out->strides[0];
-  if (x->dtype == UOPC_F32) {
-    const float *xp = uopc_tensor_data(x);
-    float *op = uopc_tensor_data(out);
-    for (int64_t i = 0; i < n; i++) { float v = xp[i * xs]; op[i * os] = v * v + 1.0f; }
-  } else {
-    const double *xp = uopc_tensor_data(x);
-    double *op = uopc_tensor_data(out);
-    for (int64_t i = 0; i < n; i++) { double v = xp[i * xs]; op[i * os] = v * v + 1.0; }
-  }
+  int64_t size = (int64_t)uopc_dtype_size(x->dtype);
+  int64_t xs = x->strides[0] * size, os = out->strides[0] * size;   /* in bytes */
+  if (x->dtype == UOPC_F32) fallback_f32(x->shape[0], uopc_tensor_data(x), xs, uopc_tensor_data(out), os);
+  else fallback_f64(x->shape[0], uopc_tensor_data(x), xs, uopc_tensor_data(out), os);
   jit->layout_fallbacks++;
   uopc_counter_bump(jit->fallback_slot, 1);
   jit->last_path = GUARDED_JIT_FALLBACK;

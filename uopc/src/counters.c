@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <string.h>
 #include "uopc/counters.h"
+#include "uopc/debug.h"
 #include "internal.h"
 
 typedef struct counter {
@@ -24,6 +25,7 @@ static int initialised;
 static void write_at_exit(void) {
   const char *path = getenv("UOPC_COUNTERS_JSON");
   if (path && *path) uopc_counters_write_json(path, NULL);
+  if (uopc_debug_level() >= 1) uopc_counters_print(stderr);
 }
 
 static counter *find(const char *name) {

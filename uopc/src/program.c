@@ -13,6 +13,9 @@
 #include "internal.h"
 
 #define MAX_FLAGS 32
+/* Kernels may call exp, sqrt, ...: libm is always linked (after the source,
+ * as the linker needs), and keyed with the flags. */
+#define LINK_LIBS "-lm"
 #define ENTRY_MAX 64
 
 struct uopc_program {
@@ -77,20 +80,31 @@ static int make_source(build *b, const char *source, uopc_error *err) {
   return UOPC_OK;
 }
 
-/* -march=native makes the object depend on this CPU, so the CPU joins the key. */
+/* -march=native makes the object depend on this CPU, so the CPU joins the
+ * key: its model and its feature list ("flags" on x86, "Features" on Arm),
+ * hashed, since two machines can share a model name but not features. */
 static void describe_target(build *b, int native) {
   struct utsname u;
   snprintf(b->target, sizeof b->target, "%s", uname(&u) == 0 ? u.machine : "unknown");
   if (!native) return;
+  uopc_hash *h;
   FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[256];
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, "model name", 10) == 0) {
-      line[strcspn(line, "\n")] = '\0';
-      snprintf(b->target + strlen(b->target), sizeof b->target - strlen(b->target), " %s", line);
-      break;
+  if (!f || uopc_hash_new(&h, NULL) != UOPC_OK) {
+    if (f) fclose(f);
+    snprintf(b->target + strlen(b->target), sizeof b->target - strlen(b->target), " native (CPU unknown)");
+    return;
+  }
+  char line[8192], hex[65];
+  int seen = 0;
+  while (seen < 3 && fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5) || !strncmp(line, "Features", 8) ||
+        !strncmp(line, "CPU part", 8)) {
+      uopc_hash_str(h, "cpuinfo", line);
+      seen++;
     }
-  if (f) fclose(f);
+  fclose(f);
+  uopc_hash_finish(h, hex);
+  snprintf(b->target + strlen(b->target), sizeof b->target - strlen(b->target), " native cpu %.16s", hex);
 }
 
 static int prepare(build *b, const char *source, const uopc_program_options *opts, uopc_error *err) {
@@ -125,6 +139,7 @@ static int compute_key(const build *b, char key[65], uopc_error *err) {
   uopc_hash_str(h, "compiler", b->cc.path);
   uopc_hash_str(h, "compiler version", b->cc.version);
   uopc_hash_str(h, "flags", b->flags);
+  uopc_hash_str(h, "libs", LINK_LIBS);
   uopc_hash_str(h, "target", b->target);
   uopc_hash_finish(h, key);
   return UOPC_OK;
@@ -158,10 +173,13 @@ static int compile_into(build *b, const char *key, char so_path[PATH_MAX], uopc_
   split_flags(flags, argv, &argc);
   /* Relative names, run inside the staging directory: diagnostics then say
    * "kernel.c:3:5", which stays true after the entry moves. */
-  argv[argc++] = "-o"; argv[argc++] = "kernel.so"; argv[argc++] = "kernel.c"; argv[argc] = NULL;
+  argv[argc++] = "-o"; argv[argc++] = "kernel.so"; argv[argc++] = "kernel.c";
+  argv[argc++] = LINK_LIBS; argv[argc] = NULL;
   uopc_spawn_result *res = malloc(sizeof *res);
   if (!res) { uopc_remove_tree(staging); return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory to run the compiler"); }
   uopc_counter_add(UOPC_C_COMPILER_INVOCATIONS, 1);
+  uopc_debug(2, "compiling %s with %s %s", b->entry, b->cc.path, b->flags);
+  uopc_debug(4, "source of %s:\n%s", b->entry, b->source);
   rc = uopc_spawn(argv, staging, res, err);
   if (rc == UOPC_OK && res->exit_status != 0) rc = compile_failed(b, staging, key, res, err);
   else if (rc == UOPC_OK) {
@@ -196,6 +214,7 @@ static int find_or_build(uopc_program *p, build *b, uopc_error *err) {
   int hit = uopc_cache_lookup(&b->cache, b->entry, p->key, "kernel.so", so_path, err);
   if (hit < 0) return err ? err->code : UOPC_E_IO;
   p->cached = hit;
+  uopc_debug(2, "%s %s: disk cache %s", b->entry, p->key, hit ? "hit" : "miss");
   if (hit && load(p, so_path, NULL) == UOPC_OK) return UOPC_OK;
   if (hit) {
     char dir[PATH_MAX];

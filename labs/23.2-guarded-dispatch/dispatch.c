@@ -1,0 +1,290 @@
+/* dispatch.c: a guarded dispatcher for one operation (lab 23.2).
+ * dispatch_choose decides and counts; dispatch_run runs. A kernel runs only
+ * when its own guard set held for the call: a selected variant has just
+ * passed its check, and a variant handed out by dispatch_on_miss is checked
+ * again before it is used. Chapter 23.2, "The dispatcher". */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dispatch.h"
+
+enum { SLOT_COMPILES, SLOT_CHECKS, SLOT_FAILURES, SLOT_FAST, SLOT_GENERIC };
+
+const char *dispatch_path_name(dispatch_path p) {
+  return p == DISPATCH_PATH_FAST ? "fast path" : p == DISPATCH_PATH_GENERIC ? "generic" : "none";
+}
+
+/* ---- Lifecycle. */
+
+static int check_options(const dispatch_options *o, uopc_error *err) {
+  if (o->max_length < 1 || o->max_length > INT32_MAX)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "max_length = %" PRId64 " outside [1, %d]", o->max_length, INT32_MAX);
+  if (o->max_variants < 1 || o->max_variants > DISPATCH_MAX_VARIANTS)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "max_variants = %d outside [1, %d]", o->max_variants,
+                     DISPATCH_MAX_VARIANTS);
+  if (o->on_limit != DISPATCH_LIMIT_RUN_GENERIC && o->on_limit != DISPATCH_LIMIT_FAIL)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "on_limit = %d is not a dispatch_on_limit", (int)o->on_limit);
+  return UOPC_OK;
+}
+
+/* out = x*x + 1 over (n), as a lab 23.1 graph. */
+static int build_graph(dispatcher *d, uopc_error *err) {
+  const sym_expr *shape[1] = {sym_expr_dim(d->arena, &d->n)};
+  if (!shape[0]) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for the graph's shape");
+  const kernel_node *x, *sq, *one;
+  kernel_graph_init(&d->graph, d->arena);
+  int rc = kernel_input(&d->graph, "x", UOPC_F32, 1, shape, &x, err);
+  if (!rc) rc = kernel_binary(&d->graph, KERNEL_MUL, x, x, &sq, err);
+  if (!rc) rc = kernel_scalar(&d->graph, 1.0f, &one, err);
+  if (!rc) rc = kernel_binary(&d->graph, KERNEL_ADD, sq, one, &d->op, err);
+  return rc;
+}
+
+/* The parts of every key that no call changes. */
+static void base_parts(dispatcher *d) {
+  spec_key_parts *p = &d->base;
+  const char *cc = d->opts.program.compiler ? d->opts.program.compiler : getenv("UOPC_CC");
+  snprintf(p->op, sizeof p->op, "%s", d->op_name);
+  p->graph_hash = spec_key_graph_hash(&d->graph, d->op);
+  spec_key_target(p->target, sizeof p->target);
+  snprintf(p->dtypes, sizeof p->dtypes, "out:f32 x:f32");
+  snprintf(p->numerics, sizeof p->numerics, "%s", d->opts.fast_math ? "fast-math" : "ieee fp-contract=off");
+  snprintf(p->compiler, sizeof p->compiler, "%s %s%s", cc && cc[0] ? cc : "gcc", d->opts.program.opt_flags,
+           d->opts.program.march_native ? " -march=native" : "");
+}
+
+int dispatch_init(dispatcher *d, const dispatch_options *opts, uopc_error *err) {
+  memset(d, 0, sizeof *d);
+  if (opts) d->opts = *opts;
+  if (!d->opts.max_length) d->opts.max_length = DISPATCH_DEFAULT_MAX_LENGTH;
+  if (!d->opts.max_variants) d->opts.max_variants = DISPATCH_DEFAULT_MAX_VARIANTS;
+  int rc = check_options(&d->opts, err);
+  if (rc) return rc;
+  /* The numerical policy reaches the compiler only through these flags. */
+  d->opts.program.opt_flags = d->opts.fast_math ? "-O3 -ffast-math" : "-O3";
+  snprintf(d->op_name, sizeof d->op_name, "square_plus_one");
+  rc = sym_dim_init(&d->n, "n", 1, d->opts.max_length, 1, err);
+  if (!rc) rc = sym_arena_new(&d->arena, err);
+  if (!rc) rc = build_graph(d, err);
+  if (rc) { dispatch_fini(d); return rc; }
+  base_parts(d);
+  static const char *const names[] = {DISPATCH_C_COMPILES, DISPATCH_C_GUARD_CHECKS, DISPATCH_C_GUARD_FAILURES,
+                                      DISPATCH_C_FAST_CALLS, DISPATCH_C_GENERIC_CALLS};
+  for (int k = 0; k < 5; k++) d->slots[k] = uopc_counter_slot(names[k]);
+  d->last.chosen = -2;
+  return UOPC_OK;
+}
+
+static void variant_free(dispatch_variant *v) {
+  if (!v) return;
+  uopc_program_free(v->program);
+  free(v);
+}
+
+void dispatch_fini(dispatcher *d) {
+  for (int k = 0; k < d->count; k++) variant_free(d->fast[k]);
+  variant_free(d->generic);
+  sym_arena_free(d->arena);
+  d->arena = NULL;
+  d->count = 0;
+  d->generic = NULL;
+}
+
+/* ---- Keys and variants. */
+
+int dispatch_variant_key(const dispatcher *d, dispatch_path path, int64_t exact_n,
+                         spec_key *key, uopc_error *err) {
+  spec_key_parts p = d->base;
+  if (path == DISPATCH_PATH_FAST) {
+    snprintf(p.layout, sizeof p.layout, "contiguous aligned%d disjoint", VARIANT_ALIGN);
+    if (exact_n) snprintf(p.constraints, sizeof p.constraints, "n==%" PRId64, exact_n);
+    else snprintf(p.constraints, sizeof p.constraints, "n in [%" PRId64 ", %" PRId64 "] n%%%d==0",
+                  d->n.lo, d->n.hi, VARIANT_LANES);
+  } else {
+    snprintf(p.layout, sizeof p.layout, "strided any-alignment");
+    snprintf(p.constraints, sizeof p.constraints, "n in [%" PRId64 ", %" PRId64 "]", d->n.lo, d->n.hi);
+  }
+  return spec_key_compose(&p, key, err);
+}
+
+int dispatch_generic_guards(const dispatcher *d, guard_set *s, uopc_error *err) {
+  static const char *const names[] = {"out", "x"};
+  int rc = guard_set_init(s, DISPATCH_N_ARGS, names, err);
+  if (!rc) rc = guard_set_add_rank(s, DISPATCH_ARG_X, 1, err);
+  if (!rc) rc = guard_set_add_rank(s, DISPATCH_ARG_OUT, 1, err);
+  if (!rc) rc = guard_set_add_dim_bounds(s, &d->n, DISPATCH_ARG_X, 0, err);
+  if (!rc) rc = guard_set_add_dims_equal(s, DISPATCH_ARG_OUT, 0, DISPATCH_ARG_X, 0, err);
+  if (!rc) rc = guard_set_add_dtype(s, DISPATCH_ARG_X, UOPC_F32, err);
+  if (!rc) rc = guard_set_add_dtype(s, DISPATCH_ARG_OUT, UOPC_F32, err);
+  return rc;
+}
+
+/* Guards, key, source and program of a new variant. */
+static int make_variant(dispatcher *d, dispatch_variant *v, uopc_error *err) {
+  int rc = v->path == DISPATCH_PATH_FAST ? dispatch_fast16_guards(d, v->exact_n, &v->guards, err)
+                                         : dispatch_generic_guards(d, &v->guards, err);
+  if (!rc) rc = dispatch_variant_key(d, v->path, v->exact_n, &v->key, err);
+  if (rc) return rc;
+  variant_spec spec = {&d->graph, d->op, d->op_name, &d->n, v->exact_n, &v->guards, &v->key};
+  variant_source src;
+  rc = v->path == DISPATCH_PATH_FAST ? variant_codegen_fast16(&src, &spec, err)
+                                     : variant_codegen_generic(&src, &spec, err);
+  if (rc) return rc;
+  snprintf(v->entry, sizeof v->entry, "%s", src.entry);
+  rc = uopc_program_new(&v->program, src.text.data, src.entry, src.signature, &d->opts.program, err);
+  variant_source_fini(&src);
+  return rc;
+}
+
+int dispatch_build(dispatcher *d, dispatch_path path, int64_t exact_n, dispatch_variant **out,
+                   uopc_error *err) {
+  if (path == DISPATCH_PATH_FAST && d->count == DISPATCH_MAX_VARIANTS)
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "a dispatcher holds at most %d fast variants", DISPATCH_MAX_VARIANTS);
+  if (path == DISPATCH_PATH_GENERIC && d->generic) { *out = d->generic; return UOPC_OK; }
+  dispatch_variant *v = calloc(1, sizeof *v);
+  if (!v) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for a variant");
+  v->path = path;
+  v->exact_n = path == DISPATCH_PATH_FAST ? exact_n : 0;
+  int rc = make_variant(d, v, err);
+  if (rc) { variant_free(v); return rc; }
+  if (path == DISPATCH_PATH_FAST) d->fast[d->count++] = v;
+  else d->generic = v;
+  d->stats.compiles++;
+  uopc_counter_bump(d->slots[SLOT_COMPILES], 1);
+  *out = v;
+  return UOPC_OK;
+}
+
+/* ---- Calls. */
+
+/* The bytes [*lo, *hi) a rank-1 view reaches from element 0 at p. */
+static void vector_range(const uopc_tensor *t, uintptr_t p, uintptr_t *lo, uintptr_t *hi) {
+  int64_t reach = (t->shape[0] - 1) * t->strides[0] * 4;
+  *lo = reach < 0 ? p + (uintptr_t)reach : p;
+  *hi = (reach < 0 ? p : p + (uintptr_t)reach) + 4;
+}
+
+/* What no variant can serve is an error, not a guard failure. */
+static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err) {
+  const uopc_tensor *out = &c->args[DISPATCH_ARG_OUT], *x = &c->args[DISPATCH_ARG_X];
+  if (x->rank != 1 || out->rank != 1)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "x and out must be vectors (rank 1), got ranks %d and %d",
+                     x->rank, out->rank);
+  if (x->dtype != UOPC_F32 || out->dtype != UOPC_F32)
+    return UOPC_FAIL(err, UOPC_E_DTYPE, "x has dtype %s and out %s; %s takes f32 only",
+                     uopc_dtype_name(x->dtype), uopc_dtype_name(out->dtype), d->op_name);
+  if (out->shape[0] != x->shape[0])
+    return UOPC_FAIL(err, UOPC_E_INVALID, "out has length %" PRId64 " but x has %" PRId64,
+                     out->shape[0], x->shape[0]);
+  int rc = sym_dim_check(&d->n, x->shape[0], NULL);
+  if (rc) return sym_dim_check(&d->n, x->shape[0], err);
+  uintptr_t x0, x1, o0, o1;
+  vector_range(x, c->data[DISPATCH_ARG_X], &x0, &x1);
+  vector_range(out, c->data[DISPATCH_ARG_OUT], &o0, &o1);
+  int same = c->data[DISPATCH_ARG_X] == c->data[DISPATCH_ARG_OUT] && x->strides[0] == out->strides[0];
+  if (!same && x0 < o1 && o0 < x1)
+    return UOPC_FAIL(err, UOPC_E_ALIAS, "out partly overlaps x; pass x itself (in place) or a disjoint buffer");
+  return UOPC_OK;
+}
+
+/* Counts checks and failures, in this dispatcher and the process. */
+static void count_checks(dispatcher *d, int64_t checks, int64_t failures) {
+  d->stats.guard_checks += checks;
+  d->stats.guard_failures += failures;
+  uopc_counter_bump(d->slots[SLOT_CHECKS], checks);
+  if (failures) uopc_counter_bump(d->slots[SLOT_FAILURES], failures);
+}
+
+/* A variant from dispatch_on_miss runs only after its own guards held. */
+static int verify(dispatcher *d, const dispatch_variant *v, const guard_call *call, uopc_error *err) {
+  int failed, rc = guard_set_check(&v->guards, call, &failed, NULL, err);
+  if (rc) return rc;
+  count_checks(d, 1, failed >= 0);
+  if (failed < 0) return UOPC_OK;
+  return UOPC_FAIL(err, UOPC_E_GUARD, "variant %s was chosen but its guard '%s' does not hold; not run",
+                   v->entry, v->guards.guards[failed].what);
+}
+
+int dispatch_choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out,
+                    dispatch_choice *c, uopc_error *err) {
+  dispatch_record *r = &d->last;
+  const uopc_tensor *args[DISPATCH_N_ARGS] = {out, x};
+  int rc = guard_call_init(&r->call, DISPATCH_N_ARGS, args, err);
+  r->number++;
+  r->chosen = -2;
+  r->n_rejected = r->built = r->limit_hit = 0;
+  r->path = DISPATCH_PATH_NONE;
+  if (!rc) rc = check_args(d, &r->call, err);
+  int index = -1;
+  if (!rc) rc = dispatch_select(d, &r->call, &index, err);
+  if (rc) return rc;
+  dispatch_variant *v = index >= 0 ? d->fast[index] : NULL;
+  if (!v) {
+    rc = dispatch_on_miss(d, &r->call, &v, err);
+    if (!rc) rc = verify(d, v, &r->call, err);
+    if (rc) return rc;
+  }
+  r->chosen = v == d->generic ? -1 : index >= 0 ? index : d->count - 1;
+  r->path = v->path;
+  c->variant = v;
+  c->path = v->path;
+  c->call = &r->call;
+  return UOPC_OK;
+}
+
+void dispatch_run(dispatcher *d, const dispatch_choice *c) {
+  dispatch_variant *v = c->variant;
+  const guard_call *call = c->call;
+  void *out = (void *)call->data[DISPATCH_ARG_OUT], *x = (void *)call->data[DISPATCH_ARG_X];
+  int64_t n = call->args[DISPATCH_ARG_X].shape[0];
+  int64_t os = call->args[DISPATCH_ARG_OUT].strides[0], xs = call->args[DISPATCH_ARG_X].strides[0];
+  void *args[] = {&out, &x, &n, &os, &xs};
+  uopc_program_call(v->program, args);
+  v->calls++;
+  if (v->path == DISPATCH_PATH_FAST) {
+    d->stats.fast_calls++;
+    uopc_counter_bump(d->slots[SLOT_FAST], 1);
+  } else {
+    d->stats.generic_calls++;
+    uopc_counter_bump(d->slots[SLOT_GENERIC], 1);
+  }
+}
+
+int dispatch_call(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, uopc_error *err) {
+  dispatch_choice c;
+  int rc = dispatch_choose(d, x, out, &c, err);
+  if (rc) return rc;
+  dispatch_run(d, &c);
+  return UOPC_OK;
+}
+
+/* ---- The steps. */
+
+int dispatch_fast16_guards(const dispatcher *d, int64_t exact_n, guard_set *s, uopc_error *err) {
+  /* Lab 23.2: write dispatch_fast16_guards here. See README.md in this folder. */
+  (void)d; (void)exact_n; (void)s;
+  return UOPC_FAIL(err, UOPC_E_NOT_IMPLEMENTED, "lab 23.2: dispatch_fast16_guards is not implemented yet");
+}
+
+int dispatch_select(dispatcher *d, const guard_call *call, int *index, uopc_error *err) {
+  /* Lab 23.2: write dispatch_select here. See README.md in this folder. */
+  (void)d; (void)call; (void)index;
+  return UOPC_FAIL(err, UOPC_E_NOT_IMPLEMENTED, "lab 23.2: dispatch_select is not implemented yet");
+}
+
+int dispatch_on_miss(dispatcher *d, const guard_call *call, dispatch_variant **out,
+                     uopc_error *err) {
+  /* Lab 23.2: write dispatch_on_miss here. See README.md in this folder. */
+  (void)d; (void)call; (void)out;
+  return UOPC_FAIL(err, UOPC_E_NOT_IMPLEMENTED, "lab 23.2: dispatch_on_miss is not implemented yet");
+}
+
+/* Lab 23.2: helper functions for your code go here. */
+
+int dispatch_explain(const dispatcher *d, char *buf, size_t size, uopc_error *err) {
+  /* Lab 23.2: write dispatch_explain here. See README.md in this folder. */
+  (void)d; (void)buf; (void)size;
+  return UOPC_FAIL(err, UOPC_E_NOT_IMPLEMENTED, "lab 23.2: dispatch_explain is not implemented yet");
+}

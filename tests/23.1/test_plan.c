@@ -1,0 +1,382 @@
+/* test_plan.c: lab 23.1, plans: the generated loop reads its bounds from
+ * arguments, one plan serves every length in bounds, results match an eager
+ * loop (with poisoned tails), and bad launches fail before any kernel runs. */
+#include <ctype.h>
+#include <math.h>
+#include "plan.h"
+#include "testutil.h"
+
+enum { NMAX = 4096, TAIL = 16 };
+static const float POISON = -12345.0f;
+
+typedef struct fixture {
+  sym_arena *arena;
+  sym_dim n, b;
+  plan *chain, *rowsum;
+} fixture;
+
+/* out = (a + b)*c - a over n in [1, NMAX]. */
+static plan *chain_plan(fixture *f, const sym_dim *n, const char *name) {
+  kernel_graph g;
+  uopc_error err = {0};
+  plan *p = NULL;
+  kernel_graph_init(&g, f->arena);
+  const sym_expr *shape[1] = {sym_expr_dim(f->arena, n)};
+  const kernel_node *a, *b, *c, *s, *m, *r;
+  assert_uopc_ok(kernel_input(&g, "a", UOPC_F32, 1, shape, &a, &err), err);
+  assert_uopc_ok(kernel_input(&g, "b", UOPC_F32, 1, shape, &b, &err), err);
+  assert_uopc_ok(kernel_input(&g, "c", UOPC_F32, 1, shape, &c, &err), err);
+  assert_uopc_ok(kernel_binary(&g, KERNEL_ADD, a, b, &s, &err), err);
+  assert_uopc_ok(kernel_binary(&g, KERNEL_MUL, s, c, &m, &err), err);
+  assert_uopc_ok(kernel_binary(&g, KERNEL_SUB, m, a, &r, &err), err);
+  assert_uopc_ok(plan_new(&p, &g, r, name, NULL, &err), err);
+  return p;
+}
+
+static plan *rowsum_plan(fixture *f, int rank) {
+  kernel_graph g;
+  uopc_error err = {0};
+  plan *p = NULL;
+  kernel_graph_init(&g, f->arena);
+  const sym_expr *shape2[2] = {sym_expr_dim(f->arena, &f->b), sym_expr_dim(f->arena, &f->n)};
+  const sym_expr *const *shape = rank == 2 ? shape2 : shape2 + 1;
+  const kernel_node *x, *s;
+  assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, rank, shape, &x, &err), err);
+  assert_uopc_ok(kernel_sum(&g, x, &s, &err), err);
+  assert_uopc_ok(plan_new(&p, &g, s, rank == 2 ? "rowsum_f32_bn" : "sum_f32_n", NULL, &err), err);
+  return p;
+}
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  uopc_error err = {0};
+  if (!f || sym_arena_new(&f->arena, &err) || sym_dim_init(&f->n, "n", 1, NMAX, 1, &err) ||
+      sym_dim_init(&f->b, "b", 1, 8, 1, &err)) return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  plan_free(f->chain);
+  plan_free(f->rowsum);
+  sym_arena_free(f->arena);
+  free(f);
+  return 0;
+}
+
+static void fill(float *x, int64_t n, int seed) {
+  for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 7 + seed * 13) % 23) * 0.25f - 2.0f;
+}
+
+static void poison(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] = POISON;
+}
+
+static void expect_untouched(const float *out, int64_t from, int64_t to, const char *what) {
+  for (int64_t i = from; i < to; i++)
+    if (out[i] != POISON)
+      fail_msg("%s: element %lld past the logical end %lld was written (%g)", what, (long long)i,
+               (long long)from, out[i]);
+}
+
+static void run_chain(fixture *f, plan *p, int64_t n) {
+  static float a[NMAX], b[NMAX], c[NMAX], out[NMAX + TAIL];
+  sym_binding bind;
+  uopc_error err = {0};
+  fill(a, n, 1), fill(b, n, 2), fill(c, n, 3);
+  poison(out, NMAX + TAIL);
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, n, &err), err);
+  plan_buffer in[3] = {{a, NMAX}, {b, NMAX}, {c, NMAX}};
+  assert_uopc_ok(plan_launch(p, &bind, (plan_buffer){out, NMAX + TAIL}, in, 3, &err), err);
+  for (int64_t i = 0; i < n; i++) {
+    float want = (a[i] + b[i]) * c[i] - a[i];   /* the same f32 operations, in order */
+    if (out[i] != want)
+      fail_msg("chain n=%lld: out[%lld] = (%g + %g)*%g - %g: expected %.9g, got %.9g", (long long)n,
+               (long long)i, a[i], b[i], c[i], a[i], want, out[i]);
+  }
+  char what[32];
+  snprintf(what, sizeof what, "chain n=%lld", (long long)n);
+  expect_untouched(out, n, NMAX + TAIL, what);
+}
+
+/* Comments dropped; every number that is not part of a name collected. */
+static void expect_no_size_literals(const char *src, const char *what) {
+  for (const char *p = src; *p;) {
+    if (p[0] == '/' && p[1] == '*') { const char *e = strstr(p + 2, "*/"); p = e ? e + 2 : p + strlen(p); continue; }
+    if (isalpha((unsigned char)*p) || *p == '_') { while (isalnum((unsigned char)*p) || *p == '_') p++; continue; }
+    if (isdigit((unsigned char)*p)) {
+      const char *start = p;
+      while (isalnum((unsigned char)*p) || *p == '.') p++;
+      int len = (int)(p - start);
+      if (!(len == 1 && *start == '0') && strncmp(start, "0.0f", 4) != 0)
+        fail_msg("%s: the literal %.*s appears in the generated code:\n%s", what, len, start, src);
+      continue;
+    }
+    p++;
+  }
+}
+
+static char *read_kernel_file(const plan *p) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/kernel.c", uopc_program_dir(plan_program(p)));
+  FILE *fp = fopen(path, "r");
+  if (!fp) fail_msg("cannot open %s", path);
+  char *buf = calloc(1, 1 << 16);
+  size_t n = fread(buf, 1, (1 << 16) - 1, fp);
+  fclose(fp);
+  buf[n] = '\0';
+  return buf;
+}
+
+static void test_plan_source_reads_bounds_from_arguments(void **state) {
+  fixture *f = *state;
+  f->chain = chain_plan(f, &f->n, "chain_f32_n");
+  char *disk = read_kernel_file(f->chain);
+  const char *src = plan_source(f->chain);
+  if (strncmp(disk, src, strlen(src)) != 0)
+    fail_msg("kernel.c on disk does not start with the plan's source:\n%s\n---\n%s", disk, src);
+  assert_contains(src, "int32_t n) {");
+  assert_contains(src, "for (int32_t i0 = 0; i0 < n; i0++)");
+  assert_contains(src, " * dims: n in [1, 4096]");
+  expect_no_size_literals(src, "chain_f32_n");
+  for (int64_t n = 1; n <= 64; n = n * 2 + 1) run_chain(f, f->chain, n);
+  free(disk);
+}
+
+static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
+  fixture *f = *state;
+  f->rowsum = rowsum_plan(f, 2);
+  const char *src = plan_source(f->rowsum);
+  assert_contains(src, "for (int32_t i0 = 0; i0 < b; i0++)");
+  assert_contains(src, "for (int32_t r0 = 0; r0 < n; r0++)");
+  assert_contains(src, "x[i0*n + r0]");
+  expect_no_size_literals(src, "rowsum_f32_bn");
+}
+
+static void test_plan_fixed_length_variant_pastes_its_size(void **state) {
+  fixture *f = *state;
+  sym_dim fixed;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&fixed, "n", 1, 4096, 1, &err), err);
+  kernel_graph g;
+  kernel_graph_init(&g, f->arena);
+  const sym_expr *shape[1] = {sym_expr_const(f->arena, 4096)};
+  const kernel_node *x, *y;
+  plan *p = NULL;
+  assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 1, shape, &x, &err), err);
+  assert_uopc_ok(kernel_unary(&g, KERNEL_NEG, x, &y, &err), err);
+  assert_uopc_ok(plan_new(&p, &g, y, "neg_f32_4096", NULL, &err), err);
+  assert_contains(plan_source(p), "i0 < 4096");
+  assert_int_equal(plan_dim_count(p), 0);
+  plan_free(p);
+}
+
+static void test_plan_serves_every_length_with_one_plan(void **state) {
+  fixture *f = *state;
+  int64_t before = uopc_counter_get(PLAN_C_BUILT);
+  f->chain = chain_plan(f, &f->n, "chain_f32_n");
+  const int64_t lengths[] = {1, 7, 31, 64, NMAX};
+  for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) run_chain(f, f->chain, lengths[k]);
+  srand(2301);
+  for (int k = 0; k < 40; k++) run_chain(f, f->chain, 1 + rand() % NMAX);
+  int64_t built = uopc_counter_get(PLAN_C_BUILT) - before;
+  if (built != 1) fail_msg("45 lengths: expected 1 plan built, got %lld", (long long)built);
+  assert_int_equal(uopc_counter_get("calls chain_f32_n") >= 45, 1);
+}
+
+static void run_rowsum(fixture *f, int64_t rows, int64_t cols) {
+  static float x[8 * NMAX], out[8 + TAIL];
+  sym_binding bind;
+  uopc_error err = {0};
+  fill(x, rows * cols, (int)cols);
+  poison(out, 8 + TAIL);
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->b, rows, &err), err);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, cols, &err), err);
+  plan_buffer in = {x, 8 * NMAX};
+  assert_uopc_ok(plan_launch(f->rowsum, &bind, (plan_buffer){out, 8 + TAIL}, &in, 1, &err), err);
+  for (int64_t r = 0; r < rows; r++) {
+    float want = 0.0f;                        /* the kernel's order: left to right */
+    for (int64_t j = 0; j < cols; j++) want += x[r * cols + j];
+    if (fabsf(out[r] - want) > 1e-4f * (1.0f + fabsf(want)))
+      fail_msg("rowsum b=%lld n=%lld: out[%lld]: expected %.9g, got %.9g", (long long)rows,
+               (long long)cols, (long long)r, want, out[r]);
+  }
+  char what[48];
+  snprintf(what, sizeof what, "rowsum b=%lld n=%lld", (long long)rows, (long long)cols);
+  expect_untouched(out, rows, 8 + TAIL, what);
+}
+
+static void test_plan_rowsum_with_runtime_n(void **state) {
+  fixture *f = *state;
+  f->rowsum = rowsum_plan(f, 2);
+  const int64_t cols[] = {1, 7, 31, 64, 1000, NMAX};
+  for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) run_rowsum(f, 1 + (int64_t)k % 8, cols[k]);
+  srand(2302);
+  for (int k = 0; k < 20; k++) run_rowsum(f, 1 + rand() % 8, 1 + rand() % NMAX);
+}
+
+static void test_plan_sum_of_vector(void **state) {
+  fixture *f = *state;
+  plan *p = rowsum_plan(f, 1);
+  float x[100], out[1 + TAIL];
+  sym_binding bind;
+  uopc_error err = {0};
+  for (int i = 0; i < 100; i++) x[i] = (float)i;
+  poison(out, 1 + TAIL);
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, 100, &err), err);
+  plan_buffer in = {x, 100};
+  assert_uopc_ok(plan_launch(p, &bind, (plan_buffer){out, 1 + TAIL}, &in, 1, &err), err);
+  if (out[0] != 4950.0f) fail_msg("sum of 0..99: expected 4950, got %.9g", out[0]);
+  expect_untouched(out, 1, 1 + TAIL, "sum n=100");
+  plan_free(p);
+}
+
+/* exp, maximum, div, neg and a scalar: out = maximum(exp(-x) / 2, x). */
+static void test_plan_unary_binary_and_scalar_ops(void **state) {
+  fixture *f = *state;
+  kernel_graph g;
+  uopc_error err = {0};
+  plan *p = NULL;
+  kernel_graph_init(&g, f->arena);
+  const sym_expr *shape[1] = {sym_expr_dim(f->arena, &f->n)};
+  const kernel_node *x, *neg, *ex, *two, *half, *mx;
+  assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 1, shape, &x, &err), err);
+  assert_uopc_ok(kernel_unary(&g, KERNEL_NEG, x, &neg, &err), err);
+  assert_uopc_ok(kernel_unary(&g, KERNEL_EXP, neg, &ex, &err), err);
+  assert_uopc_ok(kernel_scalar(&g, 2.0f, &two, &err), err);
+  assert_uopc_ok(kernel_binary(&g, KERNEL_DIV, ex, two, &half, &err), err);
+  assert_uopc_ok(kernel_binary(&g, KERNEL_MAXIMUM, half, x, &mx, &err), err);
+  assert_uopc_ok(plan_new(&p, &g, mx, "expmax_f32_n", NULL, &err), err);
+  assert_contains(plan_source(p), "= 2.0f;");
+  /* exp(-x)/2 for these x, from NumPy float32: x = 0, 1, -1, 2, -2.5. */
+  const float xs[] = {0.0f, 1.0f, -1.0f, 2.0f, -2.5f, NAN};
+  const float want[] = {0.5f, 1.0f, 1.35914091f, 2.0f, 6.09124708f, NAN};
+  float out[6 + TAIL];
+  poison(out, 6 + TAIL);
+  sym_binding bind;
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, 6, &err), err);
+  plan_buffer in = {(void *)xs, 6};
+  assert_uopc_ok(plan_launch(p, &bind, (plan_buffer){out, 6 + TAIL}, &in, 1, &err), err);
+  for (int i = 0; i < 6; i++) {
+    int ok = isnan(want[i]) ? isnan(out[i]) : fabsf(out[i] - want[i]) <= 1e-6f * fabsf(want[i]);
+    if (!ok) fail_msg("maximum(exp(-x)/2, x) at x=%g: expected %.9g, got %.9g", xs[i], want[i], out[i]);
+  }
+  expect_untouched(out, 6, 6 + TAIL, "expmax n=6");
+  plan_free(p);
+}
+
+static void test_plan_launch_rejects_unbound_dim(void **state) {
+  fixture *f = *state;
+  f->rowsum = rowsum_plan(f, 2);
+  float x[8], out[8 + TAIL];
+  sym_binding bind;
+  uopc_error err = {0};
+  poison(out, 8 + TAIL);
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->b, 2, &err), err);
+  plan_buffer in = {x, 8};
+  int64_t calls = uopc_counter_get("calls rowsum_f32_bn");
+  assert_uopc_code(plan_launch(f->rowsum, &bind, (plan_buffer){out, 8}, &in, 1, &err), UOPC_E_UNBOUND, err);
+  if (strcmp(err.message, "kernel 'rowsum_f32_bn' launched with dim 'n' unbound") != 0)
+    fail_msg("expected \"kernel 'rowsum_f32_bn' launched with dim 'n' unbound\", got \"%s\"", err.message);
+  assert_int_equal(uopc_counter_get("calls rowsum_f32_bn"), calls);
+  expect_untouched(out, 0, 8 + TAIL, "unbound launch");
+}
+
+/* A binding made against a wider dim of the same name is checked against
+ * the plan's own bounds, before the kernel runs. */
+static void test_plan_launch_rejects_binding_outside_plan_bounds(void **state) {
+  fixture *f = *state;
+  sym_dim narrow, wide;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&narrow, "n", 1, 64, 1, &err), err);
+  assert_uopc_ok(sym_dim_init(&wide, "n", 1, NMAX, 1, &err), err);
+  f->chain = chain_plan(f, &narrow, "chain_f32_n64");
+  static float a[NMAX], out[NMAX];
+  sym_binding bind;
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &wide, 65, &err), err);
+  poison(out, NMAX);
+  plan_buffer in[3] = {{a, NMAX}, {a, NMAX}, {a, NMAX}};
+  assert_uopc_code(plan_launch(f->chain, &bind, (plan_buffer){out, NMAX}, in, 3, &err), UOPC_E_BOUNDS, err);
+  if (strcmp(err.message, "dim 'n' = 65 outside [1, 64]") != 0)
+    fail_msg("expected \"dim 'n' = 65 outside [1, 64]\", got \"%s\"", err.message);
+  expect_untouched(out, 0, NMAX, "rejected launch");
+}
+
+static void test_plan_launch_rejects_small_buffer(void **state) {
+  fixture *f = *state;
+  f->chain = chain_plan(f, &f->n, "chain_f32_n");
+  float a[64], out[64];
+  sym_binding bind;
+  uopc_error err = {0};
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, 64, &err), err);
+  plan_buffer in[3] = {{a, 64}, {a, 63}, {a, 64}};
+  assert_uopc_code(plan_launch(f->chain, &bind, (plan_buffer){out, 64}, in, 3, &err), UOPC_E_BOUNDS, err);
+  assert_contains(err.message, "buffer 'b' holds 63 elements, the binding needs 64");
+}
+
+static void test_plan_new_rejects_overflowing_shape(void **state) {
+  fixture *f = *state;
+  sym_dim huge;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&huge, "m", 1, INT64_C(1) << 40, 1, &err), err);
+  kernel_graph g;
+  kernel_graph_init(&g, f->arena);
+  const sym_expr *shape[2] = {sym_expr_dim(f->arena, &huge), sym_expr_dim(f->arena, &huge)};
+  const kernel_node *x, *y;
+  plan *p = NULL;
+  int64_t before = uopc_counter_get(PLAN_C_BUILT);
+  assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 2, shape, &x, &err), err);
+  assert_uopc_ok(kernel_unary(&g, KERNEL_NEG, x, &y, &err), err);
+  assert_uopc_code(plan_new(&p, &g, y, "neg_f32_mm", NULL, &err), UOPC_E_OVERFLOW, err);
+  assert_null(p);
+  assert_int_equal(uopc_counter_get(PLAN_C_BUILT), before);
+}
+
+static void test_plan_index_is_64_bit_for_large_bounds(void **state) {
+  fixture *f = *state;
+  sym_dim big;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&big, "n", 1, INT64_C(1) << 33, 1, &err), err);
+  f->chain = chain_plan(f, &big, "chain_f32_nbig");
+  assert_int_equal(plan_index(f->chain)->bits, 64);
+  assert_contains(plan_source(f->chain), "for (int64_t i0 = 0; i0 < n; i0++)");
+  char text[256];
+  plan_describe(f->chain, text, sizeof text);
+  assert_contains(text, "index int64_t");
+  static float a[64], out[64 + TAIL];      /* a small call still works */
+  sym_binding bind;
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &big, 64, &err), err);
+  fill(a, 64, 5);
+  poison(out, 64 + TAIL);
+  plan_buffer in[3] = {{a, 64}, {a, 64}, {a, 64}};
+  assert_uopc_ok(plan_launch(f->chain, &bind, (plan_buffer){out, 64 + TAIL}, in, 3, &err), err);
+  assert_true(out[5] == (a[5] + a[5]) * a[5] - a[5]);
+  expect_untouched(out, 64, 64 + TAIL, "64-bit plan n=64");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_plan_source_reads_bounds_from_arguments, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_rowsum_source_reads_runtime_stride, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_fixed_length_variant_pastes_its_size, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_serves_every_length_with_one_plan, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_rowsum_with_runtime_n, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_sum_of_vector, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_unary_binary_and_scalar_ops, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_launch_rejects_unbound_dim, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_launch_rejects_binding_outside_plan_bounds, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_launch_rejects_small_buffer, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_new_rejects_overflowing_shape, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_index_is_64_bit_for_large_bounds, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}

@@ -1,0 +1,178 @@
+/* test_sym_fact.c: lab 23.1, scoped facts and the index-width decision.
+ * The chapter's example: N in [1, 4096] and j in [0, N). Intervals alone
+ * give j <= 4095 and N >= 1, which cannot show j < N; the loop's scope can,
+ * and only inside the loop. */
+#include "sym_fact.h"
+#include "sym_index.h"
+#include "testutil.h"
+
+typedef struct fixture { sym_arena *arena; sym_dim n; const sym_expr *en; } fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  uopc_error err = {0};
+  if (!f || sym_arena_new(&f->arena, &err) || sym_dim_init(&f->n, "N", 1, 4096, 1, &err)) return -1;
+  f->en = sym_expr_dim(f->arena, &f->n);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  sym_arena_free(f->arena);
+  free(f);
+  return 0;
+}
+
+static int prove(const sym_scope *s, const sym_expr *l, const sym_expr *r) {
+  int proved = -1;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_scope_prove_lt(s, l, r, &proved, &err), err);
+  return proved;
+}
+
+static void expect_proof(const sym_scope *s, const sym_expr *l, const sym_expr *r, int want,
+                         const char *where) {
+  char lt[128], rt[128];
+  sym_expr_format(l, lt, sizeof lt, NULL);
+  sym_expr_format(r, rt, sizeof rt, NULL);
+  int got = prove(s, l, r);
+  if (got != want)
+    fail_msg("%s: query %s < %s: expected %s, got %s", where, lt, rt, want ? "proved" : "not proved",
+             got ? "proved" : "not proved");
+}
+
+static void test_sym_scope_prove_lt_uses_the_loop_fact_inside_the_loop(void **state) {
+  fixture *f = *state;
+  sym_scope root, loop;
+  const sym_expr *j;
+  uopc_error err = {0};
+  sym_scope_init(&root, NULL, f->arena);
+  assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, "j", f->en, &j, &err), err);
+  expect_proof(&loop, j, f->en, 1, "inside for j in [0, N)");
+  expect_proof(&loop, j, sym_expr_add(f->arena, f->en, sym_expr_const(f->arena, 1)), 1,
+               "inside the loop, a weaker bound");
+  expect_proof(&loop, sym_expr_add(f->arena, j, sym_expr_const(f->arena, 1)), f->en, 0,
+               "inside the loop, j + 1 < N is not implied");
+}
+
+static void test_sym_scope_prove_lt_fails_outside_the_loop(void **state) {
+  fixture *f = *state;
+  sym_scope root, loop, sibling;
+  const sym_expr *j, *k;
+  uopc_error err = {0};
+  sym_scope_init(&root, NULL, f->arena);
+  assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, "j", f->en, &j, &err), err);
+  expect_proof(&root, j, f->en, 0, "in the enclosing scope");
+  assert_uopc_ok(sym_scope_open_loop(&sibling, &root, f->arena, "k", f->en, &k, &err), err);
+  expect_proof(&sibling, j, f->en, 0, "in a sibling loop");
+  expect_proof(&sibling, k, f->en, 1, "in the sibling, its own variable");
+}
+
+static void test_sym_scope_intervals_alone_cannot_prove_j_below_n(void **state) {
+  fixture *f = *state;
+  sym_scope root, loop;
+  const sym_expr *j;
+  uopc_error err = {0};
+  sym_interval ji, ni;
+  sym_scope_init(&root, NULL, f->arena);
+  assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, "j", f->en, &j, &err), err);
+  assert_uopc_ok(sym_expr_interval(j, &ji, &err), err);
+  assert_uopc_ok(sym_expr_interval(f->en, &ni, &err), err);
+  if (ji.lo != 0 || ji.hi != 4095 || ni.lo != 1 || ni.hi != 4096)
+    fail_msg("intervals: expected j in [0, 4095], N in [1, 4096]; got j in [%lld, %lld], N in [%lld, %lld]",
+             (long long)ji.lo, (long long)ji.hi, (long long)ni.lo, (long long)ni.hi);
+  /* A scope with no facts answers from intervals alone. */
+  sym_scope bare;
+  sym_scope_init(&bare, NULL, f->arena);
+  expect_proof(&bare, j, f->en, 0, "intervals alone");
+  expect_proof(&bare, j, sym_expr_const(f->arena, 4096), 1, "intervals alone, j < 4096");
+}
+
+static void test_sym_scope_assume_lt_rejects_too_many_facts(void **state) {
+  fixture *f = *state;
+  sym_scope s;
+  uopc_error err = {0};
+  sym_scope_init(&s, NULL, f->arena);
+  for (int k = 0; k < SYM_SCOPE_FACTS_MAX; k++)
+    assert_uopc_ok(sym_scope_assume_lt(&s, sym_expr_const(f->arena, k), f->en, &err), err);
+  assert_uopc_code(sym_scope_assume_lt(&s, f->en, f->en, &err), UOPC_E_LIMIT, err);
+}
+
+/* ---- Index width. */
+
+static int width(int64_t b_hi, int64_t n_hi, int64_t *max_elements, uopc_error *err) {
+  sym_arena *a;
+  sym_dim b, n;
+  sym_index_plan ix;
+  assert_uopc_ok(sym_arena_new(&a, err), *err);
+  assert_uopc_ok(sym_dim_init(&b, "B", 1, b_hi, 1, err), *err);
+  assert_uopc_ok(sym_dim_init(&n, "N", 1, n_hi, 1, err), *err);
+  const sym_expr *shape[2] = {sym_expr_dim(a, &b), sym_expr_dim(a, &n)};
+  sym_index_init(&ix);
+  int rc = sym_index_width(&ix, "x", shape, 2, err);
+  *max_elements = ix.max_elements;
+  sym_arena_free(a);
+  return rc ? -rc : ix.bits;
+}
+
+static void expect_width(int64_t b_hi, int64_t n_hi, int want) {
+  uopc_error err = {0};
+  int64_t max;
+  int got = width(b_hi, n_hi, &max, &err);
+  if (got != want)
+    fail_msg("(B, N) with B <= %lld, N <= %lld: expected %d-bit indices, got %d (%s)",
+             (long long)b_hi, (long long)n_hi, want, got, err.message);
+}
+
+static void test_sym_index_width_is_32_when_bounds_allow(void **state) {
+  (void)state;
+  expect_width(8, 4096, 32);
+  expect_width(1, INT32_MAX, 32);      /* every address and bound fits */
+  expect_width(65535, 32768, 32);      /* 2147450880 elements */
+}
+
+static void test_sym_index_width_is_64_past_int32(void **state) {
+  (void)state;
+  expect_width(2, 1073741824, 64);     /* 2^31 elements: one past INT32_MAX */
+  expect_width(65536, 65536, 64);
+  expect_width(INT32_MAX, INT32_MAX, 64);
+}
+
+static void test_sym_index_width_rejects_products_past_int64(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  int64_t max;
+  int got = width(INT64_C(1) << 40, INT64_C(1) << 40, &max, &err);
+  if (got != -UOPC_E_OVERFLOW)
+    fail_msg("B, N <= 2^40: expected UOPC_E_OVERFLOW, got %d (%s)", got, err.message);
+  assert_contains(err.message, "buffer 'x' may hold 1099511627776 * 1099511627776 elements, past int64");
+}
+
+static void test_sym_index_width_rejects_negative_extent(void **state) {
+  (void)state;
+  sym_arena *a;
+  sym_dim m;
+  sym_index_plan ix;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  assert_uopc_ok(sym_dim_init(&m, "m", -2, 5, 1, &err), err);
+  const sym_expr *shape[1] = {sym_expr_dim(a, &m)};
+  sym_index_init(&ix);
+  assert_uopc_code(sym_index_width(&ix, "x", shape, 1, &err), UOPC_E_INVALID, err);
+  sym_arena_free(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_sym_scope_prove_lt_uses_the_loop_fact_inside_the_loop, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_prove_lt_fails_outside_the_loop, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_intervals_alone_cannot_prove_j_below_n, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_assume_lt_rejects_too_many_facts, setup, teardown),
+    cmocka_unit_test(test_sym_index_width_is_32_when_bounds_allow),
+    cmocka_unit_test(test_sym_index_width_is_64_past_int32),
+    cmocka_unit_test(test_sym_index_width_rejects_products_past_int64),
+    cmocka_unit_test(test_sym_index_width_rejects_negative_extent),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

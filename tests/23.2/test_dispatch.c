@@ -1,0 +1,390 @@
+/* test_dispatch.c: lab 23.2, the guarded dispatcher, against an eager reference.
+ * The reference is computed here, element by element in f32 (as NumPy's
+ * x*x + 1 on float32). Outputs carry a poisoned tail, so a write past the end
+ * is caught too. tests/broken/23.2.mk builds the reference without its
+ * divisibility guard (test_dispatch_length_33_matches_eager must fail) and
+ * without its alignment guard (test_dispatch_misaligned_view_takes_generic_path
+ * must fail: it checks the decision before any kernel touches memory). */
+#include "dispatch.h"
+#include "testutil.h"
+
+enum { POISON_TAIL = 16 };
+static const double POISON = -12345.0;
+
+typedef struct view {
+  uopc_tensor base, x, buf, out;
+} view;
+
+/* x = (arange(total) - 3)[start::step]; out = the head of a poisoned buffer,
+ * starting out_offset elements in (to misalign it). */
+static void make_view(view *v, int64_t total, int64_t start, int64_t step, int64_t out_offset) {
+  uopc_error err = {0};
+  memset(v, 0, sizeof *v);
+  assert_uopc_ok(uopc_tensor_empty(&v->base, UOPC_F32, 1, &total, &err), err);
+  for (int64_t i = 0; i < total; i++) uopc_tensor_set(&v->base, i, (double)i - 3.0);
+  assert_uopc_ok(uopc_tensor_slice(&v->x, &v->base, 0, start, UOPC_SLICE_NONE, step, &err), err);
+  int64_t n = v->x.shape[0], size = out_offset + n + POISON_TAIL;
+  assert_uopc_ok(uopc_tensor_empty(&v->buf, UOPC_F32, 1, &size, &err), err);
+  for (int64_t i = 0; i < size; i++) uopc_tensor_set(&v->buf, i, POISON);
+  assert_uopc_ok(uopc_tensor_slice(&v->out, &v->buf, 0, out_offset, out_offset + n, 1, &err), err);
+}
+
+static void release_view(view *v) {
+  uopc_tensor_release(&v->out);
+  uopc_tensor_release(&v->buf);
+  uopc_tensor_release(&v->x);
+  uopc_tensor_release(&v->base);
+}
+
+/* out == x*x + 1 in f32, and nothing written past out's end. */
+static void check_eager(const view *v) {
+  int64_t n = v->x.shape[0];
+  for (int64_t i = 0; i < n; i++) {
+    float a = (float)uopc_tensor_get(&v->x, i), want = a * a + 1.0f;
+    double got = uopc_tensor_get(&v->out, i);
+    if (got != (double)want)
+      fail_msg("n = %lld, x stride %lld: index %lld expected %.9g, got %.9g", (long long)n,
+               (long long)v->x.strides[0], (long long)i, (double)want, got);
+  }
+  int64_t end = v->out.offset + n;
+  for (int64_t i = end; i < end + POISON_TAIL; i++)
+    if (uopc_tensor_get(&v->buf, i) != POISON)
+      fail_msg("n = %lld: the kernel wrote past the end, at buffer index %lld", (long long)n, (long long)i);
+}
+
+/* One checked call; returns the path it took. */
+static dispatch_path run_case(dispatcher *d, int64_t total, int64_t start, int64_t step, int64_t out_offset) {
+  view v;
+  uopc_error err = {0};
+  make_view(&v, total, start, step, out_offset);
+  assert_uopc_ok(dispatch_call(d, &v.x, &v.out, &err), err);
+  check_eager(&v);
+  release_view(&v);
+  return d->last.path;
+}
+
+static dispatcher *new_dispatcher(const dispatch_options *opts) {
+  static dispatcher d;
+  uopc_error err = {0};
+  assert_uopc_ok(dispatch_init(&d, opts, &err), err);
+  return &d;
+}
+
+static void test_dispatch_driver_sequence_counts(void **state) {
+  (void)state;
+  uopc_counters_reset();
+  dispatcher *d = new_dispatcher(NULL);
+  static const int64_t lengths[] = {32, 48, 33, 32, 64, 17};
+  static const dispatch_path paths[] = {DISPATCH_PATH_FAST, DISPATCH_PATH_FAST, DISPATCH_PATH_GENERIC,
+                                        DISPATCH_PATH_FAST, DISPATCH_PATH_FAST, DISPATCH_PATH_GENERIC};
+  for (int i = 0; i < 6; i++) assert_int_equal(run_case(d, lengths[i], 0, 1, 0), paths[i]);
+  assert_int_equal(run_case(d, 64, 0, 2, 0), DISPATCH_PATH_GENERIC);   /* strided */
+  assert_int_equal(run_case(d, 33, 1, 1, 0), DISPATCH_PATH_GENERIC);   /* misaligned */
+  assert_int_equal(d->stats.compiles, 2);
+  assert_int_equal(d->stats.guard_checks, 12);
+  assert_int_equal(d->stats.guard_failures, 4);
+  assert_int_equal(d->stats.fast_calls, 4);
+  assert_int_equal(d->stats.generic_calls, 4);
+  assert_int_equal(uopc_counter_get(DISPATCH_C_COMPILES), 2);
+  assert_int_equal(uopc_counter_get(DISPATCH_C_GUARD_CHECKS), 12);
+  assert_int_equal(uopc_counter_get(DISPATCH_C_GUARD_FAILURES), 4);
+  assert_int_equal(uopc_counter_get(DISPATCH_C_FAST_CALLS), 4);
+  assert_int_equal(uopc_counter_get(DISPATCH_C_GENERIC_CALLS), 4);
+  assert_int_equal(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), 2);
+  dispatch_fini(d);
+}
+
+/* Without the divisibility guard, n = 33 reaches the fast kernel, which
+ * computes 32 elements and leaves the last one as it was. */
+static void test_dispatch_length_33_matches_eager(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
+  run_case(d, 33, 0, 1, 0);
+  run_case(d, 47, 0, 1, 0);
+  assert_int_equal(d->last.path, DISPATCH_PATH_GENERIC);
+  dispatch_fini(d);
+}
+
+/* x starts 4 bytes past a 64-byte boundary. The decision is checked before
+ * anything runs: aligned vector loads on it would fault, not fail a test. */
+static void test_dispatch_misaligned_view_takes_generic_path(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
+  view v;
+  make_view(&v, 33, 1, 1, 0);
+  assert_false(uopc_tensor_is_aligned(&v.x, VARIANT_ALIGN));
+  dispatch_choice c;
+  assert_uopc_ok(dispatch_choose(d, &v.x, &v.out, &c, &err), err);
+  if (c.path != DISPATCH_PATH_GENERIC)
+    fail_msg("a view 4 bytes past a 64-byte boundary was sent to %s (%s)", c.variant->entry,
+             dispatch_path_name(c.path));
+  dispatch_run(d, &c);
+  check_eager(&v);
+  release_view(&v);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_misaligned_out_takes_generic_path(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
+  uopc_error err = {0};
+  view v;
+  make_view(&v, 32, 0, 1, 3);
+  dispatch_choice c;
+  assert_uopc_ok(dispatch_choose(d, &v.x, &v.out, &c, &err), err);
+  assert_int_equal(c.path, DISPATCH_PATH_GENERIC);
+  dispatch_run(d, &c);
+  check_eager(&v);
+  release_view(&v);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_strided_view_takes_generic_path(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  assert_int_equal(run_case(d, 64, 0, 2, 0), DISPATCH_PATH_GENERIC);
+  assert_int_equal(run_case(d, 96, 2, 3, 0), DISPATCH_PATH_GENERIC);
+  assert_int_equal(d->count, 0);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_reversed_view_matches_eager(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  assert_int_equal(run_case(d, 32, UOPC_SLICE_NONE, -1, 0), DISPATCH_PATH_GENERIC);
+  dispatch_fini(d);
+}
+
+/* The fast kernel's pointers are restrict: an in-place call must not reach it. */
+static void test_dispatch_in_place_call_takes_generic_path(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  uopc_tensor x = {0};
+  int64_t n = 32;
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n, &err), err);
+  for (int64_t i = 0; i < n; i++) uopc_tensor_set(&x, i, (double)i - 5.0);
+  assert_uopc_ok(dispatch_call(d, &x, &x, &err), err);
+  assert_int_equal(d->last.path, DISPATCH_PATH_GENERIC);
+  for (int64_t i = 0; i < n; i++) assert_true(uopc_tensor_get(&x, i) == (double)((i - 5) * (i - 5) + 1));
+  char text[DISPATCH_EXPLAIN_MAX];
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "guard 'out and x do not overlap' failed: out and x overlap");
+  uopc_tensor_release(&x);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_random_views_match_eager(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  srand(232);
+  for (int i = 0; i < 60; i++) {
+    int64_t step = 1 + rand() % 3, start = rand() % 4, n = 1 + rand() % 300;
+    run_case(d, start + n * step, start, step, rand() % 2 ? 0 : rand() % 4);
+  }
+  for (int64_t n = 16; n <= 256; n += 16) assert_int_equal(run_case(d, n, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_true(d->stats.compiles <= 2);
+  assert_int_equal(d->count, 1);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_explain_names_the_failed_guard(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
+  assert_uopc_code(dispatch_explain(d, text, sizeof text, &err), UOPC_E_INVALID, err);
+  run_case(d, 32, 0, 1, 0);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "call 1: n = 32, fast path (square_plus_one_fast16)");
+  assert_contains(text, "it was built by this call");
+  run_case(d, 33, 0, 1, 0);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "call 2: n = 33, generic (square_plus_one_generic)\n"
+                        "  square_plus_one_fast16 rejected: guard 'n = x.shape[0] is a multiple of 16' failed: "
+                        "n = 33 is not a multiple of 16\n");
+  run_case(d, 64, 0, 2, 0);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "guard 'x is contiguous' failed: x is not contiguous (strides (2) for shape (32))");
+  run_case(d, 33, 1, 1, 0);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "guard 'x is aligned to 64 bytes' failed: x is not aligned to 64 bytes "
+                        "(element 0 is 4 bytes past a 64-byte boundary)");
+  dispatch_fini(d);
+}
+
+/* With no fast variant yet, explain says why the call cannot have one. */
+static void test_dispatch_explain_first_call_generic(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
+  run_case(d, 17, 0, 1, 0);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "no fast variant can serve it: guard 'n = x.shape[0] is a multiple of 16' failed: "
+                        "n = 17 is not a multiple of 16");
+  dispatch_fini(d);
+}
+
+/* One fast variant per length, limit 3: two fast ones, the third place is the
+ * generic's. Past the limit, the default policy runs the generic variant. */
+static void test_dispatch_variant_limit_runs_generic(void **state) {
+  (void)state;
+  dispatch_options o = {.specialize_length = 1, .max_variants = 3};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_error err = {0};
+  assert_int_equal(run_case(d, 16, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_int_equal(run_case(d, 16, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_string_equal(d->fast[1]->entry, "square_plus_one_fast16_n32");
+  assert_int_equal(run_case(d, 48, 0, 1, 0), DISPATCH_PATH_GENERIC);
+  assert_int_equal(run_case(d, 64, 0, 1, 0), DISPATCH_PATH_GENERIC);
+  assert_int_equal(d->count, 2);
+  assert_int_equal(d->stats.compiles, 3);
+  assert_int_equal(d->stats.limit_hits, 2);
+  char text[DISPATCH_EXPLAIN_MAX];
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "square_plus_one_fast16_n16 rejected: guard 'n = x.shape[0] in [16, 16]' failed: "
+                        "dim 'n' = 64 outside [16, 16]");
+  assert_contains(text, "the variant limit (3) is reached: ran the generic variant");
+  dispatch_fini(d);
+}
+
+static void test_dispatch_variant_limit_fails_by_option(void **state) {
+  (void)state;
+  dispatch_options o = {.specialize_length = 1, .max_variants = 2, .on_limit = DISPATCH_LIMIT_FAIL};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_error err = {0};
+  assert_int_equal(run_case(d, 16, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_int_equal(run_case(d, 17, 0, 1, 0), DISPATCH_PATH_GENERIC);   /* no fast kernel wanted */
+  view v;
+  make_view(&v, 32, 0, 1, 0);
+  assert_uopc_code(dispatch_call(d, &v.x, &v.out, &err), UOPC_E_LIMIT, err);
+  assert_contains(err.message, "a call with n = 32 needs a new fast variant, but the variant limit (2");
+  for (int64_t i = 0; i < 32 + POISON_TAIL; i++) assert_true(uopc_tensor_get(&v.buf, i) == POISON);
+  char text[DISPATCH_EXPLAIN_MAX];
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "no kernel ran");
+  assert_contains(text, "refused with UOPC_E_LIMIT");
+  release_view(&v);
+  assert_int_equal(d->stats.compiles, 2);
+  dispatch_fini(d);
+}
+
+/* A runtime value enters the key only when the code specializes on it. */
+static void test_dispatch_variant_keys(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  dispatcher *d = new_dispatcher(NULL);
+  spec_key a, b, g;
+  assert_uopc_ok(dispatch_variant_key(d, DISPATCH_PATH_FAST, 0, &a, &err), err);
+  assert_uopc_ok(dispatch_variant_key(d, DISPATCH_PATH_FAST, 48, &b, &err), err);
+  assert_uopc_ok(dispatch_variant_key(d, DISPATCH_PATH_GENERIC, 0, &g, &err), err);
+  assert_contains(a.text, "op=square_plus_one graph=");
+  assert_contains(a.text, "layout=contiguous aligned64 disjoint numerics=ieee fp-contract=off");
+  assert_contains(a.text, "n%16==0");
+  assert_contains(b.text, "constraints=n==48");
+  assert_contains(g.text, "layout=strided any-alignment");
+  assert_false(spec_key_equal(&a, &b));
+  assert_false(spec_key_equal(&a, &g));
+  run_case(d, 32, 0, 1, 0);
+  run_case(d, 48, 0, 1, 0);
+  assert_int_equal(d->count, 1);   /* n is no part of the fast key: one variant serves both */
+  assert_true(spec_key_equal(&d->fast[0]->key, &a));
+  dispatch_fini(d);
+  dispatch_options o = {.fast_math = 1};
+  d = new_dispatcher(&o);
+  assert_uopc_ok(dispatch_variant_key(d, DISPATCH_PATH_FAST, 0, &b, &err), err);
+  assert_contains(b.text, "numerics=fast-math");
+  assert_contains(b.text, "-ffast-math");
+  assert_false(spec_key_equal(&a, &b));
+  dispatch_fini(d);
+}
+
+static void expect_rejected(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, int code, const char *text) {
+  uopc_error err = {0};
+  int64_t before = d->stats.fast_calls + d->stats.generic_calls;
+  assert_uopc_code(dispatch_call(d, x, out, &err), code, err);
+  assert_contains(err.message, text);
+  assert_int_equal(d->stats.fast_calls + d->stats.generic_calls, before);
+}
+
+static void test_dispatch_rejects_bad_inputs(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  dispatcher bad;
+  dispatch_options o = {.max_variants = DISPATCH_MAX_VARIANTS + 1};
+  assert_uopc_code(dispatch_init(&bad, &o, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "max_variants = 33 outside [1, 32]");
+  o = (dispatch_options){.max_length = -1};
+  assert_uopc_code(dispatch_init(&bad, &o, &err), UOPC_E_INVALID, err);
+  o = (dispatch_options){.max_length = 64};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_tensor f64 = {0}, m = {0}, f = {0}, big = {0}, shifted = {0}, head = {0}, empty = {0};
+  int64_t n = 16, n65 = 65, zero = 0, shape2[2] = {2, 8};
+  assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 1, &n, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&m, UOPC_F32, 2, shape2, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&f, UOPC_F32, 1, &n, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&big, UOPC_F32, 1, &n65, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&empty, UOPC_F32, 1, &zero, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&shifted, &f, 0, 1, 16, 1, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&head, &f, 0, 0, 15, 1, &err), err);
+  expect_rejected(d, &f64, &f64, UOPC_E_DTYPE, "x has dtype f64 and out f64");
+  expect_rejected(d, &m, &m, UOPC_E_INVALID, "got ranks 2 and 2");
+  expect_rejected(d, &head, &f, UOPC_E_INVALID, "out has length 16 but x has 15");
+  expect_rejected(d, &big, &big, UOPC_E_BOUNDS, "dim 'n' = 65 outside [1, 64]");
+  expect_rejected(d, &empty, &empty, UOPC_E_BOUNDS, "dim 'n' = 0 outside [1, 64]");
+  expect_rejected(d, &head, &shifted, UOPC_E_ALIAS, "out partly overlaps x");
+  assert_int_equal(d->stats.compiles, 0);
+  uopc_tensor *all[] = {&f64, &m, &f, &big, &shifted, &head, &empty};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
+  dispatch_fini(d);
+}
+
+/* The generated text carries its contract, and the fast one has no tail loop. */
+static void test_dispatch_generated_source_banner(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  run_case(d, 32, 0, 1, 0);
+  char path[4200], text[8192];
+  snprintf(path, sizeof path, "%s/kernel.c", uopc_program_dir(d->fast[0]->program));
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  text[len] = '\0';
+  fclose(f);
+  assert_contains(text, "/* square_plus_one_fast16: out = add(mul(x, x), 1) elementwise");
+  assert_contains(text, " * dims: n in [1, 16777216]\n");
+  assert_contains(text, "n = x.shape[0] is a multiple of 16;\n");
+  assert_contains(text, " * cache key: op=square_plus_one graph=");
+  assert_contains(text, "void square_plus_one_fast16(float *restrict out_p, const float *restrict x_p, int64_t n)");
+  assert_contains(text, "__builtin_assume_aligned(x_p, 64)");
+  assert_contains(text, "for (int64_t i0 = 0; i0 < n / 16; i0++) {\n    for (int64_t i1 = 0; i1 < 16; i1++) {");
+  dispatch_fini(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_dispatch_driver_sequence_counts),
+    cmocka_unit_test(test_dispatch_length_33_matches_eager),
+    cmocka_unit_test(test_dispatch_misaligned_view_takes_generic_path),
+    cmocka_unit_test(test_dispatch_misaligned_out_takes_generic_path),
+    cmocka_unit_test(test_dispatch_strided_view_takes_generic_path),
+    cmocka_unit_test(test_dispatch_reversed_view_matches_eager),
+    cmocka_unit_test(test_dispatch_in_place_call_takes_generic_path),
+    cmocka_unit_test(test_dispatch_random_views_match_eager),
+    cmocka_unit_test(test_dispatch_explain_names_the_failed_guard),
+    cmocka_unit_test(test_dispatch_explain_first_call_generic),
+    cmocka_unit_test(test_dispatch_variant_limit_runs_generic),
+    cmocka_unit_test(test_dispatch_variant_limit_fails_by_option),
+    cmocka_unit_test(test_dispatch_variant_keys),
+    cmocka_unit_test(test_dispatch_rejects_bad_inputs),
+    cmocka_unit_test(test_dispatch_generated_source_banner),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}
