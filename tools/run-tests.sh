@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Runs every test of `make test` and ends with one line `N passed, N failed`.
-#   tools/run-tests.sh BUILD_DIR [--harness] -- TEST_BINARY... [-- BROKEN:TESTNAME...]
+#   tools/run-tests.sh BUILD_DIR [--harness] [--student-drivers DIR LAB...] -- TEST_BINARY... [-- BROKEN:TESTNAME...]
 # Each cmocka binary runs with a fresh UOPC_CACHE_DIR; its cases are counted
 # from cmocka's summary. A broken variant (a build with one guard removed) must
-# fail its named test: that proves the suite can catch the defect.
+# fail its named test: that proves the suite can catch the defect. With
+# --student-drivers, the student tree's drivers must each pass or report
+# their stub as not implemented yet (one test).
 set -u
 build=$1; shift
 harness=0
+student_build=""; student_labs=()
 [ "${1:-}" = --harness ] && { harness=1; shift; }
+if [ "${1:-}" = --student-drivers ]; then
+  student_build=$2; shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do student_labs+=("$1"); shift; done
+fi
 [ "${1:-}" = -- ] && shift
 passed=0; failed=0
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
@@ -35,6 +42,13 @@ for spec in "$@"; do
     echo "FAIL $bin: the broken build should fail $name, but it did not:"; cat "$scratch/log"; failed=$((failed + 1))
   fi
 done
+if [ -n "$student_build" ]; then
+  if tools/run-labs.sh "$student_build" "${student_labs[@]}" >"$scratch/labs" 2>&1; then
+    echo "ok   the student tree's drivers pass or report their stubs"; passed=$((passed + 1))
+  else
+    echo "FAIL the student tree's drivers:"; cat "$scratch/labs"; failed=$((failed + 1))
+  fi
+fi
 if [ $harness = 1 ]; then
   .venv/bin/python -m harness.selfcheck --build "$build" | tee "$scratch/harness"
   line=$(tail -n 1 "$scratch/harness")

@@ -27,16 +27,9 @@ static int keep_shape(plan *p, const char *name, const kernel_node *n, uopc_erro
   return UOPC_OK;
 }
 
-/* exp needs libm, which the runtime does not link into kernels by itself. */
 static int build_program(plan *p, const uopc_program_options *opts, uopc_error *err) {
-  uopc_program_options o = opts ? *opts : (uopc_program_options){0};
-  char flags[256];
-  if (p->kernel.uses_libm) {
-    snprintf(flags, sizeof flags, "%s -Wl,--no-as-needed -lm", o.opt_flags ? o.opt_flags : "-O3");
-    o.opt_flags = flags;
-  }
   return uopc_program_new(&p->program, p->kernel.source.data, p->kernel.entry,
-                          p->kernel.signature, &o, err);
+                          p->kernel.signature, opts, err);
 }
 
 int plan_new(plan **out, const kernel_graph *g, const kernel_node *output,

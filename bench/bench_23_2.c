@@ -1,0 +1,120 @@
+/* bench_23_2.c: the figures of lab 23.2.
+ *   the dispatcher's overhead per call (argument checks, guard checks,
+ *   counting) with 1 and with 8 variants, against a direct call of the same
+ *   kernel, at n = 16 so that the kernel itself costs little;
+ *   the fast path against the generic kernel at 16M elements.
+ * Prints `bench 23.2 <case> n=<n> ns=<ns per call>` and `ratio 23.2 ...`
+ * lines; each figure is the best of several repetitions. */
+#include <stdio.h>
+#include <time.h>
+#include "dispatch.h"
+
+enum { REPS = 7, CALLS = 1000000 };
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+typedef void (*fast_fn)(float *, const float *, int64_t);
+typedef void (*generic_fn)(float *, const float *, int64_t, int64_t, int64_t);
+
+/* Best ns per call of `calls` dispatched calls (fn NULL) or direct calls of fn. */
+static double best_dispatch(dispatcher *d, uopc_tensor *x, uopc_tensor *out, fast_fn fn, int calls) {
+  uopc_error err;
+  float *xp = uopc_tensor_data(x), *op = uopc_tensor_data(out);
+  double best = 1e30;
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now_ns();
+    for (int i = 0; i < calls; i++) {
+      if (fn) fn(op, xp, x->shape[0]);
+      else dispatch_call(d, x, out, &err);
+    }
+    double t = (now_ns() - t0) / calls;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+static int fail(const uopc_error *err) {
+  fprintf(stderr, "bench 23.2: %s: %s\n", uopc_error_name(err->code), err->message);
+  return 1;
+}
+
+/* variants fast variants (one per length 16, 32, ...; the call's is last). */
+static int bench_overhead(int variants, uopc_error *err) {
+  dispatch_options o = {.specialize_length = variants > 1, .max_variants = variants + 1};
+  dispatcher d;
+  uopc_tensor x = {0}, out = {0};
+  int64_t n = 16 * variants;
+  int rc = dispatch_init(&d, &o, err);
+  for (int64_t k = 1; !rc && k <= variants; k++) {
+    int64_t len = 16 * k;
+    uopc_tensor_release(&x);
+    uopc_tensor_release(&out);
+    rc = uopc_tensor_empty(&x, UOPC_F32, 1, &len, err);
+    if (!rc) rc = uopc_tensor_empty(&out, UOPC_F32, 1, &len, err);
+    if (!rc) rc = dispatch_call(&d, &x, &out, err);
+  }
+  if (rc || d.count != variants || d.last.path != DISPATCH_PATH_FAST) {
+    if (!rc) fprintf(stderr, "bench 23.2: expected %d fast variants, got %d\n", variants, d.count);
+    dispatch_fini(&d);
+    return rc ? fail(err) : 1;
+  }
+  fast_fn direct = (fast_fn)uopc_program_entry(d.fast[variants - 1]->program);
+  double guarded = best_dispatch(&d, &x, &out, NULL, CALLS);
+  double plain = best_dispatch(&d, &x, &out, direct, CALLS);
+  printf("bench 23.2 dispatch_%d_variants n=%lld ns=%.1f\n", variants, (long long)n, guarded);
+  printf("bench 23.2 direct_%d_variants n=%lld ns=%.1f\n", variants, (long long)n, plain);
+  printf("ratio 23.2 dispatch_%d_variants overhead=%.1f ns (goal with 8 variants: <= 25 ns)\n", variants,
+         guarded - plain);
+  uopc_tensor_release(&x);
+  uopc_tensor_release(&out);
+  dispatch_fini(&d);
+  return 0;
+}
+
+static int bench_kernels(int64_t n, uopc_error *err) {
+  dispatcher d;
+  uopc_tensor x = {0}, out = {0}, odd = {0}, odd_out = {0};
+  int64_t n1 = n - 1;
+  int rc = dispatch_init(&d, NULL, err);
+  if (!rc) rc = uopc_tensor_empty(&x, UOPC_F32, 1, &n, err);
+  if (!rc) rc = uopc_tensor_empty(&out, UOPC_F32, 1, &n, err);
+  if (!rc) rc = uopc_tensor_slice(&odd, &x, 0, 0, n1, 1, err);
+  if (!rc) rc = uopc_tensor_slice(&odd_out, &out, 0, 0, n1, 1, err);
+  if (!rc) rc = dispatch_call(&d, &x, &out, err);
+  if (!rc) rc = dispatch_call(&d, &odd, &odd_out, err);   /* builds the generic variant */
+  if (rc || !d.generic || d.count != 1) { dispatch_fini(&d); return rc ? fail(err) : 1; }
+  fast_fn fast = (fast_fn)uopc_program_entry(d.fast[0]->program);
+  generic_fn generic = (generic_fn)uopc_program_entry(d.generic->program);
+  float *xp = uopc_tensor_data(&x), *op = uopc_tensor_data(&out);
+  double tf = 1e30, tg = 1e30;
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now_ns();
+    fast(op, xp, n);
+    double t1 = now_ns();
+    generic(op, xp, n, 1, 1);
+    double t2 = now_ns();
+    if (t1 - t0 < tf) tf = t1 - t0;
+    if (t2 - t1 < tg) tg = t2 - t1;
+  }
+  printf("bench 23.2 fast16 n=%lld ns=%.0f (%.1f GB/s)\n", (long long)n, tf, 8.0 * n / tf);
+  printf("bench 23.2 generic n=%lld ns=%.0f (%.1f GB/s)\n", (long long)n, tg, 8.0 * n / tg);
+  printf("ratio 23.2 fast16 n=%lld generic/fast16=%.2f\n", (long long)n, tg / tf);
+  uopc_tensor_release(&odd);
+  uopc_tensor_release(&odd_out);
+  uopc_tensor_release(&x);
+  uopc_tensor_release(&out);
+  dispatch_fini(&d);
+  return 0;
+}
+
+int main(void) {
+  uopc_error err = {0};
+  int rc = bench_overhead(1, &err);
+  if (!rc) rc = bench_overhead(8, &err);
+  if (!rc) rc = bench_kernels(1 << 24, &err);
+  return rc;
+}

@@ -1,0 +1,30 @@
+# Broken builds of lab 23.2 (see "Broken builds" in the Makefile). Each one is
+# the reference with one guard of the fast variant removed, linked with the
+# suite that must catch the wrong dispatch it allows.
+
+B232_SRC := $(wildcard solutions/23.2-guarded-dispatch/*.c)
+B232_DEPS := $(B232_SRC) $(wildcard labs/23.2-guarded-dispatch/*.h) $(UOPC_LIB) $(call lab_lib,23.1)
+
+# Without the divisibility guard, n = 33 reaches the fast kernel, which has no
+# tail loop: out[32] keeps its old value. The library finds liblab23_1 in
+# the ordinary lib/ (a RUNPATH serves only its own object).
+B232D := $(BROKEN)/23.2-no-divisibility-guard
+$(B232D)/liblab23_2.so: $(B232_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DDISPATCH_NO_DIVISIBILITY_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -llab23_1 -luopc
+$(B232D)/test_dispatch: tests/23.2/test_dispatch.c $(B232D)/liblab23_2.so
+	$(call broken_test_link,23.2)
+BROKEN_BINS += $(B232D)/test_dispatch
+BROKEN_EXPECT += $(B232D)/test_dispatch:test_dispatch_length_33_matches_eager
+
+# Without the alignment guard, a view 4 bytes past a 64-byte boundary is sent
+# to the fast kernel's aligned vector loads. The test checks the decision
+# before running it, so the failure is a clean test failure, not a fault.
+B232A := $(BROKEN)/23.2-no-alignment-guard
+$(B232A)/liblab23_2.so: $(B232_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DDISPATCH_NO_ALIGNMENT_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -llab23_1 -luopc
+$(B232A)/test_dispatch: tests/23.2/test_dispatch.c $(B232A)/liblab23_2.so
+	$(call broken_test_link,23.2)
+BROKEN_BINS += $(B232A)/test_dispatch
+BROKEN_EXPECT += $(B232A)/test_dispatch:test_dispatch_misaligned_view_takes_generic_path
