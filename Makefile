@@ -105,6 +105,21 @@ broken_test_link = $(CC) $(CFLAGS) -Itests $(call lab_incs,$(1)) -o $@ $< -L$(di
   -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
 include $(sort $(wildcard tests/broken/*.mk))
 
+# ---- fault injection ----------------------------------------------------------
+# The runtime again, built with -DUOPC_FAULT_INJECTION into its own directory,
+# for tests/faults/: they make the k-th spawn, dlopen, cache write or rename
+# fail and check that each error path reports and cleans up (STYLE item 13).
+FAULT := $(BUILD)/fault
+$(FAULT)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -MMD -MP -c $< -o $@
+$(FAULT)/libuopc.so: $(UOPC_SRC:%.c=$(FAULT)/obj/%.o)
+	$(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
+$(FAULT)/%: tests/faults/%.c $(FAULT)/libuopc.so
+	$(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -Itests -o $@ $< $(SANFLAGS) -L$(FAULT) -Wl,-rpath,'$$ORIGIN' -luopc -lcmocka -lpthread
+FAULT_BINS := $(patsubst tests/faults/%.c,$(FAULT)/%,$(wildcard tests/faults/test_*.c))
+TEST_BINS += $(FAULT_BINS)
+
 # ---- benchmarks -------------------------------------------------------------
 # bench/bench_23_N.c links lab 23.N; bench/report.py runs them and adds NumPy.
 define BENCH_RULES

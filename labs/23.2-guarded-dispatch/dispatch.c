@@ -178,8 +178,11 @@ static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err)
   if (out->shape[0] != x->shape[0])
     return UOPC_FAIL(err, UOPC_E_INVALID, "out has length %" PRId64 " but x has %" PRId64,
                      out->shape[0], x->shape[0]);
-  int rc = sym_dim_check(&d->n, x->shape[0], NULL);
-  if (rc) return sym_dim_check(&d->n, x->shape[0], err);
+  if (x->shape[0] < d->n.lo || x->shape[0] > d->n.hi) {   /* inline first: the hot path */
+    int rc = sym_dim_check(&d->n, x->shape[0], err);
+    return rc ? rc : UOPC_FAIL(err, UOPC_E_BOUNDS, "n = %" PRId64 " outside [%" PRId64 ", %" PRId64 "]",
+                               x->shape[0], d->n.lo, d->n.hi);
+  }
   uintptr_t x0, x1, o0, o1;
   vector_range(x, c->data[DISPATCH_ARG_X], &x0, &x1);
   vector_range(out, c->data[DISPATCH_ARG_OUT], &o0, &o1);

@@ -197,11 +197,16 @@ int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *ent
   int rc = write_manifest(staging, entry, key, artifact, description, err);
   if (rc == UOPC_OK) rc = uopc_cache_entry_dir(c, entry, key, dir, err);
   if (rc == UOPC_OK) rc = join(artifact_path, err, "%s/%s", dir, artifact);
-  if (rc != UOPC_OK) return rc;
-  if (rename(staging, dir) != 0) {
-    if (errno != ENOTEMPTY && errno != EEXIST)
-      return UOPC_FAIL(err, UOPC_E_IO, "cannot publish cache entry '%s': %m", dir);
-    uopc_remove_tree(staging);   /* another process published this key first: use theirs */
+  if (rc != UOPC_OK) {
+    uopc_remove_tree(staging);
+    return rc;
+  }
+  int renamed = uopc_fault_hit(UOPC_FAULT_RENAME) ? (errno = EXDEV, -1) : rename(staging, dir);
+  if (renamed != 0) {
+    int cause = errno;
+    uopc_remove_tree(staging);   /* theirs, when another process published this key first */
+    if (cause != ENOTEMPTY && cause != EEXIST)
+      return UOPC_FAIL(err, UOPC_E_IO, "cannot publish cache entry '%s': %s", dir, strerror(cause));
   }
   return UOPC_OK;
 }
@@ -219,7 +224,8 @@ void uopc_cache_keep_failed(const uopc_cache *c, const char *staging, const char
 }
 
 int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *err) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = uopc_fault_hit(UOPC_FAULT_CACHE_WRITE) ? (errno = ENOSPC, -1)
+                                                 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return UOPC_FAIL(err, UOPC_E_IO, "cannot create '%s': %m", path);
   const char *p = data;
   while (n > 0) {

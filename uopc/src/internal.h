@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "uopc/error.h"
+#include "uopc/fault.h"
 
 /* ---- sha256.c ---- */
 typedef struct uopc_hash uopc_hash;   /* an incremental SHA-256 */
@@ -69,7 +70,7 @@ int uopc_cache_stage(const uopc_cache *c, char staging[PATH_MAX], uopc_error *er
  * description lines given) into staging and renames staging to the entry's
  * directory. When another process published the same key first, staging is
  * removed and theirs is used. artifact_path receives the final artifact path.
- * Errors: UOPC_E_IO. */
+ * staging is gone afterwards, published or removed. Errors: UOPC_E_IO. */
 int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *entry,
                        const char *key, const char *artifact, const char *description,
                        char artifact_path[PATH_MAX], uopc_error *err);

@@ -194,10 +194,17 @@ static int compile_into(build *b, const char *key, char so_path[PATH_MAX], uopc_
   return rc;
 }
 
+/* dlerror() is NULL after an injected failure, which no dlopen reported. */
+static const char *dlerror_or_injected(void) {
+  const char *why = dlerror();
+  return why ? why : "injected failure (UOPC_FAULT_DLOPEN)";
+}
+
 static int load(uopc_program *p, const char *so_path, uopc_error *err) {
   char adapter[ENTRY_MAX + 16];
-  p->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
-  if (!p->handle) return UOPC_FAIL(err, UOPC_E_LOAD, "dlopen('%s') failed: %s", so_path, dlerror());
+  p->handle = uopc_fault_hit(UOPC_FAULT_DLOPEN) ? NULL : dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  if (!p->handle)
+    return UOPC_FAIL(err, UOPC_E_LOAD, "dlopen('%s') failed: %s", so_path, dlerror_or_injected());
   snprintf(adapter, sizeof adapter, "uopc_call_%s", p->entry_name);
   /* POSIX guarantees that dlsym's object pointer converts to a function pointer. */
   *(void **)&p->entry = dlsym(p->handle, p->entry_name);

@@ -64,6 +64,7 @@ int uopc_spawn(char *const argv[], const char *cwd, uopc_spawn_result *res, uopc
   posix_spawn_file_actions_t fa;
   pid_t pid;
   int rc = setup_actions(&fa, fds[1], cwd) ? ENOMEM : 0;
+  if (rc == 0 && uopc_fault_hit(UOPC_FAULT_SPAWN)) rc = EAGAIN;
   if (rc == 0) rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
   posix_spawn_file_actions_destroy(&fa);
   free(env);

@@ -1,0 +1,121 @@
+/* test_faults.c: every error path of program construction, by injection.
+ * Linked against the fault-injection build of the runtime (see the Makefile).
+ * Each case makes one operation fail and checks the error code, that no
+ * staging directory is left behind, and that the next attempt succeeds. */
+#include <dirent.h>
+#include "uopc/uopc.h"
+#include "uopc/fault.h"
+#include "testutil.h"
+
+static const char KERNEL[] =
+    "void twice(const float *x, float *out, const int *n) {\n"
+    "  for (int i0 = 0; i0 < n[0]; i0++) out[i0] = 2.0f * x[i0];\n"
+    "}\n";
+
+static int staging_dirs_left(void) {
+  char tmp[8192];
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  int n = 0;
+  DIR *d = opendir(tmp);
+  for (struct dirent *e; d && (e = readdir(d));) n += strncmp(e->d_name, "stage-", 6) == 0;
+  if (d) closedir(d);
+  return n;
+}
+
+/* A fresh cache each case, so every construction starts cold. */
+static int fresh(void **state) {
+  testutil_remove_cache(state);
+  return testutil_fresh_cache(state);
+}
+
+/* The k-th operation at site fails: construction reports code and text. */
+static void expect_failure_then_recovery(uopc_fault_site site, int k, int code, const char *text) {
+  uopc_error err = {0};
+  uopc_program *p = NULL;
+  uopc_fault_arm(site, k);
+  assert_uopc_code(uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err), code, err);
+  assert_null(p);
+  assert_contains(err.message, text);
+  assert_int_equal(staging_dirs_left(), 0);
+  uopc_fault_arm(site, 0);
+  assert_uopc_ok(uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err), err);
+  float x[3] = {1, 2, 3}, y[3] = {0};
+  int n = 3;
+  void *xp = x, *yp = y, *np = &n;
+  void *args[] = {&xp, &yp, &np};
+  uopc_program_call(p, args);
+  assert_true(y[0] == 2 && y[1] == 4 && y[2] == 6);
+  uopc_program_free(p);
+}
+
+static void test_fault_compiler_spawn_fails(void **state) {
+  (void)state;
+  expect_failure_then_recovery(UOPC_FAULT_SPAWN, 1, UOPC_E_IO, "cannot start");
+}
+
+/* A cold cache writes the compiler's version memo first (a failure there is
+ * only a lost shortcut, never an error), then kernel.c, then the manifest. */
+static void test_fault_cache_write_of_source_fails(void **state) {
+  (void)state;
+  expect_failure_then_recovery(UOPC_FAULT_CACHE_WRITE, 2, UOPC_E_IO, "kernel.c");
+}
+
+static void test_fault_cache_write_of_manifest_fails(void **state) {
+  (void)state;
+  expect_failure_then_recovery(UOPC_FAULT_CACHE_WRITE, 3, UOPC_E_IO, "manifest");
+}
+
+static void test_fault_publish_rename_fails(void **state) {
+  (void)state;
+  expect_failure_then_recovery(UOPC_FAULT_RENAME, 1, UOPC_E_IO, "cannot publish cache entry");
+}
+
+static void test_fault_dlopen_of_fresh_build_fails(void **state) {
+  (void)state;
+  expect_failure_then_recovery(UOPC_FAULT_DLOPEN, 1, UOPC_E_LOAD, "injected failure");
+}
+
+/* A cached entry that will not load is discarded and rebuilt, transparently. */
+static void test_fault_dlopen_of_cached_entry_rebuilds(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err), err);
+  uopc_program_free(p);
+  int64_t rebuilt = uopc_counter_get(UOPC_C_CORRUPTED_REBUILT), inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  uopc_fault_arm(UOPC_FAULT_DLOPEN, 1);
+  assert_uopc_ok(uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err), err);
+  assert_int_equal(uopc_counter_get(UOPC_C_CORRUPTED_REBUILT) - rebuilt, 1);
+  assert_int_equal(uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS) - inv, 1);
+  assert_int_equal(uopc_program_was_cached(p), 0);
+  uopc_program_free(p);
+}
+
+/* The second compiler run is the one that fails: the version query runs first
+ * only on a cold memo, so arm after a warm-up construction. */
+static void test_fault_second_spawn_fails_after_a_success(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, "/* a */\nvoid one(float *x) { x[0] = 1; }\n", "one", "p", NULL, &err), err);
+  uopc_program_free(p);
+  uopc_fault_arm(UOPC_FAULT_SPAWN, 2);
+  assert_uopc_ok(uopc_program_new(&p, "/* b */\nvoid one(float *x) { x[0] = 1; }\n", "one", "p", NULL, &err), err);
+  uopc_program_free(p);
+  assert_uopc_code(uopc_program_new(&p, "/* c */\nvoid one(float *x) { x[0] = 1; }\n", "one", "p", NULL, &err),
+                   UOPC_E_IO, err);
+  assert_int_equal(staging_dirs_left(), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup(test_fault_compiler_spawn_fails, fresh),
+    cmocka_unit_test_setup(test_fault_cache_write_of_source_fails, fresh),
+    cmocka_unit_test_setup(test_fault_cache_write_of_manifest_fails, fresh),
+    cmocka_unit_test_setup(test_fault_publish_rename_fails, fresh),
+    cmocka_unit_test_setup(test_fault_dlopen_of_fresh_build_fails, fresh),
+    cmocka_unit_test_setup(test_fault_dlopen_of_cached_entry_rebuilds, fresh),
+    cmocka_unit_test_setup(test_fault_second_spawn_fails_after_a_success, fresh),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}
