@@ -53,9 +53,88 @@ class GuardedJit(ctypes.Structure):
 
 GUARDED_JIT_PATHS = {0: "none", 1: "compiled", 2: "fallback"}
 
+# Lab 23.1 (labs/23.1-symbolic-dims): the structs a caller fills or reads. check_23_1.py
+# verifies each layout against the library before it uses one (sym_dim_init, sym_binding_init
+# and kernel_graph_init clear exactly sizeof of their struct).
+SYM_NAME_MAX, SYM_BINDING_MAX = 32, 16
+KERNEL_MAX_RANK, KERNEL_MAX_NODES, KERNEL_MAX_INPUTS = 2, 64, 8
+KERNEL_OPS = {name: k for k, name in enumerate(   # kernel_op, in kernel.h's order
+  ("input", "scalar", "add", "sub", "mul", "div", "maximum", "neg", "exp", "sum"))}
+
+
+class SymDim(ctypes.Structure):
+  """sym_dim from sym_dim.h."""
+  _fields_ = [("name", ctypes.c_char * SYM_NAME_MAX), ("lo", ctypes.c_int64), ("hi", ctypes.c_int64),
+              ("multiple_of", ctypes.c_int64)]
+
+
+class SymBinding(ctypes.Structure):
+  """sym_binding from sym_dim.h."""
+  _fields_ = [("count", ctypes.c_int), ("dims", SymDim * SYM_BINDING_MAX),
+              ("values", ctypes.c_int64 * SYM_BINDING_MAX)]
+
+
+class KernelNode(ctypes.Structure):
+  """kernel_node from kernel.h (read-only here); shape holds const sym_expr pointers."""
+
+
+KernelNode._fields_ = [("op", ctypes.c_int), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+                       ("shape", ctypes.c_void_p * KERNEL_MAX_RANK),
+                       ("src", ctypes.POINTER(KernelNode) * 2), ("scalar", ctypes.c_float),
+                       ("name", ctypes.c_char * SYM_NAME_MAX), ("id", ctypes.c_int)]
+
+
+class KernelGraph(ctypes.Structure):
+  """kernel_graph from kernel.h: about 5.6 KB, filled by kernel_graph_init and the builders."""
+  _fields_ = [("arena", ctypes.c_void_p), ("count", ctypes.c_int),
+              ("nodes", KernelNode * KERNEL_MAX_NODES), ("n_inputs", ctypes.c_int),
+              ("inputs", ctypes.POINTER(KernelNode) * KERNEL_MAX_INPUTS)]
+
+
+class SymIndexPlan(ctypes.Structure):
+  """sym_index_plan from sym_index.h."""
+  _fields_ = [("bits", ctypes.c_int), ("max_elements", ctypes.c_int64)]
+
+
+class PlanBuffer(ctypes.Structure):
+  """plan_buffer from plan.h, passed by value: data and its capacity in elements."""
+  _fields_ = [("data", ctypes.c_void_p), ("capacity", ctypes.c_int64)]
+
 # Each lab's C API: name -> (restype, argtypes). Pointers to C objects stay opaque c_void_p.
 ERR = ctypes.POINTER(Error)
+NODE = ctypes.POINTER(KernelNode)
+NODE_OUT = ctypes.POINTER(NODE)
+GRAPH = ctypes.POINTER(KernelGraph)
+DIM = ctypes.POINTER(SymDim)
+BINDING = ctypes.POINTER(SymBinding)
 LAB_API = {
+  "23.1": {
+    "sym_arena_new": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ERR]),
+    "sym_arena_free": (None, [ctypes.c_void_p]),
+    "sym_dim_init": (ctypes.c_int, [DIM, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ERR]),
+    "sym_binding_init": (None, [BINDING]),
+    "sym_dim_bind": (ctypes.c_int, [BINDING, DIM, ctypes.c_int64, ERR]),
+    "sym_binding_get": (ctypes.c_int, [BINDING, DIM, ctypes.POINTER(ctypes.c_int64), ERR]),
+    "sym_expr_dim": (ctypes.c_void_p, [ctypes.c_void_p, DIM]),
+    "sym_expr_format": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ERR]),
+    "kernel_graph_init": (None, [GRAPH, ctypes.c_void_p]),
+    "kernel_input": (ctypes.c_int, [GRAPH, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                                    ctypes.POINTER(ctypes.c_void_p), NODE_OUT, ERR]),
+    "kernel_scalar": (ctypes.c_int, [GRAPH, ctypes.c_float, NODE_OUT, ERR]),
+    "kernel_binary": (ctypes.c_int, [GRAPH, ctypes.c_int, NODE, NODE, NODE_OUT, ERR]),
+    "kernel_unary": (ctypes.c_int, [GRAPH, ctypes.c_int, NODE, NODE_OUT, ERR]),
+    "kernel_sum": (ctypes.c_int, [GRAPH, NODE, NODE_OUT, ERR]),
+    "plan_new": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), GRAPH, NODE, ctypes.c_char_p,
+                                ctypes.c_void_p, ERR]),
+    "plan_free": (None, [ctypes.c_void_p]),
+    "plan_launch": (ctypes.c_int, [ctypes.c_void_p, BINDING, PlanBuffer, ctypes.POINTER(PlanBuffer),
+                                   ctypes.c_int, ERR]),
+    "plan_resolve_dims": (ctypes.c_int, [ctypes.c_void_p, BINDING, ctypes.POINTER(ctypes.c_int64), ERR]),
+    "plan_name": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "plan_dim_count": (ctypes.c_int, [ctypes.c_void_p]),
+    "plan_dim": (DIM, [ctypes.c_void_p, ctypes.c_int]),
+    "plan_index": (ctypes.POINTER(SymIndexPlan), [ctypes.c_void_p]),
+  },
   "23.6": {
     "guarded_jit_new": (ctypes.POINTER(GuardedJit), [ctypes.c_int64, ERR]),
     "guarded_jit_call": (ctypes.c_int, [ctypes.POINTER(GuardedJit), ctypes.c_void_p, ctypes.c_void_p, ERR]),

@@ -49,6 +49,7 @@ def lab_check(lab_id, timeout=120):
 CHECKS = [
   Check("stubgen self-test", lambda build, seed: [sys.executable, "tools/stubgen.py", "--self-test"],
         lambda: True, 60),
+  lab_check("23.1"),
   lab_check("23.6"),
 ]
 

@@ -52,12 +52,26 @@ static void check_eager(const view *v) {
       fail_msg("n = %lld: the kernel wrote past the end, at buffer index %lld", (long long)n, (long long)i);
 }
 
+/* A test-only check before the fast kernel runs: a misaligned buffer in its
+ * aligned vector loads would fault (and under ASan end the whole suite), so
+ * that wrong dispatch is caught here, deterministically. Other wrong
+ * dispatches show as wrong values. */
+static void check_alignment(const dispatch_choice *c, const view *v) {
+  if (c->path != DISPATCH_PATH_FAST) return;
+  if (!uopc_tensor_is_aligned(&v->x, VARIANT_ALIGN) || !uopc_tensor_is_aligned(&v->out, VARIANT_ALIGN))
+    fail_msg("%s (aligned %d-byte loads) was chosen for x at offset %lld, out at offset %lld", c->variant->entry,
+             VARIANT_ALIGN, (long long)v->x.offset, (long long)v->out.offset);
+}
+
 /* One checked call; returns the path it took. */
 static dispatch_path run_case(dispatcher *d, int64_t total, int64_t start, int64_t step, int64_t out_offset) {
   view v;
   uopc_error err = {0};
+  dispatch_choice c;
   make_view(&v, total, start, step, out_offset);
-  assert_uopc_ok(dispatch_call(d, &v.x, &v.out, &err), err);
+  assert_uopc_ok(dispatch_choose(d, &v.x, &v.out, &c, &err), err);
+  check_alignment(&c, &v);
+  dispatch_run(d, &c);
   check_eager(&v);
   release_view(&v);
   return d->last.path;

@@ -5,6 +5,7 @@
 #include "uopc/uopc.h"
 #include "../testutil.h"
 #include <limits.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 static const char SQUARE_PLUS_ONE[] =
@@ -229,6 +230,43 @@ static void test_cuda_compile_nvrtc_and_nvcc_use_different_entries(void **state)
   assert_string_not_equal(by_default, by_nvcc_path);
 }
 
+typedef struct racer {
+  const char *source;
+  int force_nvcc, rc;
+  char ptx[PATH_MAX];
+  uopc_error err;
+} racer;
+
+static void *race(void *arg) {
+  racer *r = arg;
+  uopc_cuda_options opts = {.force_nvcc = r->force_nvcc};
+  r->rc = uopc_cuda_compile(r->source, "square_plus_one", &opts, r->ptx, PATH_MAX, &r->err);
+  return NULL;
+}
+
+/* Eight threads compile one new key at once, as the first use of a shared
+ * runtime may: the compilers' one-time setup runs once, and all of them end
+ * up with the one published entry. */
+static void test_cuda_compile_from_eight_threads_agrees_on_one_entry(void **state) {
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  /* Skips without a compiler; warms nothing the race needs (its key is new). */
+  assert_uopc_ok(compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", NULL, ptx, &err), err);
+  static racer racers[8];
+  pthread_t threads[8];
+  const char *source = forced(state) ? "/* race by nvcc */ extern \"C\" __global__ void square_plus_one() {}"
+                                     : "/* race by nvrtc */ extern \"C\" __global__ void square_plus_one() {}";
+  for (int i = 0; i < 8; i++) {
+    racers[i] = (racer){.source = source, .force_nvcc = forced(state)};
+    assert_int_equal(pthread_create(&threads[i], NULL, race, &racers[i]), 0);
+  }
+  for (int i = 0; i < 8; i++) pthread_join(threads[i], NULL);
+  for (int i = 0; i < 8; i++) {
+    assert_uopc_ok(racers[i].rc, racers[i].err);
+    assert_string_equal(racers[i].ptx, racers[0].ptx);
+  }
+}
+
 static void test_cuda_compile_rejects_bad_arguments(void **state) {
   (void)state;
   static const struct { const char *source, *entry, *arch, *says; } cases[] = {
@@ -406,6 +444,7 @@ int main(void) {
     BY_BOTH(test_cuda_compile_turns_an_sm_arch_into_its_ptx_target),
     BY_BOTH(test_cuda_compile_without_gpu_targets_compute_90),
     BY_BOTH(test_cuda_compile_reports_a_too_small_ptx_path_buffer),
+    BY_BOTH(test_cuda_compile_from_eight_threads_agrees_on_one_entry),
     cmocka_unit_test(test_cuda_compile_nvrtc_and_nvcc_use_different_entries),
     cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
     cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),

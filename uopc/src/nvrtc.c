@@ -21,8 +21,8 @@ int uopc_cuda_device_arch(char *arch, size_t size);
 #define PTX_NAME "kernel.ptx"
 /* The one language option, the same for both compilers and part of the key. */
 #define CXX_STD "-std=c++17"
-/* Without a GPU to ask: Hopper's, the GPU of the course's machines, so that a
- * compile-only check builds what they will run (and can share its entry). */
+/* Without a GPU to ask, as cuda.h promises: Hopper's, so that a compile-only
+ * check builds (and keys) exactly what an H100 or H200 would load. */
 #define DEFAULT_ARCH "compute_90"
 /* As program.c's: "calls <entry>" then fits a counter name. */
 #define ENTRY_MAX 64
@@ -378,7 +378,7 @@ int uopc_cuda_compile(const char *source, const char *entry,
   int hit = uopc_cache_lookup(&j.cache, entry, j.key, PTX_NAME, ptx, err);
   if (hit < 0) return err->code;
   if (!hit && (rc = build_entry(&j, ptx, err))) return rc;
-  if (ptx_path && snprintf(ptx_path, ptx_path_size, "%s", ptx) >= (int)ptx_path_size)
+  if (ptx_path && (size_t)snprintf(ptx_path, ptx_path_size, "%s", ptx) >= ptx_path_size)
     return UOPC_FAIL(err, UOPC_E_INVALID, "ptx_path_size %zu is too small for '%s' (%zu bytes)",
                      ptx_path_size, ptx, strlen(ptx) + 1);
   return UOPC_OK;

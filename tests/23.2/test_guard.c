@@ -1,0 +1,210 @@
+/* test_guard.c: lab 23.2, guards as data and the specialization key.
+ * Each guard kind is checked on a call built here, holding and failing, and a
+ * failure's reason must carry the actual values. */
+#include "dispatch.h"
+#include "testutil.h"
+
+static const char *const NAMES[] = {"out", "x"};
+enum { OUT, X };
+
+/* A call (out, x) over views of buffers the test owns. */
+static void make_call(guard_call *c, const uopc_tensor *out, const uopc_tensor *x) {
+  uopc_error err = {0};
+  const uopc_tensor *args[] = {out, x};
+  assert_uopc_ok(guard_call_init(c, 2, args, &err), err);
+}
+
+static void new_set(guard_set *s) {
+  uopc_error err = {0};
+  assert_uopc_ok(guard_set_init(s, 2, NAMES, &err), err);
+}
+
+/* The last guard of s must fail on c with exactly this reason. */
+static void expect_fails(const guard_set *s, const guard_call *c, const char *reason) {
+  uopc_error err = {0};
+  guard_reason why = {{0}};
+  int holds = 1;
+  assert_uopc_ok(guard_check(&s->guards[s->count - 1], c, &holds, &why, &err), err);
+  if (holds) fail_msg("guard '%s' held; expected it to fail with \"%s\"", s->guards[s->count - 1].what, reason);
+  assert_string_equal(why.text, reason);
+}
+
+static void expect_holds(const guard_set *s, const guard_call *c) {
+  uopc_error err = {0};
+  int holds = 0;
+  assert_uopc_ok(guard_check(&s->guards[s->count - 1], c, &holds, NULL, &err), err);
+  if (!holds) fail_msg("guard '%s' failed; expected it to hold", s->guards[s->count - 1].what);
+}
+
+static void test_guard_reasons_carry_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_tensor base = {0}, strided = {0}, shifted = {0}, f64 = {0}, odd = {0};
+  int64_t n20 = 20, n33 = 33;
+  assert_uopc_ok(uopc_tensor_empty(&base, UOPC_F32, 1, &n20, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 1, &n20, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&odd, UOPC_F32, 1, &n33, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&strided, &base, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&shifted, &base, 0, 1, UOPC_SLICE_NONE, 1, &err), err);
+  guard_set s;
+  guard_call c;
+  sym_dim n;
+  new_set(&s);
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 16, 1, &err), err);
+
+  make_call(&c, &base, &strided);
+  assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
+  expect_fails(&s, &c, "x is not contiguous (strides (2) for shape (10))");
+  assert_uopc_ok(guard_set_add_stride(&s, X, 0, 1, &err), err);
+  expect_fails(&s, &c, "x.strides[0] = 2, not 1");
+  assert_uopc_ok(guard_set_add_dims_equal(&s, OUT, 0, X, 0, &err), err);
+  expect_fails(&s, &c, "out.shape[0] = 20 differs from x.shape[0] = 10");
+
+  make_call(&c, &base, &odd);
+  assert_uopc_ok(guard_set_add_divisible(&s, "n", X, 0, 16, &err), err);
+  expect_fails(&s, &c, "n = 33 is not a multiple of 16");
+  assert_uopc_ok(guard_set_add_dim_bounds(&s, &n, X, 0, &err), err);
+  expect_fails(&s, &c, "dim 'n' = 33 outside [1, 16]");
+  assert_string_equal(s.guards[s.count - 1].what, "n = x.shape[0] in [1, 16]");
+
+  make_call(&c, &base, &shifted);
+  assert_uopc_ok(guard_set_add_aligned(&s, X, 64, &err), err);
+  expect_fails(&s, &c, "x is not aligned to 64 bytes (element 0 is 4 bytes past a 64-byte boundary)");
+  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
+  expect_fails(&s, &c, "out and x overlap (they share bytes of one buffer)");
+
+  make_call(&c, &base, &f64);
+  assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F32, &err), err);
+  expect_fails(&s, &c, "x has dtype f64, not f32");
+  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
+  expect_holds(&s, &c);
+  assert_uopc_ok(guard_set_add_rank(&s, X, 2, &err), err);
+  expect_fails(&s, &c, "x has rank 1, not 2");
+
+  uopc_tensor *all[] = {&base, &strided, &shifted, &f64, &odd};
+  for (size_t i = 0; i < 5; i++) uopc_tensor_release(all[i]);
+}
+
+/* A guard on an axis the tensor lacks fails; a guard set stops at the first failure. */
+static void test_guard_set_check_stops_at_first_failure(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_tensor v = {0}, scalar = {0};
+  int64_t n = 32;
+  assert_uopc_ok(uopc_tensor_empty(&v, UOPC_F32, 1, &n, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&scalar, UOPC_F32, 0, NULL, &err), err);
+  guard_set s;
+  guard_call c;
+  new_set(&s);
+  assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
+  assert_uopc_ok(guard_set_add_divisible(&s, "n", X, 0, 16, &err), err);
+  assert_uopc_ok(guard_set_add_aligned(&s, OUT, 64, &err), err);
+  int failed = 7;
+  make_call(&c, &v, &v);
+  assert_uopc_ok(guard_set_check(&s, &c, &failed, NULL, &err), err);
+  assert_int_equal(failed, -1);
+  make_call(&c, &v, &scalar);
+  guard_reason why;
+  assert_uopc_ok(guard_set_check(&s, &c, &failed, &why, &err), err);
+  assert_int_equal(failed, 1);
+  assert_contains(why.text, "x has no axis for 'n = x.shape[0] is a multiple of 16' (rank 0)");
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&scalar);
+}
+
+static void test_guard_set_rejects_bad_guards(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  guard_set s;
+  new_set(&s);
+  assert_uopc_code(guard_set_add_aligned(&s, X, 48, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "48 bytes is not a power of two");
+  assert_uopc_code(guard_set_add_rank(&s, 2, 1, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(guard_set_add_disjoint(&s, X, X, &err), UOPC_E_INVALID, err);
+  for (int k = 0; k < GUARD_SET_MAX; k++) assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
+  assert_uopc_code(guard_set_add_contiguous(&s, X, &err), UOPC_E_LIMIT, err);
+  guard_call c;
+  uopc_tensor v = {0};
+  int64_t n = 4;
+  assert_uopc_ok(uopc_tensor_empty(&v, UOPC_F32, 1, &n, &err), err);
+  const uopc_tensor *one[] = {&v};
+  assert_uopc_ok(guard_call_init(&c, 1, one, &err), err);
+  int failed;
+  assert_uopc_code(guard_set_check(&s, &c, &failed, NULL, &err), UOPC_E_INVALID, err);
+  int holds;
+  assert_uopc_code(guard_check(&s.guards[0], &c, &holds, NULL, &err), UOPC_E_INVALID, err);
+  uopc_tensor_release(&v);
+}
+
+static void fill_parts(spec_key_parts *p) {
+  memset(p, 0, sizeof *p);
+  strcpy(p->op, "square_plus_one");
+  p->graph_hash = 0x1234;
+  strcpy(p->target, "x86_64");
+  strcpy(p->dtypes, "out:f32 x:f32");
+  strcpy(p->layout, "contiguous");
+  strcpy(p->numerics, "ieee");
+  strcpy(p->compiler, "gcc -O3");
+  strcpy(p->constraints, "n%16==0");
+}
+
+static void test_spec_key_compose_text_and_missing_parts(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  spec_key_parts p;
+  spec_key a, b;
+  fill_parts(&p);
+  assert_uopc_ok(spec_key_compose(&p, &a, &err), err);
+  assert_string_equal(a.text, "op=square_plus_one graph=0000000000001234 target=x86_64 dtypes=out:f32 x:f32 "
+                              "layout=contiguous numerics=ieee compiler=gcc -O3 constraints=n%16==0");
+  assert_uopc_ok(spec_key_compose(&p, &b, &err), err);
+  assert_true(spec_key_equal(&a, &b));
+  strcpy(p.numerics, "fast-math");
+  assert_uopc_ok(spec_key_compose(&p, &b, &err), err);
+  assert_false(spec_key_equal(&a, &b));
+  p.layout[0] = '\0';
+  assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "cache key part 'layout' is empty");
+  fill_parts(&p);
+  p.graph_hash = 0;
+  assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "'graph'");
+}
+
+/* x*x + 1 built in two orders hashes alike; x*x - 1 and x*x + 2 differ. */
+static void test_spec_key_graph_hash_is_structural(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  sym_arena *arena;
+  sym_dim n;
+  assert_uopc_ok(sym_arena_new(&arena, &err), err);
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 64, 1, &err), err);
+  const sym_expr *shape[1] = {sym_expr_dim(arena, &n)};
+  uint64_t h[4];
+  for (int v = 0; v < 4; v++) {
+    kernel_graph g;
+    const kernel_node *x, *sq, *c, *out;
+    kernel_graph_init(&g, arena);
+    if (v == 1) assert_uopc_ok(kernel_scalar(&g, 1.0f, &c, &err), err);
+    assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 1, shape, &x, &err), err);
+    assert_uopc_ok(kernel_binary(&g, KERNEL_MUL, x, x, &sq, &err), err);
+    if (v != 1) assert_uopc_ok(kernel_scalar(&g, v == 3 ? 2.0f : 1.0f, &c, &err), err);
+    assert_uopc_ok(kernel_binary(&g, v == 2 ? KERNEL_SUB : KERNEL_ADD, sq, c, &out, &err), err);
+    h[v] = spec_key_graph_hash(&g, out);
+  }
+  assert_true(h[0] == h[1]);
+  assert_true(h[0] != h[2]);
+  assert_true(h[0] != h[3]);
+  sym_arena_free(arena);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_guard_reasons_carry_actual_values),
+    cmocka_unit_test(test_guard_set_check_stops_at_first_failure),
+    cmocka_unit_test(test_guard_set_rejects_bad_guards),
+    cmocka_unit_test(test_spec_key_compose_text_and_missing_parts),
+    cmocka_unit_test(test_spec_key_graph_hash_is_structural),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}
