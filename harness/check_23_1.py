@@ -12,7 +12,6 @@ below its logical size) and the process counters: no length may build a second p
 """
 import argparse
 import ctypes
-import math
 
 import numpy as np
 
@@ -39,7 +38,7 @@ class NotImplementedYet(Exception):
   """A student function still returns UOPC_E_NOT_IMPLEMENTED; where names it."""
 
   def __init__(self, where, message):
-    super().__init__(f"{message} ({NOT_IMPLEMENTED} in {where})")
+    super().__init__(f"{where} is not implemented yet ({NOT_IMPLEMENTED}: {message})")
     self.where = where
 
 
@@ -64,7 +63,8 @@ class LabReport(Report):
         self.stub = e.where
         self.count += 1
         self.failed.append(self.current)
-        print(f"FAIL lab {self.lab} {self.current}: not implemented yet: {e}", flush=True)
+        print(f"FAIL lab {self.lab} {self.current}: {self.stub} is not implemented yet ({NOT_IMPLEMENTED})",
+              flush=True)
     return run
 
   def finish(self):
@@ -137,12 +137,14 @@ class Lab:
 
   @staticmethod
   def written(struct, init, name):
-    """Runs init on a marked buffer padded past sizeof(struct): a C struct of another size
-    leaves its last 8 bytes marked (smaller) or writes into the padding (larger)."""
+    """Runs init on a marked buffer padded well past sizeof(struct) (a grown header must not
+    write past it): a C struct of another size leaves the mirror's last 8 bytes marked
+    (smaller) or writes into the padding (larger)."""
     size, mark = ctypes.sizeof(struct), 0xA5
-    raw = (ctypes.c_ubyte * (size + 64))(*([mark] * (size + 64)))
+    pad = size + 256
+    raw = (ctypes.c_ubyte * (size + pad))(*([mark] * (size + pad)))
     init(ctypes.cast(raw, ctypes.POINTER(struct)))
-    if bytes(raw[size - 8:size]) == bytes([mark] * 8) or bytes(raw[size:]) != bytes([mark] * 64):
+    if bytes(raw[size - 8:size]) == bytes([mark] * 8) or bytes(raw[size:]) != bytes([mark] * pad):
       raise ffi.HarnessError(f"struct {name} in harness/ffi.py ({size} bytes) no longer matches "
                              f"the header: its init wrote a different size")
 
@@ -303,13 +305,13 @@ def one_chain(lab, rng, n, length, exact_capacity, seed, report):
   ins = [allocated(v, N_HI) for v in values]
   before = [x.copy() for x in ins]
   out = f32(OUT_POISON, N_HI + TAIL)
-  cap = length if exact_capacity else N_HI
-  case = f"n={length} (inputs of capacity {N_HI}, declared {cap}; output of {N_HI + TAIL}) seed={seed}"
+  cap, out_cap = (length, length) if exact_capacity else (N_HI, out.size)
+  case = f"n={length} (inputs allocated for {N_HI}, capacity {cap}; out allocated for {out.size}, " \
+         f"capacity {out_cap}) seed={seed}"
   progress(f"lab {LAB} elementwise: {case}")
   status, err, b = lab.binding([(n, length)])
   if status == 0:
-    status, err = lab.launch(CHAIN, b, (out, out.size if not exact_capacity else length),
-                             [(x, cap) for x in ins])
+    status, err = lab.launch(CHAIN, b, (out, out_cap), [(x, cap) for x in ins])
   if status != 0:
     return report.fail(case, "failed: " + lab.failure(err))
   if (mismatch := compare(out[:length], chain_numpy(*values), RTOL_CHAIN)):

@@ -17,6 +17,7 @@
 #include "internal.h"
 
 #define MANIFEST_MAX 65536
+#define READ_FILE_MAX (64 << 20)
 
 static int join(char out[PATH_MAX], uopc_error *err, const char *fmt, const char *a, const char *b) {
   if (snprintf(out, PATH_MAX, fmt, a, b) >= PATH_MAX)
@@ -242,12 +243,17 @@ int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *er
 int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) return UOPC_FAIL(err, UOPC_E_IO, "cannot open '%s': %m", path);
-  char *buf = malloc(MANIFEST_MAX + 1);
-  size_t got = buf ? fread(buf, 1, MANIFEST_MAX, f) : 0;
-  int bad = ferror(f);
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || st.st_size > READ_FILE_MAX) {
+    fclose(f);
+    return UOPC_FAIL(err, UOPC_E_IO, "'%s' is larger than %d bytes, or cannot be read", path, READ_FILE_MAX);
+  }
+  char *buf = malloc((size_t)st.st_size + 1);
+  size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+  int bad = ferror(f) || getc(f) != EOF;   /* it must not have grown meanwhile */
   fclose(f);
   if (!buf) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory to read '%s'", path);
-  if (bad) { free(buf); return UOPC_FAIL(err, UOPC_E_IO, "cannot read '%s'", path); }
+  if (bad || got != (size_t)st.st_size) { free(buf); return UOPC_FAIL(err, UOPC_E_IO, "cannot read '%s' whole", path); }
   buf[got] = '\0';
   *data = buf;
   *n = got;

@@ -19,6 +19,7 @@ static int memo_path(const uopc_cache *c, const char *path, char out[PATH_MAX], 
   if (rc) return rc;
   long long facts[5] = {(long long)st.st_size, (long long)st.st_mtim.tv_sec, (long long)st.st_mtim.tv_nsec,
                         (long long)st.st_ino, (long long)st.st_dev};
+  uopc_hash_str(h, "memo format", "2: whole --version output");   /* bump when the memo's content changes */
   uopc_hash_str(h, "path", path);
   uopc_hash_field(h, "stat", facts, sizeof facts);
   char hex[65];
@@ -28,10 +29,14 @@ static int memo_path(const uopc_cache *c, const char *path, char out[PATH_MAX], 
   return UOPC_OK;
 }
 
-static void first_line(const char *text, char *out, size_t size) {
-  size_t n = strcspn(text, "\n");
-  if (n >= size) n = size - 1;
-  memcpy(out, text, n);
+/* The whole `--version` text on one line ("; " between lines): nvcc's first
+ * line names only the driver, and its release is on a later one. */
+static void one_line(const char *text, char *out, size_t size) {
+  size_t n = 0;
+  for (const char *p = text; *p && n + 3 < size; p++) {
+    if (*p != '\n') out[n++] = *p;
+    else if (p[1] && p[1] != '\n') out[n++] = ';', out[n++] = ' ';
+  }
   out[n] = '\0';
 }
 
@@ -42,7 +47,7 @@ static int ask_version(const char *path, char *version, size_t size, uopc_error 
   int rc = uopc_spawn(argv, NULL, res, err);
   if (rc == UOPC_OK && res->exit_status != 0)
     rc = UOPC_FAIL(err, UOPC_E_IO, "'%s --version' exited with status %d", path, res->exit_status);
-  if (rc == UOPC_OK) first_line(res->output, version, size);
+  if (rc == UOPC_OK) one_line(res->output, version, size);
   free(res);
   return rc;
 }
@@ -64,7 +69,7 @@ int uopc_compiler_identify(const uopc_cache *c, const char *name, uopc_compiler 
   char *text = NULL;
   size_t n;
   if (uopc_read_file(memo, &text, &n, NULL) == UOPC_OK && n > 0) {
-    first_line(text, out->version, sizeof out->version);
+    one_line(text, out->version, sizeof out->version);
     free(text);
     return UOPC_OK;
   }

@@ -85,18 +85,24 @@ void uopc_cache_keep_failed(const uopc_cache *c, const char *staging, const char
 
 /* Writes a whole file (creating or replacing). Errors: UOPC_E_IO. */
 int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *err);
-/* Reads a whole small file into a NUL-terminated malloc'd buffer. */
+/* Reads a whole file (at most 64 MiB) into a NUL-terminated malloc'd buffer
+ * that the caller frees. Errors: UOPC_E_IO, UOPC_E_NOMEM. */
 int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err);
 
 /* ---- compiler.c ---- */
 typedef struct uopc_compiler {
   char path[PATH_MAX];   /* resolved absolute path */
-  char version[512];     /* the first line of `<compiler> --version` */
+  char version[1024];    /* `<compiler> --version`, its lines joined by "; " */
 } uopc_compiler;
 /* Finds name (PATH search) and its version. The version output is memoised in
  * the cache directory under the binary's path, size, mtime and inode, so a warm
  * process spawns nothing. Errors: UOPC_E_INVALID (not found), UOPC_E_IO. */
 int uopc_compiler_identify(const uopc_cache *c, const char *name, uopc_compiler *out,
                            uopc_error *err);
+
+/* ---- cuda.c (for nvrtc.c) ---- */
+/* Writes the first GPU's PTX target ("compute_90") into arch and returns 1;
+ * returns 0 when no driver or device is usable. */
+int uopc_cuda_device_arch(char *arch, size_t size);
 
 #endif

@@ -15,7 +15,6 @@
 
 /* In cuda.c: the GPU's virtual architecture, "compute_90"; 0 without a GPU.
  * (Declared here until internal.h gains a cuda.c section.) */
-int uopc_cuda_device_arch(char *arch, size_t size);
 
 #define SOURCE_NAME "kernel.cu"
 #define PTX_NAME "kernel.ptx"
@@ -74,7 +73,7 @@ typedef struct job {
   int use_nvrtc;
   char arch[32];                 /* always virtual, "compute_90": we want PTX */
   char nvcc[PATH_MAX];
-  char identity[PATH_MAX + 600];
+  char identity[2 * PATH_MAX + 1200];
   uopc_cache cache;
   char key[65];
 } job;
