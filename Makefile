@@ -15,6 +15,10 @@ endif
 IMPL ?= labs
 SAN ?=
 CC := gcc
+# Quiet by default: one line per step; `make V=1` shows every command.
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 PYTHON := .venv/bin/python
 BUILD := build/$(IMPL)$(if $(SAN),-san)
 
@@ -39,11 +43,11 @@ UOPC_LIB := $(BUILD)/lib/libuopc.so
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<) $(CC) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
 
 $(UOPC_LIB): $(UOPC_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
+	$(call say,LINK,$@) $(CC) -shared $(LDFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
 
 # ---- the labs ---------------------------------------------------------------
 # A lab is a folder labs/23.N-name/: its .c files (but main.c, the driver) make
@@ -65,10 +69,10 @@ lab_links = $(foreach l,$(1) $(LAB_DEPS_$(1)),-llab$(subst .,_,$(l)))
 define LAB_RULES
 $(BUILD)/obj/$(call lab_dir,$(1))/%.o $(BUILD)/obj/solutions/$(notdir $(call lab_dir,$(1)))/%.o: EXTRA_CFLAGS = $(call lab_incs,$(1))
 $(call lab_lib,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
-	$$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc
+	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc
 $(BUILD)/bin/lab-$(1): $(call lab_dir,$(1))/main.c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
+	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
 endef
 $(foreach l,$(LAB_IDS),$(eval $(call LAB_RULES,$(l))))
 
@@ -85,12 +89,12 @@ test_lab = $(patsubst tests/%/,%,$(dir $(1)))
 
 $(BUILD)/tests/uopc/%: tests/uopc/%.c $(UOPC_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -luopc -lcmocka -lpthread
+	$(call say,TEST,$@) $(CC) $(CFLAGS) -Itests -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -luopc -lcmocka -lpthread
 
 define TEST_RULES
 $(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
+	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
 endef
 $(foreach l,$(LAB_IDS),$(eval $(call TEST_RULES,$(l))))
 
@@ -101,7 +105,7 @@ $(foreach l,$(LAB_IDS),$(eval $(call TEST_RULES,$(l))))
 # catch the wrong dispatch the guard prevents. A broken build's directory
 # holds its lab libraries, found first through -L and $$ORIGIN.
 BROKEN := $(BUILD)/broken
-broken_test_link = $(CC) $(CFLAGS) -Itests $(call lab_incs,$(1)) -o $@ $< -L$(dir $@) $(LDFLAGS) \
+broken_test_link = $(call say,TEST,$@) $(CC) $(CFLAGS) -Itests $(call lab_incs,$(1)) -o $@ $< -L$(dir $@) $(LDFLAGS) \
   -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
 include $(sort $(wildcard tests/broken/*.mk))
 
@@ -112,11 +116,11 @@ include $(sort $(wildcard tests/broken/*.mk))
 FAULT := $(BUILD)/fault
 $(FAULT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -MMD -MP -c $< -o $@
+	$(call say,CC,$< [faults]) $(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -MMD -MP -c $< -o $@
 $(FAULT)/libuopc.so: $(UOPC_SRC:%.c=$(FAULT)/obj/%.o)
-	$(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
+	$(call say,LINK,$@) $(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
 $(FAULT)/%: tests/faults/%.c $(FAULT)/libuopc.so
-	$(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -Itests -o $@ $< $(SANFLAGS) -L$(FAULT) -Wl,-rpath,'$$ORIGIN' -luopc -lcmocka -lpthread
+	$(call say,TEST,$@) $(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -Itests -o $@ $< $(SANFLAGS) -L$(FAULT) -Wl,-rpath,'$$ORIGIN' -luopc -lcmocka -lpthread
 FAULT_BINS := $(patsubst tests/faults/%.c,$(FAULT)/%,$(wildcard tests/faults/test_*.c))
 TEST_BINS += $(FAULT_BINS)
 
@@ -125,7 +129,7 @@ TEST_BINS += $(FAULT_BINS)
 define BENCH_RULES
 $(BUILD)/bin/bench_$(subst .,_,$(1)): bench/bench_$(subst .,_,$(1)).c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
+	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
 endef
 BENCH_LABS := $(foreach l,$(LAB_IDS),$(if $(wildcard bench/bench_$(subst .,_,$(l)).c),$(l)))
 $(foreach l,$(BENCH_LABS),$(eval $(call BENCH_RULES,$(l))))

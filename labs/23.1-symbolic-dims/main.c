@@ -11,7 +11,6 @@
 #include <string.h>
 #include "plan.h"
 
-enum { EXIT_CHECK = 1, EXIT_RUNTIME = 2, EXIT_NOT_IMPLEMENTED = 3 };
 
 /* The expected lines (expected.log holds those true on any cache):
  * expect: plans built=1 (after the length sweep)
@@ -22,11 +21,7 @@ enum { EXIT_CHECK = 1, EXIT_RUNTIME = 2, EXIT_NOT_IMPLEMENTED = 3 };
 
 static int fail(const uopc_error *err) {
   printf("%s\n", err->message);
-  switch (err->code) {
-  case UOPC_E_NOT_IMPLEMENTED: return EXIT_NOT_IMPLEMENTED;
-  case UOPC_E_COMPILE: case UOPC_E_LOAD: case UOPC_E_IO: case UOPC_E_UNSAFE_CACHE: return EXIT_RUNTIME;
-  default: return EXIT_CHECK;
-  }
+  return uopc_error_exit_status(err->code);
 }
 
 static void fill(float *x, int64_t n, int seed) {

@@ -8,14 +8,9 @@
 
 enum { MAXIMUM = 64 };
 
-/* Exit statuses shared by every lab driver (chapters/23-symbolic-shapes.md). */
 static int fail_with(const uopc_error *err) {
   fprintf(stderr, "lab 23.6: %s in %s: %s\n", uopc_error_name(err->code), err->where, err->message);
-  switch (err->code) {
-  case UOPC_E_NOT_IMPLEMENTED: return 3;
-  case UOPC_E_COMPILE: case UOPC_E_LOAD: case UOPC_E_IO: case UOPC_E_UNSAFE_CACHE: case UOPC_E_NOMEM: return 2;
-  default: return 1;
-  }
+  return uopc_error_exit_status(err->code);
 }
 
 /* out must equal v*v + 1 computed in float, element by element. */

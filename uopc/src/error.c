@@ -44,6 +44,16 @@ static const char *const error_names[UOPC_E_COUNT] = {
   [UOPC_E_NOT_IMPLEMENTED] = "UOPC_E_NOT_IMPLEMENTED",
 };
 
+int uopc_error_exit_status(int code) {
+  switch (code) {
+  case UOPC_E_NOT_IMPLEMENTED: return UOPC_EXIT_NOT_IMPLEMENTED;
+  case UOPC_E_COMPILE: case UOPC_E_LOAD: case UOPC_E_IO: case UOPC_E_UNSAFE_CACHE:
+  case UOPC_E_NOMEM: case UOPC_E_NO_CUDA: case UOPC_E_CUDA:
+    return UOPC_EXIT_RUNTIME;
+  default: return UOPC_EXIT_CHECK;
+  }
+}
+
 const char *uopc_error_name(int code) {
   if (code < 0 || code >= UOPC_E_COUNT) return "UOPC_E_?";
   return error_names[code];

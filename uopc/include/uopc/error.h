@@ -50,4 +50,10 @@ void uopc_error_clear(uopc_error *err);
 /* The code's stable upper-case name, "UOPC_E_BOUNDS"; "UOPC_E_?" if unknown. */
 const char *uopc_error_name(int code);
 
+/* The exit status every lab driver uses for a failure with this code: 3 for a
+ * stub (UOPC_E_NOT_IMPLEMENTED), 2 when the runtime refused or failed (cache,
+ * compiler, loader, I/O, memory, CUDA), 1 for everything else (a check). */
+enum { UOPC_EXIT_CHECK = 1, UOPC_EXIT_RUNTIME = 2, UOPC_EXIT_NOT_IMPLEMENTED = 3 };
+int uopc_error_exit_status(int code);
+
 #endif
