@@ -70,12 +70,13 @@ static const char *adapter_cast(char kind) {
 
 /* Appends: void uopc_call_<entry>(void *const *args) { entry(*(T *)args[0], ...); } */
 static int make_source(build *b, const char *source, uopc_error *err) {
-  size_t n = strlen(source) + 256 + strlen(b->signature) * 40;
+  size_t n = strlen(source) + 256 + strlen(b->signature) * 48;
   if (!(b->source = malloc(n))) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for the source of '%s'", b->entry);
   int len = snprintf(b->source, n, "%s\n\n/* uopc call adapter: args[i] points to argument i (uopc/program.h). */\n"
                      "void uopc_call_%s(void *const *args) {\n  %s(", source, b->entry, b->entry);
   for (size_t i = 0; b->signature[i]; i++)
-    len += snprintf(b->source + len, n - (size_t)len, "%s%sargs[%zu]", i ? ", " : "", adapter_cast(b->signature[i]), i);
+    len += snprintf(b->source + len, n - (size_t)len, "%s%sargs[%zu]", i ? ",\n      " : "",
+                    adapter_cast(b->signature[i]), i);
   snprintf(b->source + len, n - (size_t)len, ");\n}\n");
   return UOPC_OK;
 }
