@@ -136,7 +136,7 @@ $(foreach l,$(BENCH_LABS),$(eval $(call BENCH_RULES,$(l))))
 BENCH_BINS := $(foreach l,$(BENCH_LABS),$(BUILD)/bin/bench_$(subst .,_,$(l)))
 
 # ---- commands ---------------------------------------------------------------
-.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench doctor \
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run doctor \
         clean cache-clean labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS)
@@ -173,8 +173,11 @@ test-harness: setup
 	@$(MAKE) --no-print-directory all
 	@$(PYTHON) -m harness.selfcheck --build $(BUILD)
 
+# Benchmarks measure the reference (as `make test` checks it) unless IMPL is given.
 bench: setup
-	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) bench-run
+
+bench-run: all $(BENCH_BINS)
 	@$(PYTHON) bench/report.py $(BUILD)
 
 doctor:
