@@ -135,6 +135,37 @@ BENCH_LABS := $(foreach l,$(LAB_IDS),$(if $(wildcard bench/bench_$(subst .,_,$(l
 $(foreach l,$(BENCH_LABS),$(eval $(call BENCH_RULES,$(l))))
 BENCH_BINS := $(foreach l,$(BENCH_LABS),$(BUILD)/bin/bench_$(subst .,_,$(l)))
 
+# ---- grading (harness/grade.py; see harness/grading/) -------------------------
+# make grade                       the student code in labs/ (IMPL=solutions: the reference)
+# make grade SUBMISSION=DIR        another tree, a lab folder or a flat upload of .c files
+#   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default results.json)  GRADE_FLAGS=--own-stages
+# make goldens / check-goldens     the golden counter logs from solutions/ / fail when stale (CI)
+# make handout                     build/handout/uopc-labs.tar.gz, the student tree
+# make autograder                  build/autograder.zip for Gradescope
+# make test-grader                 the grader's self-check and its own tests (for `make test`)
+GRADE_ARGS = $(LABS) $(if $(SUBMISSION),--submission $(SUBMISSION),--impl $(IMPL)) \
+  $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) --output $(or $(RESULTS),results.json) $(GRADE_FLAGS)
+.PHONY: grade goldens check-goldens handout autograder test-grader
+
+grade: setup
+	@$(PYTHON) -m harness.grade $(GRADE_ARGS)
+
+goldens: setup
+	@$(PYTHON) -m harness.grading.goldens --write
+
+check-goldens: setup
+	@$(PYTHON) -m harness.grading.goldens --check
+
+handout: setup
+	@tools/handout.sh build/handout/uopc-labs.tar.gz
+
+autograder:
+	@autograder/bundle.sh build/autograder.zip
+
+test-grader: setup
+	@$(PYTHON) -m unittest discover -s tests/grader
+	@$(PYTHON) -m harness.grading.selfcheck
+
 # ---- commands ---------------------------------------------------------------
 .PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run doctor \
         clean cache-clean labs check-sync
@@ -146,11 +177,11 @@ setup:
 
 lab-23: setup
 	@$(MAKE) --no-print-directory all
-	@tools/run-labs.sh $(BUILD) $(LAB_IDS)
+	@IMPL=$(IMPL) tools/run-labs.sh $(BUILD) $(LAB_IDS)
 
 $(addprefix lab-,$(LAB_IDS)): lab-%: setup
 	@$(MAKE) --no-print-directory $(BUILD)/bin/lab-$*
-	@tools/run-labs.sh $(BUILD) $*
+	@IMPL=$(IMPL) tools/run-labs.sh $(BUILD) $*
 
 # Every test of TEST_IMPL, then the student tree's drivers: each must pass
 # or report its stub as not implemented yet.

@@ -43,19 +43,31 @@ for spec in "$@"; do
   fi
 done
 if [ -n "$student_build" ]; then
-  if tools/run-labs.sh "$student_build" "${student_labs[@]}" >"$scratch/labs" 2>&1; then
+  if IMPL=labs tools/run-labs.sh "$student_build" "${student_labs[@]}" >"$scratch/labs" 2>&1; then
     echo "ok   the student tree's drivers pass or report their stubs"; passed=$((passed + 1))
   else
     echo "FAIL the student tree's drivers:"; cat "$scratch/labs"; failed=$((failed + 1))
   fi
 fi
-if [ $harness = 1 ]; then
-  .venv/bin/python -m harness.selfcheck --build "$build" | tee "$scratch/harness"
-  line=$(tail -n 1 "$scratch/harness")
+# Runs a Python suite that ends with `N passed, N failed` and adds its counts.
+python_suite() {
+  local name=$1; shift
+  "$@" 2>&1 | tee "$scratch/suite"
+  local line hp hf
+  line=$(tail -n 1 "$scratch/suite")
   hp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
   hf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$line")
-  [ -z "$hp" ] && { echo "FAIL harness: no summary line"; hf=1; hp=0; }
+  [ -z "$hp" ] && { echo "FAIL $name: no summary line"; hf=1; hp=0; }
   passed=$((passed + hp)); failed=$((failed + hf))
+}
+if [ $harness = 1 ]; then
+  python_suite harness .venv/bin/python -m harness.selfcheck --build "$build"
+  if .venv/bin/python -m unittest discover -s tests/grader >"$scratch/unit" 2>&1; then
+    echo "ok   the grader's own tests ($(grep -o 'Ran [0-9]* tests' "$scratch/unit"))"; passed=$((passed + 1))
+  else
+    echo "FAIL the grader's own tests:"; cat "$scratch/unit"; failed=$((failed + 1))
+  fi
+  python_suite grader .venv/bin/python -m harness.grading.selfcheck
 fi
 echo
 echo "$passed passed, $failed failed"

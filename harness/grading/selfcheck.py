@@ -1,0 +1,133 @@
+"""selfcheck.py: checks that the grader's checks work (part of `make test`).
+
+    .venv/bin/python -m harness.grading.selfcheck [--seed N]
+
+1. solutions/ scores full marks on every lab;
+2. the untouched stubs (labs/) score zero on every exercise, and full marks on a worked lab;
+3. every broken variant under tests/broken/ (the reference built with one guard removed, read
+   from the .mk files: its -D flags and the BROKEN_EXPECT test it must fail) loses points on
+   that named test when graded as a submission. The -D flags become #defines at the top of the
+   lab's student files of a scratch submission.
+Prints one line per claim and last `N passed, N failed`; exit status 1 when a claim fails.
+"""
+import argparse
+import contextlib
+import io
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.grading import manifest as manifests_mod
+from harness.grading.manifest import ROOT
+from harness.grading.results import ResultsFile
+from harness.grading.runner import LabGrader, Options
+from harness.grading.verdict import CRASH, EXITED, FAIL, TIMEOUT
+
+VAR = re.compile(r"^(\w+)\s*:=\s*\$\(BROKEN\)/(\S+)\s*$")
+RULE = re.compile(r"^\$\((\w+)\)/liblab\S*\.so\s*:")
+EXPECT = re.compile(r"^BROKEN_EXPECT\s*\+=\s*\$\((\w+)\)/(\w+):(\w+)\s*$")
+
+
+def broken_variants(root=ROOT):
+  """[(lab, name, [defines], suite binary, case)] from tests/broken/*.mk."""
+  found = []
+  for mk in sorted((root / "tests" / "broken").glob("*.mk")):
+    names, defines, rule = {}, {}, None
+    for line in mk.read_text().splitlines():
+      if (m := VAR.match(line)):
+        names[m.group(1)] = m.group(2)
+      elif (m := RULE.match(line)):
+        rule = m.group(1)
+      elif line.startswith("\t") and rule:
+        defines.setdefault(rule, []).extend(re.findall(r"-D(\w+)", line))
+      elif (m := EXPECT.match(line)):
+        var = m.group(1)
+        found.append((mk.stem, names.get(var, var), defines.get(var, []), m.group(2), m.group(3)))
+      if not line.startswith("\t"):
+        rule = rule if RULE.match(line) else None
+  return found
+
+
+def grade_quietly(labs, manifests, opts):
+  """{lab: LabScore}, the grader's own output kept back."""
+  scores = {}
+  with contextlib.redirect_stdout(io.StringIO()):
+    for lab in labs:
+      scores[lab] = LabGrader(manifests[lab], manifests, opts, ResultsFile(None), 0).grade()
+  return scores
+
+
+def broken_submission(manifest, defines):
+  """A scratch submission: solutions/ with the defines at the top of the lab's student files."""
+  sub = Path(tempfile.mkdtemp(prefix="uopc-broken-"))
+  src = ROOT / "solutions" / Path(manifest.lab_dir).name
+  dst = sub / "labs" / src.name
+  dst.mkdir(parents=True)
+  header = "".join(f"#define {d} 1\n" for d in defines)
+  for name in manifest.student_files:
+    (dst / name).write_text(header + (src / name).read_text())
+  return sub
+
+
+class Claims:
+  def __init__(self):
+    self.passed = self.failed = 0
+
+  def say(self, ok, text, details=()):
+    print(f"{'ok  ' if ok else 'FAIL'} {text}", flush=True)
+    for d in details:
+      print(f"       {d}")
+    self.passed += ok
+    self.failed += not ok
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description="Checks that the grader's checks work.")
+  ap.add_argument("--seed", type=int, default=1)
+  args = ap.parse_args(argv)
+  if not (ROOT / "solutions").is_dir():
+    print("grader selfcheck: no solutions/ in this tree (a handout); nothing to check\n0 passed, 0 failed")
+    return 0
+  manifests = {lab: manifests_mod.load(lab) for lab in manifests_mod.available()}
+  labs, claims = list(manifests), Claims()
+  ref = grade_quietly(labs, manifests, Options(impl="solutions", seed=args.seed))
+  for lab, s in ref.items():
+    bad = [f"{t.id}: {r.verdict} {r.detail}" for t, r, _, _ in s.rows if not r.passed]
+    claims.say(s.earned == s.possible == manifests[lab].max_points and not bad,
+               f"solutions/ scores {s.earned:g}/{s.possible:g} on lab {lab}", bad[:5])
+  stub = grade_quietly(labs, manifests, Options(impl="labs", seed=args.seed))
+  for lab, s in stub.items():
+    if manifests[lab].worked:
+      claims.say(s.earned == s.possible, f"the untouched worked lab {lab} scores {s.earned:g}/{s.possible:g}")
+    else:
+      earned = [f"{t.id} earned {e:g}" for t, r, e, _ in s.rows if e]
+      claims.say(s.earned == 0, f"the untouched stubs score {s.earned:g}/{s.possible:g} on lab {lab}", earned)
+  for lab, name, defines, suite, case in broken_variants():
+    claims.say(*broken_claim(manifests, lab, name, defines, suite, case, args.seed))
+  print(f"{claims.passed} passed, {claims.failed} failed")
+  return 1 if claims.failed else 0
+
+
+def broken_claim(manifests, lab, name, defines, suite, case, seed):
+  """(ok, text, details) for one broken variant."""
+  m = manifests.get(lab)
+  test = next((t for t in m.tests if t.kind == "cmocka" and t.spec["case"] == case), None) if m else None
+  if test is None or not test.points:
+    return False, f"broken {name}: no test with points for {case} in harness/manifests/{lab}.json", []
+  sub = broken_submission(m, defines)
+  try:
+    s = grade_quietly([lab], manifests, Options(submission=sub, seed=seed))[lab]
+  finally:
+    shutil.rmtree(sub, ignore_errors=True)
+  row = next((r for t, r, _, _ in s.rows if t.id == test.id), None)
+  ok = row is not None and row.verdict in (FAIL, CRASH, TIMEOUT, EXITED)   # not NOT RUN: it must build
+  verdict = f"{row.verdict}: {row.detail}" if row else "not run"
+  return ok, (f"broken {name} (-D{' -D'.join(defines)}) loses {test.points:g} points on {test.id} "
+              f"({s.earned:g}/{s.possible:g})" if ok else f"broken {name} should fail {test.id}, got {verdict}"), \
+         [verdict] if ok else []
+
+
+if __name__ == "__main__":
+  sys.exit(main())
