@@ -121,10 +121,18 @@ int dispatch_generic_guards(const dispatcher *d, guard_set *s, uopc_error *err) 
   return rc;
 }
 
-/* Guards, key, source and program of a new variant. */
+/* The plan of v's guards; a set with no compiled form stays interpreted. */
+static int plan_variant(dispatch_variant *v, uopc_error *err) {
+  int rc = guard_plan_compile(&v->guards, &v->plan, err);
+  v->planned = rc == UOPC_OK;
+  return rc == UOPC_E_UNSUPPORTED ? UOPC_OK : rc;
+}
+
+/* Guards, plan, key, source and program of a new variant. */
 static int make_variant(dispatcher *d, dispatch_variant *v, uopc_error *err) {
   int rc = v->path == DISPATCH_PATH_FAST ? dispatch_fast16_guards(d, v->exact_n, &v->guards, err)
                                          : dispatch_generic_guards(d, &v->guards, err);
+  if (!rc) rc = plan_variant(v, err);
   if (!rc) rc = dispatch_variant_key(d, v->path, v->exact_n, &v->key, err);
   if (rc) return rc;
   variant_spec spec = {&d->graph, d->op, d->op_name, &d->n, v->exact_n, &v->guards, &v->key};
@@ -200,9 +208,23 @@ static void count_checks(dispatcher *d, int64_t checks, int64_t failures) {
   if (failures) uopc_counter_bump(d->slots[SLOT_FAILURES], failures);
 }
 
+/* A variant's first call is checked by guard_set_check, the reference, and
+ * its plan must agree; later calls use the plan. */
+static int check_variant(const dispatch_variant *v, const guard_call *call, int first, int *failed,
+                         uopc_error *err) {
+  if (!first) return dispatch_variant_check(v, call, failed, err);
+  int planned = -1, rc = guard_set_check(&v->guards, call, failed, NULL, err);
+  if (rc || !v->planned) return rc;
+  rc = guard_plan_check(&v->plan, call, &planned, err);
+  if (!rc && planned != *failed)
+    return UOPC_FAIL(err, UOPC_E_GUARD, "variant %s: guard_set_check gives %d but its compiled guards give %d "
+                     "(-1: all hold); not run", v->entry, *failed, planned);
+  return rc;
+}
+
 /* A variant from dispatch_on_miss runs only after its own guards held. */
 static int verify(dispatcher *d, const dispatch_variant *v, const guard_call *call, uopc_error *err) {
-  int failed, rc = guard_set_check(&v->guards, call, &failed, NULL, err);
+  int failed, rc = check_variant(v, call, d->last.built, &failed, err);
   if (rc) return rc;
   count_checks(d, 1, failed >= 0);
   if (failed < 0) return UOPC_OK;

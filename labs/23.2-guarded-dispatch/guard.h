@@ -42,11 +42,14 @@ typedef struct guard {
 
 /* One call's arguments as the guards see them. data[i] is element 0's
  * address, taken once, so that a copy of the call stays checkable after its
- * tensors are released (the explain function rechecks a copy). */
+ * tensors are released (the explain function rechecks a copy). facts holds
+ * the call's boolean facts, computed once for every compiled guard set
+ * checked against it (guard_plan.h). */
 typedef struct guard_call {
   int count;
   uopc_tensor args[GUARD_MAX_ARGS];   /* copies of the views (no reference held) */
   uintptr_t data[GUARD_MAX_ARGS];
+  uint64_t facts;
 } guard_call;
 
 typedef struct guard_set {
@@ -62,9 +65,11 @@ typedef struct guard_reason {
 
 /* ---- Calls. */
 
-/* Fills *c from count tensors (copied by value; nothing is retained).
- * Errors: UOPC_E_INVALID (count outside [1, GUARD_MAX_ARGS], a NULL or
- * released tensor). */
+/* Fills *c from count tensors (copied by value; nothing is retained) and
+ * computes its facts. Only what a view means is copied: dtype, rank, offset,
+ * storage and the shape and strides of its axes (axis 0 always); the unused
+ * axes of args[i] are left as they were. Errors: UOPC_E_INVALID (count
+ * outside [1, GUARD_MAX_ARGS], a NULL or released tensor). */
 int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args,
                     uopc_error *err);
 

@@ -207,6 +207,40 @@ static void test_dispatch_random_views_match_eager(void **state) {
   dispatch_fini(d);
 }
 
+/* Each variant checks its calls through a plan compiled from its own guard
+ * set (in the broken builds too, whose sets lack a guard); on random calls the
+ * plan and guard_set_check agree. */
+static void test_dispatch_variant_plans_agree_with_guard_set_check(void **state) {
+  (void)state;
+  dispatch_options o = {.specialize_length = 1, .max_variants = 6};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_error err = {0};
+  for (int64_t n = 16; n <= 64; n += 16) run_case(d, n, 0, 1, 0);
+  run_case(d, 64, 0, 2, 0);   /* strided: the generic variant, in every build */
+  assert_non_null(d->generic);
+  srand(2321);
+  for (int i = 0; i < 400; i++) {
+    view v;
+    int64_t step = rand() % 4 ? 1 : 2, n = rand() % 2 ? 16 * (1 + rand() % 4) : 1 + rand() % 70;
+    make_view(&v, rand() % 4 + n * step, rand() % 4, step, rand() % 3 ? 0 : rand() % 4);
+    const uopc_tensor *args[] = {&v.out, &v.x}, *in_place[] = {&v.x, &v.x};
+    guard_call c;
+    assert_uopc_ok(guard_call_init(&c, DISPATCH_N_ARGS, i % 5 ? args : in_place, &err), err);
+    for (int k = 0; k <= d->count; k++) {
+      const dispatch_variant *var = k < d->count ? d->fast[k] : d->generic;
+      int want, got;
+      assert_true(var->planned);
+      assert_uopc_ok(guard_set_check(&var->guards, &c, &want, NULL, &err), err);
+      assert_uopc_ok(dispatch_variant_check(var, &c, &got, &err), err);
+      if (want != got)
+        fail_msg("%s, call %d (n = %lld, x stride %lld): guard_set_check gives %d, the plan %d", var->entry, i,
+                 (long long)v.x.shape[0], (long long)step, want, got);
+    }
+    release_view(&v);
+  }
+  dispatch_fini(d);
+}
+
 static void test_dispatch_explain_names_the_failed_guard(void **state) {
   (void)state;
   dispatcher *d = new_dispatcher(NULL);
@@ -392,6 +426,7 @@ int main(void) {
     cmocka_unit_test(test_dispatch_reversed_view_matches_eager),
     cmocka_unit_test(test_dispatch_in_place_call_takes_generic_path),
     cmocka_unit_test(test_dispatch_random_views_match_eager),
+    cmocka_unit_test(test_dispatch_variant_plans_agree_with_guard_set_check),
     cmocka_unit_test(test_dispatch_explain_names_the_failed_guard),
     cmocka_unit_test(test_dispatch_explain_first_call_generic),
     cmocka_unit_test(test_dispatch_variant_limit_runs_generic),

@@ -1,0 +1,243 @@
+/* guard_plan.c: guard sets compiled for the hot path (lab 23.2).
+ * The runtime's optimisation, not student work: the facts of a call are
+ * computed once per call, and each variant's set, compiled once, becomes a
+ * mask test, an address test and a few integer tests. Every helper here
+ * states the same condition as guard_check does. Chapter 23.2, "Making
+ * guards cheap". */
+#include <stddef.h>
+#include <string.h>
+#include "guard_plan.h"
+
+/* The facts word: per argument a, FACT_ARG_BITS bits from a * FACT_ARG_BITS
+ * (one per dtype, one per rank 0..UOPC_MAX_RANK, contiguity); then one bit
+ * per pair of arguments that reach no common byte; the top bit is never set,
+ * for a guard that can never hold. */
+enum {
+  FACT_DTYPES = UOPC_I64 + 1,
+  FACT_RANK = FACT_DTYPES,
+  FACT_CONTIGUOUS = FACT_RANK + UOPC_MAX_RANK + 1,
+  FACT_ARG_BITS = FACT_CONTIGUOUS + 1,
+  FACT_PAIRS = GUARD_MAX_ARGS * FACT_ARG_BITS,
+  FACT_NEVER = 63
+};
+_Static_assert(sizeof(guard_call) <= UINT16_MAX, "offsets in a call fit 16 bits");
+_Static_assert(FACT_PAIRS + GUARD_MAX_ARGS * (GUARD_MAX_ARGS - 1) / 2 <= FACT_NEVER, "the facts fit one word");
+
+enum { OP_FACT, OP_ALIGN, OP_TEST };
+
+static uint64_t bit(int k) { return (uint64_t)1 << k; }
+static uint64_t arg_fact(int arg, int k) { return bit(arg * FACT_ARG_BITS + k); }
+
+/* The bit of "a and b are disjoint", a != b. */
+static uint64_t pair_fact(int a, int b) {
+  int lo = a < b ? a : b, hi = a < b ? b : a;
+  return bit(FACT_PAIRS + lo * (2 * GUARD_MAX_ARGS - lo - 1) / 2 + (hi - lo - 1));
+}
+
+/* ---- Facts: the conditions of guard_check's contiguity and disjointness. */
+
+static inline int contiguous(const uopc_tensor *x) {
+  int64_t expected = 1;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    if (x->shape[i] == 0) return 1;
+    if (x->shape[i] == 1) continue;
+    if (x->strides[i] != expected) return 0;
+    expected *= x->shape[i];
+  }
+  return 1;
+}
+
+/* [*lo, *hi) are the bytes x reaches from element 0 at address p; empty: 0. */
+static inline int byte_range(const uopc_tensor *x, uintptr_t p, uintptr_t *lo, uintptr_t *hi) {
+  int64_t first = 0, last = 0;
+  *lo = *hi = p;
+  for (int i = 0; i < x->rank; i++) {
+    if (x->shape[i] == 0) return 0;
+    int64_t reach = (x->shape[i] - 1) * x->strides[i];
+    if (reach < 0) first += reach;
+    else last += reach;
+  }
+  int64_t size = x->dtype == UOPC_F64 || x->dtype == UOPC_I64 ? 8 : 4;
+  *lo = p + (uintptr_t)(first * size);
+  *hi = p + (uintptr_t)((last + 1) * size);
+  return 1;
+}
+
+/* The facts of argument a alone, and its byte range (*reaches = 0: none).
+ * A vector, the common case, takes no loop and no branch on its values. */
+static inline __attribute__((always_inline)) uint64_t arg_facts(const guard_call *c, int a, int *reaches, uintptr_t *lo, uintptr_t *hi) {
+  const uopc_tensor *x = &c->args[a];
+  uint64_t facts = (unsigned)x->dtype < FACT_DTYPES ? arg_fact(a, (int)x->dtype) : 0;
+  if (x->rank != 1) {
+    if ((unsigned)x->rank <= UOPC_MAX_RANK) facts |= arg_fact(a, FACT_RANK + x->rank);
+    if (contiguous(x)) facts |= arg_fact(a, FACT_CONTIGUOUS);
+    *reaches = byte_range(x, c->data[a], lo, hi);
+    return facts;
+  }
+  int64_t n = x->shape[0], stride = x->strides[0];
+  int64_t size = x->dtype == UOPC_F64 || x->dtype == UOPC_I64 ? 8 : 4, reach = (n - 1) * stride * size;
+  int packed = n == 0 || n == 1 || stride == 1;
+  facts |= arg_fact(a, FACT_RANK + 1) | (uint64_t)packed << (a * FACT_ARG_BITS + FACT_CONTIGUOUS);
+  *reaches = n != 0;
+  *lo = c->data[a] + (uintptr_t)(reach < 0 ? reach : 0);
+  *hi = c->data[a] + (uintptr_t)(reach < 0 ? 0 : reach) + (uintptr_t)size;
+  return facts;
+}
+
+/* The disjointness bits of every pair of arguments. */
+static inline __attribute__((always_inline)) uint64_t pair_facts(int count, const int *reaches, const uintptr_t *lo, const uintptr_t *hi) {
+  uint64_t facts = 0;
+  for (int a = 0; a < count; a++)
+    for (int b = a + 1; b < count; b++) {
+      int apart = !reaches[a] || !reaches[b] || hi[a] <= lo[b] || hi[b] <= lo[a];
+      facts |= apart ? pair_fact(a, b) : 0;
+    }
+  return facts;
+}
+
+uint64_t guard_facts_compute(const guard_call *c) {
+  int reaches[GUARD_MAX_ARGS];
+  uintptr_t lo[GUARD_MAX_ARGS], hi[GUARD_MAX_ARGS];
+  if (c->count == 2)   /* out and x: unrolled */
+    return arg_facts(c, 0, &reaches[0], &lo[0], &hi[0]) | arg_facts(c, 1, &reaches[1], &lo[1], &hi[1]) |
+           pair_facts(2, reaches, lo, hi);
+  uint64_t facts = 0;
+  for (int a = 0; a < c->count; a++) facts |= arg_facts(c, a, &reaches[a], &lo[a], &hi[a]);
+  return facts | pair_facts(c->count, reaches, lo, hi);
+}
+
+/* ---- Compiling. */
+
+static int unsupported(const guard *g, int k, uopc_error *err) {
+  return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "guard %d ('%s', kind %d) has no compiled form; the set is interpreted",
+                   k, g->what, (int)g->kind);
+}
+
+/* The fact a dtype or rank guard needs; FACT_NEVER for a value no call has. */
+static uint64_t value_fact(const guard *g) {
+  if (g->kind == GUARD_RANK)
+    return g->value >= 0 && g->value <= UOPC_MAX_RANK ? arg_fact(g->arg, FACT_RANK + (int)g->value) : bit(FACT_NEVER);
+  for (int dt = 0; dt < FACT_DTYPES; dt++)   /* the comparison guard_check makes */
+    if ((uopc_dtype)g->value == (uopc_dtype)dt) return arg_fact(g->arg, dt);
+  return bit(FACT_NEVER);
+}
+
+/* Where args[arg].shape[axis] (or .strides[axis]) and args[arg].rank are in a call. */
+static uint16_t value_at(int arg, int axis, int stride) {
+  size_t field = stride ? offsetof(uopc_tensor, strides) : offsetof(uopc_tensor, shape);
+  return (uint16_t)(offsetof(guard_call, args) + (size_t)arg * sizeof(uopc_tensor) + field +
+                    (size_t)axis * sizeof(int64_t));
+}
+
+static uint16_t rank_at(int arg) {
+  return (uint16_t)(offsetof(guard_call, args) + (size_t)arg * sizeof(uopc_tensor) + offsetof(uopc_tensor, rank));
+}
+
+/* A test that args[g->arg]'s value on g->axis is in [lo, hi] and a multiple of m (m >= 1). */
+static guard_test range_test(guard_test_kind kind, const guard *g, int64_t lo, int64_t hi, int64_t m) {
+  int pow2 = (m & (m - 1)) == 0;
+  return (guard_test){.lo = lo, .hi = hi, .mask = pow2 ? (uint64_t)(m - 1) : 0, .modulus = pow2 ? 0 : m,
+                      .value_at = value_at(g->arg, g->axis, kind == GUARD_TEST_STRIDE), .rank_at = rank_at(g->arg),
+                      .kind = (uint8_t)kind, .axis = (uint8_t)g->axis};
+}
+
+static int axis_ok(int axis) { return axis >= 0 && axis < UOPC_MAX_RANK; }
+
+/* The test of an integer guard; 0 when the guard has no compiled form. */
+static int integer_test(const guard *g, guard_test *t) {
+  switch (g->kind) {
+  case GUARD_DIVISIBLE:
+    if (!axis_ok(g->axis) || g->value < 1) return 0;
+    *t = range_test(GUARD_TEST_SHAPE, g, INT64_MIN, INT64_MAX, g->value);
+    return 1;
+  case GUARD_DIM_BOUNDS:
+    if (!axis_ok(g->axis) || g->dim.multiple_of < 1) return 0;
+    *t = range_test(GUARD_TEST_SHAPE, g, g->dim.lo, g->dim.hi, g->dim.multiple_of);
+    return 1;
+  case GUARD_STRIDE:
+    if (!axis_ok(g->axis)) return 0;
+    *t = range_test(GUARD_TEST_STRIDE, g, g->value, g->value, 1);
+    return 1;
+  case GUARD_DIMS_EQUAL:   /* the difference is 0 */
+    if (!axis_ok(g->axis) || !axis_ok(g->axis2)) return 0;
+    *t = range_test(GUARD_TEST_DIMS_EQUAL, g, 0, 0, 1);
+    t->axis2 = (uint8_t)g->axis2;
+    t->other_at = value_at(g->arg2, g->axis2, 0);
+    t->other_rank_at = rank_at(g->arg2);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Compiles guard k of s into p's op k (and p's summary). */
+static int compile_guard(const guard_set *s, int k, guard_plan *p, uopc_error *err) {
+  const guard *g = &s->guards[k];
+  guard_op *op = &p->ops[k];
+  if (g->arg < 0 || g->arg >= s->n_args || g->arg2 < 0 || g->arg2 >= s->n_args) return unsupported(g, k, err);
+  op->arg = (uint8_t)g->arg;
+  switch (g->kind) {
+  case GUARD_DTYPE: case GUARD_RANK:
+    op->kind = OP_FACT;
+    op->bits = value_fact(g);
+    break;
+  case GUARD_CONTIGUOUS:
+    op->kind = OP_FACT;
+    op->bits = arg_fact(g->arg, FACT_CONTIGUOUS);
+    break;
+  case GUARD_DISJOINT:
+    if (g->arg == g->arg2) return unsupported(g, k, err);
+    op->kind = OP_FACT;
+    op->bits = pair_fact(g->arg, g->arg2);
+    break;
+  case GUARD_ALIGNED:
+    if (g->value < 1) return unsupported(g, k, err);
+    op->kind = OP_ALIGN;
+    op->bits = (uintptr_t)(g->value - 1);   /* guard_check's mask */
+    p->align[g->arg] |= (uintptr_t)op->bits;
+    return UOPC_OK;
+  default: {
+    guard_test *t = &p->tests[p->n_tests];
+    if (!integer_test(g, t)) return unsupported(g, k, err);
+    t->guard = (uint8_t)k;
+    t->after_facts = k > p->n_tests;   /* the guards before it are not all tests */
+    op->kind = OP_TEST;
+    op->test = (uint8_t)p->n_tests++;
+    return UOPC_OK;
+  }
+  }
+  p->need |= op->bits;
+  return UOPC_OK;
+}
+
+int guard_plan_compile(const guard_set *s, guard_plan *p, uopc_error *err) {
+  memset(p, 0, sizeof *p);
+  if (s->n_args < 1 || s->n_args > GUARD_MAX_ARGS || s->count < 0 || s->count > GUARD_SET_MAX)
+    return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "a set over %d arguments with %d guards has no compiled form",
+                     s->n_args, s->count);
+  p->n_args = s->n_args;
+  p->count = s->count;
+  for (int k = 0; k < s->count; k++) {
+    int rc = compile_guard(s, k, p, err);
+    if (rc) return rc;
+  }
+  return UOPC_OK;
+}
+
+/* ---- Checking: the summary failed, so one guard at least fails. */
+
+int guard_plan_first_failure(const guard_plan *p, const guard_call *call) {
+  for (int k = 0; k < p->count; k++) {
+    const guard_op *op = &p->ops[k];
+    int holds = op->kind == OP_FACT ? (call->facts & op->bits) == op->bits
+              : op->kind == OP_ALIGN ? (call->data[op->arg] & (uintptr_t)op->bits) == 0
+              : guard_test_holds(&p->tests[op->test], call);
+    if (!holds) return k;
+  }
+  return -1;
+}
+
+int guard_plan_count_error(const guard_plan *p, const guard_call *call, uopc_error *err) {
+  return UOPC_FAIL(err, UOPC_E_INVALID, "a call with %d arguments checked against a set over %d", call->count,
+                   p->n_args);
+}
