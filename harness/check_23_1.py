@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 
 from harness import ffi
-from harness.common import Report, compare, pick_seed, progress, quiet_pipe
+from harness.common import NOT_IMPLEMENTED, LabReport, NotImplementedYet, compare, pick_seed, progress, quiet_pipe
 
 LAB = "23.1"
 N_HI, B_HI = 4096, 8
@@ -31,50 +31,6 @@ U64 = 2.0 ** -53
 RTOL_CHAIN = 2e-6
 CHAIN_TEXT = "out = maximum(((a + b)*c - a) / exp(a*0.1), -exp(a*0.1))"
 CHAIN, ROWSUM = "chain_f32_n", "rowsum_f32_bn"
-NOT_IMPLEMENTED = "UOPC_E_NOT_IMPLEMENTED"
-
-
-class NotImplementedYet(Exception):
-  """A student function still returns UOPC_E_NOT_IMPLEMENTED; where names it."""
-
-  def __init__(self, where, message):
-    super().__init__(f"{where} is not implemented yet ({NOT_IMPLEMENTED}: {message})")
-    self.where = where
-
-
-class LabReport(Report):
-  """A Report that stops at the first stub: every later check would only repeat it."""
-
-  def __init__(self, lab, replay):
-    super().__init__(lab, replay)
-    self.stub, self.skipped = None, []
-
-  def run(self, name, fn, *args):
-    if self.stub:
-      self.skipped.append(name)
-      return
-    super().run(name, self.stopping_at_stub(fn), *args)
-
-  def stopping_at_stub(self, fn):
-    def run(*args):
-      try:
-        return fn(*args)
-      except NotImplementedYet as e:
-        self.stub = e.where
-        self.count += 1
-        self.failed.append(self.current)
-        print(f"FAIL lab {self.lab} {self.current}: {self.stub} is not implemented yet ({NOT_IMPLEMENTED})",
-              flush=True)
-    return run
-
-  def finish(self):
-    if not self.stub:
-      return super().finish()
-    print(f"lab {self.lab}: stopped at a stub ({self.stub}); "
-          f"{len(self.skipped)} later checks not run")
-    return 1
-
-
 def f32(bits, n):
   return np.full(n, bits, dtype=np.uint32).view(np.float32)
 

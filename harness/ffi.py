@@ -52,6 +52,8 @@ class GuardedJit(ctypes.Structure):
 
 
 GUARDED_JIT_PATHS = {0: "none", 1: "compiled", 2: "fallback"}
+DISPATCH_PATHS = {0: "none", 1: "fast", 2: "generic"}              # dispatch_path, dispatch.h's order
+DISPATCH_ON_LIMIT = {"run generic": 0, "fail": 1}                  # dispatch_on_limit
 
 # Lab 23.1 (labs/23.1-symbolic-dims): the structs a caller fills or reads. check_23_1.py
 # verifies each layout against the library before it uses one (sym_dim_init, sym_binding_init
@@ -134,6 +136,15 @@ LAB_API = {
     "plan_dim_count": (ctypes.c_int, [ctypes.c_void_p]),
     "plan_dim": (DIM, [ctypes.c_void_p, ctypes.c_int]),
     "plan_index": (ctypes.POINTER(SymIndexPlan), [ctypes.c_void_p]),
+  },
+  "23.2": {   # a dispatcher stays opaque: dispatch_ffi.h allocates it and reads it for us
+    "dispatch_new": (ctypes.c_void_p, [ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ERR]),
+    "dispatch_free": (None, [ctypes.c_void_p]),
+    "dispatch_call": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ERR]),
+    "dispatch_explain": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ERR]),
+    "dispatch_last_path": (ctypes.c_int, [ctypes.c_void_p]),
+    "dispatch_stat": (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p]),
+    "dispatch_fast_count": (ctypes.c_int, [ctypes.c_void_p]),
   },
   "23.6": {
     "guarded_jit_new": (ctypes.POINTER(GuardedJit), [ctypes.c_int64, ERR]),

@@ -50,6 +50,7 @@ CHECKS = [
   Check("stubgen self-test", lambda build, seed: [sys.executable, "tools/stubgen.py", "--self-test"],
         lambda: True, 60),
   lab_check("23.1"),
+  lab_check("23.2"),
   lab_check("23.6"),
 ]
 

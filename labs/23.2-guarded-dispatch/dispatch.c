@@ -74,6 +74,7 @@ int dispatch_init(dispatcher *d, const dispatch_options *opts, uopc_error *err) 
                                       DISPATCH_C_FAST_CALLS, DISPATCH_C_GENERIC_CALLS};
   for (int k = 0; k < 5; k++) d->slots[k] = uopc_counter_slot(names[k]);
   d->last.chosen = -2;
+  d->index.usable = 1;
   return UOPC_OK;
 }
 
@@ -90,6 +91,7 @@ void dispatch_fini(dispatcher *d) {
   d->arena = NULL;
   d->count = 0;
   d->generic = NULL;
+  memset(&d->index, 0, sizeof d->index);
 }
 
 /* ---- Keys and variants. */
@@ -146,6 +148,69 @@ static int make_variant(dispatcher *d, dispatch_variant *v, uopc_error *err) {
   return rc;
 }
 
+/* ---- The exact-length index (dispatch.h, dispatch_index).
+ *
+ * Why it gives the ordered scan's answer. Say fast variant v pins
+ * args[arg].shape[axis] to p_v: its set holds a bounds guard [p_v, p_v], which
+ * fails on a call whose value m differs from p_v, or whose args[arg] lacks the
+ * axis; then v's whole set fails, in the plan as in guard_set_check. The p_v
+ * are distinct (a second variant for one value retires the index). So on a
+ * call with value m, every variant fails but the one variant c with p_c = m,
+ * if there is one. The scan rejects every variant before c, then returns c if
+ * c's guards hold; otherwise, or with no c, it rejects them all and returns
+ * -1. The index checks c alone and returns the same, and it counts the same
+ * checks and failures: a variant it passes over is one whose pinned guard it
+ * has found failing, by the lookup. tests/23.2 compares the two on random
+ * call sequences. */
+
+enum { INDEX_MASK = DISPATCH_INDEX_SLOTS - 1 };
+_Static_assert((DISPATCH_INDEX_SLOTS & INDEX_MASK) == 0 && DISPATCH_INDEX_SLOTS >= 2 * DISPATCH_MAX_VARIANTS,
+               "a power of two with room to probe");
+
+static unsigned index_slot(int64_t value) {   /* Fibonacci hashing: the top six bits */
+  return (unsigned)(((uint64_t)value * UINT64_C(0x9E3779B97F4A7C15)) >> 58) & INDEX_MASK;
+}
+
+/* The dim s pins, through its first bounds guard [p, p]; 0 when none. */
+static int pinned_dim(const guard_set *s, int *arg, int *axis, int64_t *value) {
+  for (int k = 0; k < s->count; k++) {
+    const guard *g = &s->guards[k];
+    if (g->kind != GUARD_DIM_BOUNDS || g->dim.lo != g->dim.hi) continue;
+    if (g->arg < 0 || g->arg >= s->n_args || g->axis < 0 || g->axis >= UOPC_MAX_RANK) return 0;
+    *arg = g->arg, *axis = g->axis, *value = g->dim.lo;
+    return 1;
+  }
+  return 0;
+}
+
+/* Adds fast variant k; a variant that pins no dim, another dim than the
+ * others, or a value already taken retires the index (calls then scan). */
+static void index_add(dispatch_index *ix, const dispatch_variant *v, int k) {
+  int arg, axis;
+  int64_t value;
+  if (!ix->usable) return;
+  ix->usable = v->planned && v->guards.n_args == DISPATCH_N_ARGS && pinned_dim(&v->guards, &arg, &axis, &value) &&
+               (ix->entries == 0 || (arg == ix->arg && axis == ix->axis));
+  if (!ix->usable) return;
+  unsigned s = index_slot(value);
+  while (ix->variant[s] && ix->value[s] != value) s = (s + 1) & INDEX_MASK;
+  if (ix->variant[s]) { ix->usable = 0; return; }
+  ix->arg = arg, ix->axis = axis;
+  ix->value[s] = value;
+  ix->variant[s] = (uint8_t)(k + 1);
+  ix->entries++;
+}
+
+/* The only fast variant that can hold for call, or -1. */
+static inline __attribute__((always_inline)) int index_find(const dispatch_index *ix, const guard_call *call) {
+  const uopc_tensor *t = &call->args[ix->arg];
+  if (ix->axis >= t->rank) return -1;
+  int64_t m = t->shape[ix->axis];
+  for (unsigned s = index_slot(m); ix->variant[s]; s = (s + 1) & INDEX_MASK)
+    if (ix->value[s] == m) return ix->variant[s] - 1;
+  return -1;
+}
+
 int dispatch_build(dispatcher *d, dispatch_path path, int64_t exact_n, dispatch_variant **out,
                    uopc_error *err) {
   if (path == DISPATCH_PATH_FAST && d->count == DISPATCH_MAX_VARIANTS)
@@ -157,8 +222,12 @@ int dispatch_build(dispatcher *d, dispatch_path path, int64_t exact_n, dispatch_
   v->exact_n = path == DISPATCH_PATH_FAST ? exact_n : 0;
   int rc = make_variant(d, v, err);
   if (rc) { variant_free(v); return rc; }
-  if (path == DISPATCH_PATH_FAST) d->fast[d->count++] = v;
-  else d->generic = v;
+  if (path == DISPATCH_PATH_FAST) {
+    index_add(&d->index, v, d->count);
+    d->fast[d->count++] = v;
+  } else {
+    d->generic = v;
+  }
   d->stats.compiles++;
   uopc_counter_bump(d->slots[SLOT_COMPILES], 1);
   *out = v;
@@ -201,7 +270,7 @@ static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err)
 }
 
 /* Counts checks and failures, in this dispatcher and the process. */
-static void count_checks(dispatcher *d, int64_t checks, int64_t failures) {
+static inline __attribute__((always_inline)) void count_checks(dispatcher *d, int64_t checks, int64_t failures) {
   d->stats.guard_checks += checks;
   d->stats.guard_failures += failures;
   uopc_counter_bump(d->slots[SLOT_CHECKS], checks);
@@ -232,19 +301,45 @@ static int verify(dispatcher *d, const dispatch_variant *v, const guard_call *ca
                    v->entry, v->guards.guards[failed].what);
 }
 
-int dispatch_choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out,
-                    dispatch_choice *c, uopc_error *err) {
+/* dispatch_select through the index when it is usable; 1 when it was. */
+static inline __attribute__((always_inline)) int index_select(dispatcher *d, const guard_call *call, int *index, int *rc, uopc_error *err) {
+  if (!d->index.usable) return 0;
+  int k = index_find(&d->index, call), failed = 0;
+  *rc = k >= 0 ? dispatch_variant_check(d->fast[k], call, &failed, err) : UOPC_OK;
+  if (*rc) return 1;
+  *index = k >= 0 && failed < 0 ? k : -1;
+  int checked = *index >= 0 ? k + 1 : d->count;
+  count_checks(d, checked, checked - (*index >= 0));
+  return 1;
+}
+
+int dispatch_index_select(dispatcher *d, const guard_call *call, int *index, uopc_error *err) {
+  int rc;
+  if (call->count < DISPATCH_N_ARGS)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "a call with %d arguments checked against sets over %d", call->count,
+                     DISPATCH_N_ARGS);
+  if (!index_select(d, call, index, &rc, err))
+    return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "%s: the fast variants pin no common dim to values of their own",
+                     d->op_name);
+  return rc;
+}
+
+/* The first half of a call, shared by dispatch_choose and dispatch_call:
+ * a new record, the arguments checked, the variant chosen (or built). */
+static inline int choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, dispatch_variant **chosen,
+                         uopc_error *err) {
   dispatch_record *r = &d->last;
   const uopc_tensor *args[DISPATCH_N_ARGS] = {out, x};
-  int rc = guard_call_init(&r->call, DISPATCH_N_ARGS, args, err);
   r->number++;
   r->chosen = -2;
   r->n_rejected = r->built = r->limit_hit = 0;
   r->path = DISPATCH_PATH_NONE;
+  int rc = guard_call_init(&r->call, DISPATCH_N_ARGS, args, err);
   if (!rc) rc = check_args(d, &r->call, err);
-  int index = -1;
-  if (!rc) rc = dispatch_select(d, &r->call, &index, err);
+  int index = -1, count = d->count;
+  if (!rc && !index_select(d, &r->call, &index, &rc, err)) rc = dispatch_select(d, &r->call, &index, err);
   if (rc) return rc;
+  r->n_rejected = index >= 0 ? index : count;   /* the first that holds wins */
   dispatch_variant *v = index >= 0 ? d->fast[index] : NULL;
   if (!v) {
     rc = dispatch_on_miss(d, &r->call, &v, err);
@@ -253,15 +348,12 @@ int dispatch_choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out,
   }
   r->chosen = v == d->generic ? -1 : index >= 0 ? index : d->count - 1;
   r->path = v->path;
-  c->variant = v;
-  c->path = v->path;
-  c->call = &r->call;
+  *chosen = v;
   return UOPC_OK;
 }
 
-void dispatch_run(dispatcher *d, const dispatch_choice *c) {
-  dispatch_variant *v = c->variant;
-  const guard_call *call = c->call;
+/* The second half: the kernel on the recorded call, and its path counted. */
+static inline void run(dispatcher *d, dispatch_variant *v, const guard_call *call) {
   void *out = (void *)call->data[DISPATCH_ARG_OUT], *x = (void *)call->data[DISPATCH_ARG_X];
   int64_t n = call->args[DISPATCH_ARG_X].shape[0];
   int64_t os = call->args[DISPATCH_ARG_OUT].strides[0], xs = call->args[DISPATCH_ARG_X].strides[0];
@@ -277,12 +369,26 @@ void dispatch_run(dispatcher *d, const dispatch_choice *c) {
   }
 }
 
-int dispatch_call(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, uopc_error *err) {
-  dispatch_choice c;
-  int rc = dispatch_choose(d, x, out, &c, err);
+int dispatch_choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out,
+                    dispatch_choice *c, uopc_error *err) {
+  dispatch_variant *v;
+  int rc = choose(d, x, out, &v, err);
   if (rc) return rc;
-  dispatch_run(d, &c);
+  c->variant = v;
+  c->path = v->path;
+  c->call = &d->last.call;
   return UOPC_OK;
+}
+
+void dispatch_run(dispatcher *d, const dispatch_choice *c) {
+  run(d, c->variant, c->call);
+}
+
+int dispatch_call(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, uopc_error *err) {
+  dispatch_variant *v;
+  int rc = choose(d, x, out, &v, err);
+  if (!rc) run(d, v, &d->last.call);
+  return rc;
 }
 
 /* ---- The steps. */

@@ -62,18 +62,31 @@ typedef struct dispatch_stats {  /* this dispatcher's share of the counters */
   int64_t limit_hits;            /* calls that wanted a new variant past the limit */
 } dispatch_stats;
 
-/* The record of one call, which dispatch_explain reads. */
+/* The record of one call, which dispatch_explain reads. Since the first
+ * variant whose guards hold wins, the rejected variants are always the first
+ * n_rejected, in order; explain finds the guard that failed in each by
+ * checking the recorded call again, so the hot path records no rejection. */
 typedef struct dispatch_record {
   int64_t number;                 /* 1 for the dispatcher's first call */
   guard_call call;                /* a copy: explain rechecks guards on it */
   int chosen;                     /* variant index; -1 generic; -2 none ran */
-  int n_rejected;
-  int rejected[DISPATCH_MAX_VARIANTS];        /* variant indices, in check order */
-  int rejected_guard[DISPATCH_MAX_VARIANTS];  /* the first guard that failed in each */
+  int n_rejected;                 /* fast variants 0 .. n_rejected-1 were rejected */
   int built;                      /* 1 when this call built the variant it ran */
   int limit_hit;                  /* 1 when it wanted a new variant past the limit */
   dispatch_path path;
 } dispatch_record;
+
+/* Fast variants by the value each pins one dim to (exact-length variants:
+ * n). A variant pins args[arg].shape[axis] to p when its set holds a bounds
+ * guard [p, p]; usable while every fast variant pins the same dim, to a value
+ * of its own. Chapter 23.2, "Making guards cheap". */
+#define DISPATCH_INDEX_SLOTS 64   /* a power of two, twice DISPATCH_MAX_VARIANTS */
+typedef struct dispatch_index {
+  int usable, entries;
+  int arg, axis;
+  int64_t value[DISPATCH_INDEX_SLOTS];
+  uint8_t variant[DISPATCH_INDEX_SLOTS];   /* fast variant index + 1; 0: empty */
+} dispatch_index;
 
 typedef struct dispatcher {
   dispatch_options opts;
@@ -86,6 +99,7 @@ typedef struct dispatcher {
   int count;                      /* fast variants */
   dispatch_variant *fast[DISPATCH_MAX_VARIANTS];
   dispatch_variant *generic;      /* NULL until a call needs it */
+  dispatch_index index;           /* of the fast variants */
   dispatch_stats stats;
   dispatch_record last;
   int64_t *slots[5];              /* the process counters, in DISPATCH_C_ order */
@@ -136,8 +150,9 @@ int dispatch_fast16_guards(const dispatcher *d, int64_t exact_n, guard_set *s, u
 
 /* Checks the fast variants in order (dispatch_variant_check): *index = the
  * first whose guards hold, or -1. Counts one guard check per variant checked
- * and one failure per set that failed, and records the rejections in
- * d->last. Errors: those of guard_set_check. */
+ * and one failure per set that failed; records nothing (the rejected
+ * variants are those before *index, or all). Errors: those of
+ * guard_set_check. */
 int dispatch_select(dispatcher *d, const guard_call *call, int *index, uopc_error *err);
 
 /* No fast variant held: decides what the call runs. A call that qualifies
@@ -150,9 +165,10 @@ int dispatch_on_miss(dispatcher *d, const guard_call *call, dispatch_variant **o
                      uopc_error *err);
 
 /* Why the last call took its path: its number and length, the variant run,
- * each variant rejected with the guard that failed (its description and the
+ * each variant rejected (the first d->last.n_rejected) with the guard that
+ * failed, found by checking the recorded call again (its description and the
  * actual values), whether it built a variant or hit the limit. Truncates to
- * size. Errors: UOPC_E_INVALID (no call yet), those of guard_check. */
+ * size. Errors: UOPC_E_INVALID (no call yet), those of guard_set_check. */
 int dispatch_explain(const dispatcher *d, char *buf, size_t size, uopc_error *err);
 
 /* ---- Plumbing, for the steps and the tests. */
@@ -167,6 +183,13 @@ static inline __attribute__((always_inline)) int dispatch_variant_check(const di
   return v->planned ? guard_plan_check(&v->plan, call, failed, err)
                     : guard_set_check(&v->guards, call, failed, NULL, err);
 }
+
+/* dispatch_select's answer and counts, through d->index: only the variant
+ * that pins the call's value can hold, so at most one set is checked.
+ * dispatch_choose uses it whenever the index is usable. Errors:
+ * UOPC_E_UNSUPPORTED (the index is not usable: scan), UOPC_E_INVALID (call
+ * has fewer arguments than the sets). */
+int dispatch_index_select(dispatcher *d, const guard_call *call, int *index, uopc_error *err);
 
 /* The key of a variant for this dispatcher: path, exact_n (fast only).
  * Errors: those of spec_key_compose. */

@@ -2,8 +2,9 @@
  * The runtime's optimisation, not student work: the facts of a call are
  * computed once per call, and each variant's set, compiled once, becomes a
  * mask test, an address test and a few integer tests. Every helper here
- * states the same condition as guard_check does. Chapter 23.2, "Making
- * guards cheap". */
+ * states the same condition as guard_check does. guard_call_init (guard.h)
+ * lives here, so that a call's facts are computed in the same pass that
+ * copies its views. Chapter 23.2, "Making guards cheap". */
 #include <stddef.h>
 #include <string.h>
 #include "guard_plan.h"
@@ -63,15 +64,16 @@ static inline int byte_range(const uopc_tensor *x, uintptr_t p, uintptr_t *lo, u
   return 1;
 }
 
-/* The facts of argument a alone, and its byte range (*reaches = 0: none).
- * A vector, the common case, takes no loop and no branch on its values. */
-static inline __attribute__((always_inline)) uint64_t arg_facts(const guard_call *c, int a, int *reaches, uintptr_t *lo, uintptr_t *hi) {
-  const uopc_tensor *x = &c->args[a];
+/* The facts of view x, argument a with element 0 at p, and its byte range
+ * (*reaches = 0: none). A vector, the common case, takes no loop and no
+ * branch on its values. */
+static inline __attribute__((always_inline)) uint64_t arg_facts(const uopc_tensor *x, int a, uintptr_t p,
+                                                                 int *reaches, uintptr_t *lo, uintptr_t *hi) {
   uint64_t facts = (unsigned)x->dtype < FACT_DTYPES ? arg_fact(a, (int)x->dtype) : 0;
   if (x->rank != 1) {
     if ((unsigned)x->rank <= UOPC_MAX_RANK) facts |= arg_fact(a, FACT_RANK + x->rank);
     if (contiguous(x)) facts |= arg_fact(a, FACT_CONTIGUOUS);
-    *reaches = byte_range(x, c->data[a], lo, hi);
+    *reaches = byte_range(x, p, lo, hi);
     return facts;
   }
   int64_t n = x->shape[0], stride = x->strides[0];
@@ -79,8 +81,8 @@ static inline __attribute__((always_inline)) uint64_t arg_facts(const guard_call
   int packed = n == 0 || n == 1 || stride == 1;
   facts |= arg_fact(a, FACT_RANK + 1) | (uint64_t)packed << (a * FACT_ARG_BITS + FACT_CONTIGUOUS);
   *reaches = n != 0;
-  *lo = c->data[a] + (uintptr_t)(reach < 0 ? reach : 0);
-  *hi = c->data[a] + (uintptr_t)(reach < 0 ? 0 : reach) + (uintptr_t)size;
+  *lo = p + (uintptr_t)(reach < 0 ? reach : 0);
+  *hi = p + (uintptr_t)(reach < 0 ? 0 : reach) + (uintptr_t)size;
   return facts;
 }
 
@@ -98,12 +100,56 @@ static inline __attribute__((always_inline)) uint64_t pair_facts(int count, cons
 uint64_t guard_facts_compute(const guard_call *c) {
   int reaches[GUARD_MAX_ARGS];
   uintptr_t lo[GUARD_MAX_ARGS], hi[GUARD_MAX_ARGS];
-  if (c->count == 2)   /* out and x: unrolled */
-    return arg_facts(c, 0, &reaches[0], &lo[0], &hi[0]) | arg_facts(c, 1, &reaches[1], &lo[1], &hi[1]) |
-           pair_facts(2, reaches, lo, hi);
   uint64_t facts = 0;
-  for (int a = 0; a < c->count; a++) facts |= arg_facts(c, a, &reaches[a], &lo[a], &hi[a]);
+  for (int a = 0; a < c->count; a++) facts |= arg_facts(&c->args[a], a, c->data[a], &reaches[a], &lo[a], &hi[a]);
   return facts | pair_facts(c->count, reaches, lo, hi);
+}
+
+/* ---- The call: the views, their addresses and the facts in one pass. */
+
+/* The fields of x that make the view; a call's record is written on every
+ * call, and the axes past its rank (most of the struct) mean nothing. */
+static inline __attribute__((always_inline)) void copy_view(uopc_tensor *to, const uopc_tensor *x) {
+  to->storage = x->storage;
+  to->dtype = x->dtype;
+  to->rank = x->rank;
+  to->offset = x->offset;
+  to->shape[0] = x->shape[0];
+  to->strides[0] = x->strides[0];
+  for (int i = 1; i < x->rank && i < UOPC_MAX_RANK; i++) {
+    to->shape[i] = x->shape[i];
+    to->strides[i] = x->strides[i];
+  }
+}
+
+/* Argument i of the call: its view, address and facts, read from the tensor
+ * itself rather than back from the copy. */
+static inline __attribute__((always_inline)) uint64_t take_arg(guard_call *c, int i, const uopc_tensor *x,
+                                                                int *reaches, uintptr_t *lo, uintptr_t *hi) {
+  uintptr_t p = (uintptr_t)uopc_tensor_data(x);
+  copy_view(&c->args[i], x);
+  c->data[i] = p;
+  return arg_facts(x, i, p, reaches, lo, hi);
+}
+
+int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args, uopc_error *err) {
+  if (count < 1 || count > GUARD_MAX_ARGS)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "a call has 1 to %d arguments, not %d", GUARD_MAX_ARGS, count);
+  for (int i = 0; i < count; i++)
+    if (!args[i] || !args[i]->storage) return UOPC_FAIL(err, UOPC_E_INVALID, "argument %d is NULL or released", i);
+  int reaches[GUARD_MAX_ARGS];
+  uintptr_t lo[GUARD_MAX_ARGS], hi[GUARD_MAX_ARGS];
+  uint64_t facts;
+  c->count = count;
+  if (count == 2) {   /* out and x: unrolled */
+    facts = take_arg(c, 0, args[0], &reaches[0], &lo[0], &hi[0]) | take_arg(c, 1, args[1], &reaches[1], &lo[1], &hi[1]);
+    c->facts = facts | pair_facts(2, reaches, lo, hi);
+    return UOPC_OK;
+  }
+  facts = 0;
+  for (int i = 0; i < count; i++) facts |= take_arg(c, i, args[i], &reaches[i], &lo[i], &hi[i]);
+  c->facts = facts | pair_facts(count, reaches, lo, hi);
+  return UOPC_OK;
 }
 
 /* ---- Compiling. */

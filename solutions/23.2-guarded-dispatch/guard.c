@@ -17,35 +17,8 @@ const char *guard_kind_name(guard_kind k) {
   return k <= GUARD_DISJOINT ? KIND_NAMES[k] : "?";
 }
 
-/* The fields of x that make the view; a call's record is written on every
- * call, and the axes past its rank (most of the struct) mean nothing. */
-static void copy_view(uopc_tensor *to, const uopc_tensor *x) {
-  to->storage = x->storage;
-  to->dtype = x->dtype;
-  to->rank = x->rank;
-  to->offset = x->offset;
-  to->shape[0] = x->shape[0];
-  to->strides[0] = x->strides[0];
-  for (int i = 1; i < x->rank && i < UOPC_MAX_RANK; i++) {
-    to->shape[i] = x->shape[i];
-    to->strides[i] = x->strides[i];
-  }
-}
-
-int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args,
-                    uopc_error *err) {
-  if (count < 1 || count > GUARD_MAX_ARGS)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "a call has 1 to %d arguments, not %d", GUARD_MAX_ARGS, count);
-  c->count = count;
-  for (int i = 0; i < count; i++) {
-    if (!args[i] || !args[i]->storage)
-      return UOPC_FAIL(err, UOPC_E_INVALID, "argument %d is NULL or released", i);
-    copy_view(&c->args[i], args[i]);
-    c->data[i] = (uintptr_t)uopc_tensor_data(args[i]);
-  }
-  c->facts = guard_facts_compute(c);
-  return UOPC_OK;
-}
+/* guard_call_init is in guard_plan.c: it computes a call's facts as it copies
+ * the views, in the same pass. */
 
 /* ---- Building. */
 

@@ -241,6 +241,83 @@ static void test_dispatch_variant_plans_agree_with_guard_set_check(void **state)
   dispatch_fini(d);
 }
 
+/* The exact-length index gives the ordered scan's answer and counts on every
+ * call: random lengths (some with a variant, some without), misaligned,
+ * strided and in-place views, while variants are being added. */
+static void test_dispatch_index_agrees_with_scan(void **state) {
+  (void)state;
+  dispatch_options o = {.specialize_length = 1, .max_variants = 12};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_error err = {0};
+  srand(2322);
+  for (int i = 0; i < 500; i++) {
+    view v;
+    int64_t step = rand() % 5 ? 1 : 2, n = rand() % 4 ? 16 * (1 + rand() % 14) : 1 + rand() % 200;
+    make_view(&v, n * step + rand() % 3, rand() % 5 ? 0 : rand() % 3, step, rand() % 6 ? 0 : 1 + rand() % 3);
+    const uopc_tensor *args[] = {&v.out, &v.x}, *in_place[] = {&v.x, &v.x};
+    guard_call c;
+    assert_uopc_ok(guard_call_init(&c, DISPATCH_N_ARGS, i % 7 ? args : in_place, &err), err);
+    dispatch_stats s0 = d->stats;
+    int scan = -7, indexed = -7;
+    assert_uopc_ok(dispatch_select(d, &c, &scan, &err), err);
+    dispatch_stats s1 = d->stats;
+    assert_uopc_ok(dispatch_index_select(d, &c, &indexed, &err), err);
+    if (scan != indexed || s1.guard_checks - s0.guard_checks != d->stats.guard_checks - s1.guard_checks ||
+        s1.guard_failures - s0.guard_failures != d->stats.guard_failures - s1.guard_failures)
+      fail_msg("call %d (n = %lld, x stride %lld, %d variants): the scan gives %d with %lld checks and %lld failures, "
+               "the index %d with %lld and %lld", i, (long long)v.x.shape[0], (long long)step, d->count, scan,
+               (long long)(s1.guard_checks - s0.guard_checks), (long long)(s1.guard_failures - s0.guard_failures),
+               indexed, (long long)(d->stats.guard_checks - s1.guard_checks),
+               (long long)(d->stats.guard_failures - s1.guard_failures));
+    dispatch_choice ch;
+    int before = d->count;
+    assert_uopc_ok(dispatch_choose(d, &v.x, i % 7 ? &v.out : &v.x, &ch, &err), err);
+    check_alignment(&ch, &v);
+    assert_int_equal(d->last.n_rejected, scan >= 0 ? scan : before);   /* those before the winner, or all */
+    if (scan >= 0) assert_ptr_equal(ch.variant, d->fast[scan]);
+    dispatch_run(d, &ch);
+    if (i % 7) check_eager(&v);
+    release_view(&v);
+  }
+  assert_true(d->index.usable);
+  assert_true(d->count >= 8);
+  dispatch_fini(d);
+  d = new_dispatcher(NULL);   /* a variant for every length pins nothing: the index retires */
+  run_case(d, 32, 0, 1, 0);
+  int index;
+  assert_uopc_code(dispatch_index_select(d, &d->last.call, &index, &err), UOPC_E_UNSUPPORTED, err);
+  dispatch_fini(d);
+}
+
+/* explain finds the rejected variants' failing guards by checking the
+ * recorded call again: each variant before the one that ran, with its own
+ * reason, in order. */
+static void test_dispatch_explain_rederives_rejections(void **state) {
+  (void)state;
+  dispatch_options o = {.specialize_length = 1, .max_variants = 5};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
+  for (int64_t n = 16; n <= 48; n += 16) assert_int_equal(run_case(d, n, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_int_equal(run_case(d, 48, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_int_equal(d->last.n_rejected, 2);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "call 4: n = 48, fast path (square_plus_one_fast16_n48)\n"
+                        "  square_plus_one_fast16_n16 rejected: guard 'n = x.shape[0] in [16, 16]' failed: "
+                        "dim 'n' = 48 outside [16, 16]\n"
+                        "  square_plus_one_fast16_n32 rejected: guard 'n = x.shape[0] in [32, 32]' failed: "
+                        "dim 'n' = 48 outside [32, 32]\n"
+                        "  all ");
+  assert_int_equal(run_case(d, 33, 1, 1, 0), DISPATCH_PATH_GENERIC);   /* n = 32, 4 bytes past a boundary */
+  assert_int_equal(d->last.n_rejected, 3);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_contains(text, "  square_plus_one_fast16_n32 rejected: guard 'x is aligned to 64 bytes' failed: x is not "
+                        "aligned to 64 bytes (element 0 is 4 bytes past a 64-byte boundary)\n"
+                        "  square_plus_one_fast16_n48 rejected: guard 'n = x.shape[0] in [48, 48]' failed: "
+                        "dim 'n' = 32 outside [48, 48]\n");
+  dispatch_fini(d);
+}
+
 static void test_dispatch_explain_names_the_failed_guard(void **state) {
   (void)state;
   dispatcher *d = new_dispatcher(NULL);
@@ -427,7 +504,9 @@ int main(void) {
     cmocka_unit_test(test_dispatch_in_place_call_takes_generic_path),
     cmocka_unit_test(test_dispatch_random_views_match_eager),
     cmocka_unit_test(test_dispatch_variant_plans_agree_with_guard_set_check),
+    cmocka_unit_test(test_dispatch_index_agrees_with_scan),
     cmocka_unit_test(test_dispatch_explain_names_the_failed_guard),
+    cmocka_unit_test(test_dispatch_explain_rederives_rejections),
     cmocka_unit_test(test_dispatch_explain_first_call_generic),
     cmocka_unit_test(test_dispatch_variant_limit_runs_generic),
     cmocka_unit_test(test_dispatch_variant_limit_fails_by_option),

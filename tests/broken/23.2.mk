@@ -2,7 +2,9 @@
 # the reference with one guard of the fast variant removed, linked with the
 # suite that must catch the wrong dispatch it allows.
 
-B232_SRC := $(wildcard solutions/23.2-guarded-dispatch/*.c)
+# The reference's student files and the lab's own (given) files.
+B232_SRC := $(wildcard solutions/23.2-guarded-dispatch/*.c) labs/23.2-guarded-dispatch/guard_plan.c \
+  labs/23.2-guarded-dispatch/dispatch_ffi.c
 B232_DEPS := $(B232_SRC) $(wildcard labs/23.2-guarded-dispatch/*.h) $(UOPC_LIB) $(call lab_lib,23.1)
 
 # Without the divisibility guard, n = 33 reaches the fast kernel, which has no

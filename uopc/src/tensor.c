@@ -13,22 +13,18 @@
  * use (section 23.6, "Alignment"). */
 #define ALIGNMENT 64
 
-struct uopc_storage {
-  unsigned char *base;  /* the lowest byte any view may address */
-  size_t nbytes;        /* bytes covered from base */
+/* A storage: the public head (its base, see tensor.h) and the private rest. */
+typedef struct storage {
+  uopc_storage head;    /* first, so a uopc_storage * is a storage * */
+  size_t nbytes;        /* bytes covered from head.base */
   int refs;             /* atomic: views may be released on any thread */
-  int owned;            /* 1: base is ours to free; 0: borrowed (wrap) */
-};
+  int owned;            /* 1: head.base is ours to free; 0: borrowed (wrap) */
+} storage;
+
+static storage *private_of(const uopc_storage *s) { return (storage *)s; }
 
 /* ---- dtypes ---------------------------------------------------------------- */
 
-size_t uopc_dtype_size(uopc_dtype dt) {
-  switch (dt) {
-  case UOPC_F32: case UOPC_I32: return 4;
-  case UOPC_F64: case UOPC_I64: return 8;
-  }
-  return 0;
-}
 
 const char *uopc_dtype_name(uopc_dtype dt) {
   switch (dt) {
@@ -138,10 +134,10 @@ static void set_layout(uopc_tensor *t, int rank, const int64_t *shape, const int
 
 static int storage_new(const char *fn, uopc_storage **out, void *base, size_t nbytes, int owned,
                        uopc_error *err) {
-  uopc_storage *s = malloc(sizeof *s);
+  storage *s = malloc(sizeof *s);
   if (!s) return uopc_fail(err, UOPC_E_NOMEM, fn, "out of memory for a storage header");
-  *s = (uopc_storage){.base = base, .nbytes = nbytes, .refs = 1, .owned = owned};
-  *out = s;
+  *s = (storage){.head = {.base = base}, .nbytes = nbytes, .refs = 1, .owned = owned};
+  *out = &s->head;
   return UOPC_OK;
 }
 
@@ -240,17 +236,17 @@ void uopc_tensor_retain(uopc_tensor *out, const uopc_tensor *x) {
     memset(out, 0, sizeof *out);
     return;
   }
-  if (x->storage) __atomic_add_fetch(&x->storage->refs, 1, __ATOMIC_RELAXED);
+  if (x->storage) __atomic_add_fetch(&private_of(x->storage)->refs, 1, __ATOMIC_RELAXED);
   *out = *x;
 }
 
 void uopc_tensor_release(uopc_tensor *t) {
   if (!t) return;
-  uopc_storage *s = t->storage;
+  storage *s = private_of(t->storage);
   memset(t, 0, sizeof *t);
   /* acq_rel: the thread that frees must see every other view's last writes. */
   if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (s->owned) free(s->base);
+  if (s->owned) free(s->head.base);
   free(s);
 }
 
@@ -270,7 +266,7 @@ static int begin_view(const char *fn, uopc_tensor *out, const uopc_tensor *x, uo
 }
 
 static int finish_view(uopc_tensor *out, const uopc_tensor *v) {
-  __atomic_add_fetch(&v->storage->refs, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&private_of(v->storage)->refs, 1, __ATOMIC_RELAXED);
   *out = *v;
   return UOPC_OK;
 }
@@ -472,10 +468,6 @@ int64_t uopc_tensor_numel(const uopc_tensor *x) {
   return n;
 }
 
-void *uopc_tensor_data(const uopc_tensor *x) {
-  if (!x || !x->storage) return NULL;
-  return x->storage->base + x->offset * (int64_t)uopc_dtype_size(x->dtype);
-}
 
 int uopc_tensor_is_contiguous(const uopc_tensor *x) {
   if (uopc_tensor_numel(x) == 0) return 1;
@@ -529,7 +521,7 @@ int uopc_tensor_same_view(const uopc_tensor *a, const uopc_tensor *b) {
 
 int uopc_tensor_storage_refs(const uopc_tensor *x) {
   if (!x || !x->storage) return 0;
-  return __atomic_load_n(&x->storage->refs, __ATOMIC_RELAXED);
+  return __atomic_load_n(&private_of(x->storage)->refs, __ATOMIC_RELAXED);
 }
 
 /* ---- copies and element access --------------------------------------------- */

@@ -16,7 +16,12 @@ typedef enum uopc_dtype { UOPC_F32, UOPC_F64, UOPC_I32, UOPC_I64 } uopc_dtype;
 /* Stands for an omitted slice bound, as `None` does in x[:5] or x[::-1]. */
 #define UOPC_SLICE_NONE INT64_MIN
 
-typedef struct uopc_storage uopc_storage; /* refcounted bytes, owned or borrowed */
+/* Refcounted bytes, owned or borrowed. Only the base is public (read it,
+ * never write it): uopc_tensor_data, which every kernel call needs, is
+ * inline through it. Size, refcount and ownership are private to tensor.c. */
+typedef struct uopc_storage {
+  unsigned char *base;   /* the lowest byte any view of this storage may address */
+} uopc_storage;
 
 typedef struct uopc_tensor {
   uopc_storage *storage;            /* NULL only for a released tensor */
@@ -27,7 +32,10 @@ typedef struct uopc_tensor {
   int64_t offset;                   /* element 0's distance from the storage base */
 } uopc_tensor;
 
-size_t uopc_dtype_size(uopc_dtype dt);
+/* 4 or 8 bytes. */
+static inline size_t uopc_dtype_size(uopc_dtype dt) {
+  return dt == UOPC_F64 || dt == UOPC_I64 ? 8 : 4;
+}
 const char *uopc_dtype_name(uopc_dtype dt);   /* "f32", "f64", "i32", "i64" */
 int uopc_dtype_is_float(uopc_dtype dt);
 
@@ -84,8 +92,11 @@ int uopc_tensor_reshape(uopc_tensor *out, const uopc_tensor *x, int rank,
 /* --- Queries. */
 
 int64_t uopc_tensor_numel(const uopc_tensor *x);
-/* Element 0's address (storage base + offset). */
-void *uopc_tensor_data(const uopc_tensor *x);
+/* Element 0's address (storage base + offset); NULL for a released tensor. */
+static inline void *uopc_tensor_data(const uopc_tensor *x) {
+  if (!x || !x->storage) return NULL;
+  return x->storage->base + x->offset * (int64_t)uopc_dtype_size(x->dtype);
+}
 /* Row-major contiguous: strides equal the packed strides (dims of size 1 ignored). */
 int uopc_tensor_is_contiguous(const uopc_tensor *x);
 /* Element 0's address is a multiple of bytes (a power of two). */
