@@ -2,7 +2,9 @@
  * For an elementwise chain out = (a + b)*c - a and for the row sum of a
  * (8, N) tensor: the plan's kernel (length a runtime argument), the same
  * graph lowered for one fixed length (a constant bound), and a hand-written
- * C loop. Prints `bench 23.1 <case> n=<n> ns=<time per call>` and
+ * C loop. The hand row sum keeps one accumulator, left to right, which gcc
+ * may not vectorise: it shows what the kernels' lane order (chapter 23.1,
+ * "The order of a sum") saves. Prints `bench 23.1 <case> n=<n> ns=<time per call>` and
  * `ratio 23.1 <case> n=<n> dynamic/fixed=<x>`; the best of several
  * repetitions (CLOCK_MONOTONIC). Kernels compile with the runtime's default
  * flags (-O3); the hand loops ask for -O3 too, so all three are compared at

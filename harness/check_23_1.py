@@ -303,8 +303,9 @@ def row_data(rng, rows, cols, data):
 
 def sum_bound(x):
   """Per row, how far a float32 sum of the row may be from its exact value. NumPy's float32 sum
-  is pairwise and the kernel's is sequential, so they need not agree bit for bit: the reference
-  is np.sum in float64 and the bound is recursive summation's, gamma(N-1) * sum|x| with
+  is pairwise and the kernel's adds into lanes combined pairwise (its banner states the order),
+  so they need not agree bit for bit: the reference is np.sum in float64 and the bound is
+  recursive summation's, which holds for any order of the additions, gamma(N-1) * sum|x| with
   gamma(k) = k*u / (1 - k*u), u = 2^-24 (Higham, Accuracy and Stability, section 4.2), plus the
   float64 reference's own error. It is 0 for N = 1: one element is its own sum."""
   k = x.shape[1] - 1

@@ -12,6 +12,11 @@
 #include "sym_fact.h"
 
 #define EXPR_TEXT_MAX 512
+/* A sum keeps this many partial sums per output element, named LANES in the
+ * generated text: the count and the order they are added in fix the rounding
+ * (chapter 23.1, "The order of a sum"). 32 lanes are eight SSE registers of
+ * independent additions, which gcc vectorises without reassociating any. */
+#define SUM_LANES 32
 
 int codegen_printf(codegen_text *t, uopc_error *err, const char *fmt, ...) {
   va_list ap;
@@ -169,6 +174,13 @@ static int emit_banner(codegen_kernel *k, const kernel_node *out, uopc_error *er
   }
   if (!rc) rc = codegen_printf(t, err, "\n * index: %s (every buffer holds at most %lld elements)\n",
                                sym_index_ctype(&k->index), (long long)k->index.max_elements);
+  if (!rc && out->op == KERNEL_SUM)    /* the numerical policy: chapter 23.1, "The order of a sum" */
+    rc = codegen_printf(t, err,
+                        " * reduction order: element j of a row is added into lane j %% LANES"
+                        " (LANES = %d),\n *   each lane left to right from 0.0f; then the lanes"
+                        " pairwise, lane k += lane\n *   k + LANES/2, then k + LANES/4, ..., k + 1;"
+                        " out is lane 0. The order fixes the\n *   rounding, so it is part of this"
+                        " text and of the cache key\n", SUM_LANES);
   if (!rc) rc = codegen_printf(t, err, " * guards: none inside; plan_launch checks every dim against"
                                " its bounds and\n *   every buffer's capacity before the call\n");
   if (!rc) rc = codegen_printf(t, err, " * cache key: SHA-256 of this text, the entry, the signature"
@@ -226,6 +238,22 @@ static int check_graph(const kernel_graph *g, const kernel_node *out, const char
   return UOPC_OK;
 }
 
+/* A sum's text names its lane count LANES: a parameter of that name would
+ * shadow it. */
+static int check_names(const codegen_kernel *k, const kernel_graph *g, const kernel_node *out,
+                       uopc_error *err) {
+  if (out->op != KERNEL_SUM) return UOPC_OK;
+  for (int d = 0; d < k->n_dims; d++)
+    if (strcmp(k->dims[d].name, "LANES") == 0)
+      return UOPC_FAIL(err, UOPC_E_INVALID,
+                       "codegen: dim 'LANES' would shadow the lane count of the sum");
+  for (int i = 0; i < g->n_inputs; i++)
+    if (strcmp(g->inputs[i]->name, "LANES") == 0)
+      return UOPC_FAIL(err, UOPC_E_INVALID,
+                       "codegen: input 'LANES' would shadow the lane count of the sum");
+  return UOPC_OK;
+}
+
 int codegen_kernel_new(codegen_kernel *k, const kernel_graph *g, const kernel_node *out,
                        const char *entry, uopc_error *err) {
   memset(k, 0, sizeof *k);
@@ -233,6 +261,7 @@ int codegen_kernel_new(codegen_kernel *k, const kernel_graph *g, const kernel_no
   if (rc) return rc;
   snprintf(k->entry, sizeof k->entry, "%s", entry);
   rc = codegen_collect_dims(g, out, k->dims, &k->n_dims, err);
+  if (!rc) rc = check_names(k, g, out, err);
   if (!rc) rc = decide_index(k, g, out, err);
   if (rc) return rc;
   int n = 0;
@@ -242,6 +271,9 @@ int codegen_kernel_new(codegen_kernel *k, const kernel_graph *g, const kernel_no
   rc = emit_banner(k, out, err);
   if (!rc) rc = codegen_printf(&k->source, err, "#include <stdint.h>\n%s\n",
                                k->uses_libm ? "#include <math.h>\n" : "");
+  if (!rc && out->op == KERNEL_SUM)
+    rc = codegen_printf(&k->source, err, "enum { LANES = %d };   /* partial sums per row */\n\n",
+                        SUM_LANES);
   if (!rc && needs_helpers(g, out)) rc = codegen_printf(&k->source, err, "%s\n", SYM_C_HELPERS);
   if (!rc) rc = emit_signature(k, g, err);
   if (!rc) rc = codegen_emit_loops(&k->source, g, out, sym_index_ctype(&k->index), err);

@@ -68,7 +68,9 @@ int codegen_emit_value(codegen_text *t, codegen_values *v, const kernel_node *no
  * loop per axis, `for (<ix> i0 = 0; i0 < <extent>; i0++)`, whose extent is
  * the shape expression in C (a runtime parameter, never a size of a call);
  * the element's index is the simplified expression i0*n + i1 of the loop
- * variables; a sum adds a reduction loop r0 into acc0. Loop variables are
+ * variables; a sum adds a blocked reduction loop r0 (r1 within a block)
+ * into LANES partial sums acc0[], combined pairwise (the order the banner
+ * states, chapter 23.1 "The order of a sum"). Loop variables are
  * opened as scopes of g's arena (sym_scope_open_loop).
  * Errors: UOPC_E_UNSUPPORTED, UOPC_E_NOMEM, those of sym_expr. */
 int codegen_emit_loops(codegen_text *t, const kernel_graph *g, const kernel_node *out,

@@ -12,6 +12,11 @@
 #include "sym_fact.h"
 
 #define EXPR_TEXT_MAX 512
+/* A sum keeps this many partial sums per output element, named LANES in the
+ * generated text: the count and the order they are added in fix the rounding
+ * (chapter 23.1, "The order of a sum"). 32 lanes are eight SSE registers of
+ * independent additions, which gcc vectorises without reassociating any. */
+#define SUM_LANES 32
 
 int codegen_printf(codegen_text *t, uopc_error *err, const char *fmt, ...) {
   va_list ap;
@@ -146,6 +151,133 @@ static int open_loop(codegen_text *t, sym_arena *a, sym_scope *scope, const sym_
                                ix, name, name, text, name);
   return rc;
 }
+
+/* Fails unless lhs < rhs is proved in s: the generated code relies on it. */
+static int require_lt(const sym_scope *s, const sym_expr *lhs, const sym_expr *rhs,
+                      uopc_error *err) {
+  char lt[EXPR_TEXT_MAX], rt[EXPR_TEXT_MAX];
+  int proved = 0, rc = sym_scope_prove_lt(s, lhs, rhs, &proved, err);
+  if (rc || proved) return rc;
+  rc = expr_c(s->arena, lhs, lt, sizeof lt, err);
+  if (!rc) rc = expr_c(s->arena, rhs, rt, sizeof rt, err);
+  return rc ? rc : UOPC_FAIL(err, UOPC_E_INVALID, "codegen: cannot prove %s < %s", lt, rt);
+}
+
+/* A sum's loops: the element j of the reduced axis is r0 + r1, added into lane
+ * r1 = j % LANES (chapter 23.1, "The order of a sum"). */
+typedef struct sum_loops {
+  sym_arena *a;
+  const kernel_node *body;
+  const sym_expr **vars;       /* the outer loops' variables; vars[outer] is r0 + r1 */
+  int outer;
+  const sym_expr *n, *lanes;   /* the reduced extent; LANES, a dim fixed at SUM_LANES */
+  const char *ix;
+} sum_loops;
+
+/* The element at vars added into lane r1, inside scope s. */
+static int add_element(codegen_text *t, const sum_loops *l, const sym_scope *s, const sym_expr *r0,
+                       const sym_expr *r1, int depth, uopc_error *err) {
+  sym_arena *a = l->a;
+  const sym_expr *j = sym_expr_add(a, r0, r1);
+  int rc = require_lt(s, j, l->n, err);                 /* the index stays in its row */
+  if (!rc) rc = require_lt(s, r1, l->lanes, err);       /* and the lane in acc0 */
+  char addr[EXPR_TEXT_MAX], indent[2 * KERNEL_MAX_RANK + 16];
+  l->vars[l->outer] = j;
+  const sym_expr *index = row_major(a, l->vars, l->body->shape, l->body->rank);
+  if (!rc) rc = expr_c(a, index, addr, sizeof addr, err);
+  snprintf(indent, sizeof indent, "%*s", 2 * depth, "");
+  codegen_values v;
+  codegen_values_init(&v, addr, indent);
+  int tmp = 0;
+  if (!rc) rc = codegen_emit_value(t, &v, l->body, &tmp, err);
+  return rc ? rc : codegen_printf(t, err, "%sacc0[r1] += t%d;\n", indent, tmp);
+}
+
+/* Whole blocks: `for (; r0 <= n - LANES; r0 += LANES)`, so r0 + LANES - 1 < n
+ * holds inside, and with r1 < LANES that proves r0 + r1 < n. The bound cannot
+ * overflow: n - LANES >= 1 - LANES. (It is n's text followed by "- LANES":
+ * the canonical form of 4096 - LANES would print as LANES*(-1) + 4096.) */
+static int emit_blocks(codegen_text *t, const sum_loops *l, const sym_scope *parent, int depth,
+                       uopc_error *err) {
+  sym_arena *a = l->a;
+  sym_scope blocks, lane;
+  const sym_expr *r0, *r1;
+  char n_text[EXPR_TEXT_MAX];
+  int rc = expr_c(a, l->n, n_text, sizeof n_text, err);
+  if (!rc) rc = codegen_printf(t, err, "%*sfor (; r0 <= %s - LANES; r0 += LANES) {\n", 2 * depth, "",
+                               n_text);
+  if (!rc) rc = sym_scope_open_loop(&blocks, parent, a, "r0", l->n, &r0, err);
+  if (!rc) rc = sym_scope_assume_lt(&blocks, sym_expr_sub(a, sym_expr_add(a, r0, l->lanes),
+                                                          sym_expr_const(a, 1)), l->n, err);
+  if (!rc) rc = open_loop(t, a, &lane, &blocks, "r1", l->lanes, l->ix, depth + 1, &r1, err);
+  if (!rc) rc = add_element(t, l, &lane, r0, r1, depth + 2, err);
+  if (!rc) rc = codegen_printf(t, err, "%*s}\n%*s}\n", 2 * depth + 2, "", 2 * depth, "");
+  return rc;
+}
+
+/* The tail: `for (r1 = 0; r0 + r1 < n; r1++)`, fewer than LANES elements.
+ * After the blocks n < r0 + LANES; with the loop's r0 + r1 < n that gives
+ * r1 < LANES, two facts the one-fact prover cannot chain, so the tail's scope
+ * records r1 < LANES itself (opened as the loop r1 < LANES), and the loop
+ * condition r0 + r1 < n as its fact. */
+static int emit_tail(codegen_text *t, const sum_loops *l, const sym_scope *parent, int depth,
+                     uopc_error *err) {
+  sym_arena *a = l->a;
+  sym_scope rest, lane;
+  const sym_expr *r0, *r1;
+  char n_text[EXPR_TEXT_MAX];
+  /* After the blocks r0 is in [0, n]: a variable below n + 1, with n < r0 + LANES. */
+  int rc = sym_scope_open_loop(&rest, parent, a, "r0", sym_expr_add(a, l->n, sym_expr_const(a, 1)),
+                               &r0, err);
+  if (!rc) rc = sym_scope_assume_lt(&rest, l->n, sym_expr_add(a, r0, l->lanes), err);
+  if (!rc) rc = sym_scope_open_loop(&lane, &rest, a, "r1", l->lanes, &r1, err);
+  if (!rc) rc = sym_scope_assume_lt(&lane, sym_expr_add(a, r0, r1), l->n, err);
+  if (!rc) rc = expr_c(a, l->n, n_text, sizeof n_text, err);
+  if (!rc) rc = codegen_printf(t, err, "%*sfor (%s r1 = 0; r0 + r1 < %s; r1++) {\n", 2 * depth, "",
+                               l->ix, n_text);
+  if (!rc) rc = add_element(t, l, &lane, r0, r1, depth + 1, err);
+  return rc ? rc : codegen_printf(t, err, "%*s}\n", 2 * depth, "");
+}
+
+/* The lanes, pairwise: lane k += lane k + LANES/2, then k + LANES/4, ... 1. */
+static int emit_combine(codegen_text *t, const char *ix, const char *out_addr, int depth,
+                        uopc_error *err) {
+  int d = 2 * depth;
+  return codegen_printf(t, err,
+                        "%*sfor (%s r1 = LANES / 2; r1 > 0; r1 /= 2) {\n"
+                        "%*sfor (%s r2 = 0; r2 < r1; r2++) {\n"
+                        "%*sacc0[r2] += acc0[r2 + r1];\n"
+                        "%*s}\n%*s}\n"
+                        "%*sout[%s] = acc0[0];\n",
+                        d, "", ix, d + 2, "", ix, d + 4, "", d + 2, "", d, "", d, "", out_addr);
+}
+
+/* A sum of the last axis into out[out_addr], inside the outer loops' scope. */
+static int emit_sum(codegen_text *t, sum_loops *l, const sym_scope *parent, const char *out_addr,
+                    int depth, uopc_error *err) {
+  sym_dim lanes_dim;
+  int rc = sym_dim_init(&lanes_dim, "LANES", SUM_LANES, SUM_LANES, 1, err);
+  if (!rc && !(l->lanes = sym_expr_dim(l->a, &lanes_dim)))
+    rc = UOPC_FAIL(err, UOPC_E_NOMEM, "codegen: the lane count: out of memory");
+  if (!rc) rc = codegen_printf(t, err, "%*sfloat acc0[LANES] = {0.0f};\n%*s%s r0 = 0;\n",
+                               2 * depth, "", 2 * depth, "", l->ix);
+  if (!rc) rc = emit_blocks(t, l, parent, depth, err);
+  if (!rc) rc = emit_tail(t, l, parent, depth, err);
+  return rc ? rc : emit_combine(t, l->ix, out_addr, depth, err);
+}
+
+/* out[addr] = the element at vars, in the innermost loop. */
+static int emit_store(codegen_text *t, sym_arena *a, const kernel_node *out,
+                      const sym_expr *const *vars, const char *out_addr, int depth, uopc_error *err) {
+  char addr[EXPR_TEXT_MAX], indent[2 * KERNEL_MAX_RANK + 8];
+  int rc = expr_c(a, row_major(a, vars, out->shape, out->rank), addr, sizeof addr, err);
+  snprintf(indent, sizeof indent, "%*s", 2 * depth, "");
+  codegen_values v;
+  codegen_values_init(&v, addr, indent);
+  int tmp = 0;
+  if (!rc) rc = codegen_emit_value(t, &v, out, &tmp, err);
+  return rc ? rc : codegen_printf(t, err, "%sout[%s] = t%d;\n", indent, out_addr, tmp);
+}
 // END STUDENT
 
 int codegen_emit_loops(codegen_text *t, const kernel_graph *g, const kernel_node *out,
@@ -165,28 +297,12 @@ int codegen_emit_loops(codegen_text *t, const kernel_graph *g, const kernel_node
     rc = open_loop(t, a, &scopes[k], parent, name, body->shape[k], ix, depth, &vars[k], err);
     parent = &scopes[k];
   }
-  char out_addr[EXPR_TEXT_MAX], addr[EXPR_TEXT_MAX];
+  char out_addr[EXPR_TEXT_MAX];
   if (!rc) rc = expr_c(a, row_major(a, vars, out->shape, outer), out_addr, sizeof out_addr, err);
-  if (!rc && reduce) {
-    rc = codegen_printf(t, err, "%*sfloat acc0 = 0.0f;\n", 2 * depth, "");
-    if (!rc) rc = open_loop(t, a, &scopes[outer], parent, "r0", body->shape[outer], ix, depth,
-                            &vars[outer], err);
-    depth++;
-  }
-  if (!rc) rc = expr_c(a, row_major(a, vars, body->shape, body->rank), addr, sizeof addr, err);
-  char indent[2 * KERNEL_MAX_RANK + 8];
-  snprintf(indent, sizeof indent, "%*s", 2 * depth, "");
-  codegen_values v;
-  codegen_values_init(&v, addr, indent);
-  int tmp = 0;
-  if (!rc) rc = codegen_emit_value(t, &v, body, &tmp, err);
-  if (!rc && reduce) rc = codegen_printf(t, err, "%sacc0 += t%d;\n", indent, tmp);
-  if (!rc && !reduce) rc = codegen_printf(t, err, "%sout[%s] = t%d;\n", indent, out_addr, tmp);
-  while (!rc && --depth > 0) {
-    rc = codegen_printf(t, err, "%*s}\n", 2 * depth, "");
-    if (!rc && reduce && depth == outer + 1)
-      rc = codegen_printf(t, err, "%*sout[%s] = acc0;\n", 2 * depth, "", out_addr);
-  }
+  sum_loops l = {a, body, vars, outer, reduce ? body->shape[outer] : NULL, NULL, ix};
+  if (!rc) rc = reduce ? emit_sum(t, &l, parent, out_addr, depth, err)
+                       : emit_store(t, a, out, vars, out_addr, depth, err);
+  while (!rc && --depth > 0) rc = codegen_printf(t, err, "%*s}\n", 2 * depth, "");
   return rc;
 // END STUDENT
 }
@@ -234,6 +350,13 @@ static int emit_banner(codegen_kernel *k, const kernel_node *out, uopc_error *er
   }
   if (!rc) rc = codegen_printf(t, err, "\n * index: %s (every buffer holds at most %lld elements)\n",
                                sym_index_ctype(&k->index), (long long)k->index.max_elements);
+  if (!rc && out->op == KERNEL_SUM)    /* the numerical policy: chapter 23.1, "The order of a sum" */
+    rc = codegen_printf(t, err,
+                        " * reduction order: element j of a row is added into lane j %% LANES"
+                        " (LANES = %d),\n *   each lane left to right from 0.0f; then the lanes"
+                        " pairwise, lane k += lane\n *   k + LANES/2, then k + LANES/4, ..., k + 1;"
+                        " out is lane 0. The order fixes the\n *   rounding, so it is part of this"
+                        " text and of the cache key\n", SUM_LANES);
   if (!rc) rc = codegen_printf(t, err, " * guards: none inside; plan_launch checks every dim against"
                                " its bounds and\n *   every buffer's capacity before the call\n");
   if (!rc) rc = codegen_printf(t, err, " * cache key: SHA-256 of this text, the entry, the signature"
@@ -291,6 +414,22 @@ static int check_graph(const kernel_graph *g, const kernel_node *out, const char
   return UOPC_OK;
 }
 
+/* A sum's text names its lane count LANES: a parameter of that name would
+ * shadow it. */
+static int check_names(const codegen_kernel *k, const kernel_graph *g, const kernel_node *out,
+                       uopc_error *err) {
+  if (out->op != KERNEL_SUM) return UOPC_OK;
+  for (int d = 0; d < k->n_dims; d++)
+    if (strcmp(k->dims[d].name, "LANES") == 0)
+      return UOPC_FAIL(err, UOPC_E_INVALID,
+                       "codegen: dim 'LANES' would shadow the lane count of the sum");
+  for (int i = 0; i < g->n_inputs; i++)
+    if (strcmp(g->inputs[i]->name, "LANES") == 0)
+      return UOPC_FAIL(err, UOPC_E_INVALID,
+                       "codegen: input 'LANES' would shadow the lane count of the sum");
+  return UOPC_OK;
+}
+
 int codegen_kernel_new(codegen_kernel *k, const kernel_graph *g, const kernel_node *out,
                        const char *entry, uopc_error *err) {
   memset(k, 0, sizeof *k);
@@ -298,6 +437,7 @@ int codegen_kernel_new(codegen_kernel *k, const kernel_graph *g, const kernel_no
   if (rc) return rc;
   snprintf(k->entry, sizeof k->entry, "%s", entry);
   rc = codegen_collect_dims(g, out, k->dims, &k->n_dims, err);
+  if (!rc) rc = check_names(k, g, out, err);
   if (!rc) rc = decide_index(k, g, out, err);
   if (rc) return rc;
   int n = 0;
@@ -307,6 +447,9 @@ int codegen_kernel_new(codegen_kernel *k, const kernel_graph *g, const kernel_no
   rc = emit_banner(k, out, err);
   if (!rc) rc = codegen_printf(&k->source, err, "#include <stdint.h>\n%s\n",
                                k->uses_libm ? "#include <math.h>\n" : "");
+  if (!rc && out->op == KERNEL_SUM)
+    rc = codegen_printf(&k->source, err, "enum { LANES = %d };   /* partial sums per row */\n\n",
+                        SUM_LANES);
   if (!rc && needs_helpers(g, out)) rc = codegen_printf(&k->source, err, "%s\n", SYM_C_HELPERS);
   if (!rc) rc = emit_signature(k, g, err);
   if (!rc) rc = codegen_emit_loops(&k->source, g, out, sym_index_ctype(&k->index), err);

@@ -101,8 +101,30 @@ static void run_chain(fixture *f, plan *p, int64_t n) {
   expect_untouched(out, n, NMAX + TAIL, what);
 }
 
-/* Comments dropped; every number that is not part of a name collected. */
+/* The lane count a sum's text declares (`enum { LANES = 32 };`), 0 if none. */
+static int declared_lanes(const char *src) {
+  const char *p = strstr(src, "enum { LANES = ");
+  return p ? atoi(p + strlen("enum { LANES = ")) : 0;
+}
+
+/* Whether the literal at start is directly preceded by prefix. */
+static int after(const char *src, const char *start, const char *prefix) {
+  size_t len = strlen(prefix);
+  return (size_t)(start - src) >= len && strncmp(start - len, prefix, len) == 0;
+}
+
+/* Comments dropped; every number that is not part of a name collected. Only 0 and 0.0f may
+ * appear, and in a sum's text the two constants of its numerical policy: the lane count, as
+ * `enum { LANES = <count> };` (the count the banner states), and the 2 that halves the lanes
+ * when they are combined (`LANES / 2`, `r1 /= 2`). No size of a call or bound of a dim
+ * (1, 7, 4096...) may appear anywhere else. */
 static void expect_no_size_literals(const char *src, const char *what) {
+  int lanes = declared_lanes(src);
+  if (lanes) {
+    char banner[64];
+    snprintf(banner, sizeof banner, "(LANES = %d)", lanes);
+    assert_contains(src, banner);
+  }
   for (const char *p = src; *p;) {
     if (p[0] == '/' && p[1] == '*') { const char *e = strstr(p + 2, "*/"); p = e ? e + 2 : p + strlen(p); continue; }
     if (isalpha((unsigned char)*p) || *p == '_') { while (isalnum((unsigned char)*p) || *p == '_') p++; continue; }
@@ -110,7 +132,10 @@ static void expect_no_size_literals(const char *src, const char *what) {
       const char *start = p;
       while (isalnum((unsigned char)*p) || *p == '.') p++;
       int len = (int)(p - start);
-      if (!(len == 1 && *start == '0') && strncmp(start, "0.0f", 4) != 0)
+      int policy = lanes && ((after(src, start, "enum { LANES = ") && atoi(start) == lanes) ||
+                             (len == 1 && *start == '2' &&
+                              (after(src, start, "LANES / ") || after(src, start, "r1 /= "))));
+      if (!(len == 1 && *start == '0') && strncmp(start, "0.0f", 4) != 0 && !policy)
         fail_msg("%s: the literal %.*s appears in the generated code:\n%s", what, len, start, src);
       continue;
     }
@@ -149,10 +174,30 @@ static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   fixture *f = *state;
   f->rowsum = rowsum_plan(f, 2);
   const char *src = plan_source(f->rowsum);
+  assert_contains(src, " * reduction order: element j of a row is added into lane j % LANES");
   assert_contains(src, "for (int32_t i0 = 0; i0 < b; i0++)");
-  assert_contains(src, "for (int32_t r0 = 0; r0 < n; r0++)");
-  assert_contains(src, "x[i0*n + r0]");
+  assert_contains(src, "float acc0[LANES] = {0.0f};");
+  assert_contains(src, "for (; r0 <= n - LANES; r0 += LANES)");      /* whole blocks */
+  assert_contains(src, "for (int32_t r1 = 0; r1 < LANES; r1++)");
+  assert_contains(src, "for (int32_t r1 = 0; r0 + r1 < n; r1++)");   /* the tail */
+  assert_contains(src, "x[i0*n + r0 + r1]");
+  assert_contains(src, "acc0[r1] += t0;");
+  assert_contains(src, "out[i0] = acc0[0];");
   expect_no_size_literals(src, "rowsum_f32_bn");
+  /* A parameter named LANES would shadow the lane count: refused before any text. */
+  sym_dim lanes;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&lanes, "LANES", 1, 64, 1, &err), err);
+  kernel_graph g;
+  kernel_graph_init(&g, f->arena);
+  const sym_expr *shape[2] = {sym_expr_dim(f->arena, &f->b), sym_expr_dim(f->arena, &lanes)};
+  const kernel_node *x, *s;
+  plan *p = NULL;
+  assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 2, shape, &x, &err), err);
+  assert_uopc_ok(kernel_sum(&g, x, &s, &err), err);
+  assert_uopc_code(plan_new(&p, &g, s, "rowsum_f32_blanes", NULL, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "dim 'LANES'");
+  assert_null(p);
 }
 
 static void test_plan_fixed_length_variant_pastes_its_size(void **state) {
@@ -186,23 +231,50 @@ static void test_plan_serves_every_length_with_one_plan(void **state) {
   assert_int_equal(uopc_counter_get("calls chain_f32_n") >= 45, 1);
 }
 
-static void run_rowsum(fixture *f, int64_t rows, int64_t cols) {
+/* The banner's reduction order, written here independently of the code generator: element j
+ * goes into lane j % lanes, each lane adds left to right from 0; then lane k += lane k + w for
+ * w = lanes/2, ..., 1, and lane 0 is the sum. */
+static float lane_order_sum(const float *x, int64_t n, int lanes) {
+  float lane[256] = {0.0f};
+  for (int64_t j = 0; j < n; j++) lane[j % lanes] += x[j];
+  for (int w = lanes / 2; w > 0; w /= 2)
+    for (int k = 0; k < w; k++) lane[k] += lane[k + w];
+  return lane[0];
+}
+
+/* Values whose sum depends on the order: magnitudes from 2^-8 to 2^8, both signs. */
+static void fill_rough(float *x, int64_t n, int seed) {
+  uint32_t s = 2654435761u * (uint32_t)(seed + 1);
+  for (int64_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    x[i] = ldexpf((float)(s >> 8) / 16777216.0f - 0.5f, (int)(s % 17) - 8);
+  }
+}
+
+/* rough: bit for bit the documented order; otherwise quarters, whose sum is exact in any order
+ * (multiples of 1/4 below 2^15), so it must equal the exact sum. */
+static void run_rowsum(fixture *f, int64_t rows, int64_t cols, int rough) {
   static float x[8 * NMAX], out[8 + TAIL];
   sym_binding bind;
   uopc_error err = {0};
-  fill(x, rows * cols, (int)cols);
+  if (rough) fill_rough(x, rows * cols, (int)cols);
+  else fill(x, rows * cols, (int)cols);
   poison(out, 8 + TAIL);
   sym_binding_init(&bind);
   assert_uopc_ok(sym_dim_bind(&bind, &f->b, rows, &err), err);
   assert_uopc_ok(sym_dim_bind(&bind, &f->n, cols, &err), err);
   plan_buffer in = {x, 8 * NMAX};
   assert_uopc_ok(plan_launch(f->rowsum, &bind, (plan_buffer){out, 8 + TAIL}, &in, 1, &err), err);
+  int lanes = declared_lanes(plan_source(f->rowsum));
+  if (lanes < 1 || lanes > 256) fail_msg("rowsum: the source declares %d lanes", lanes);
   for (int64_t r = 0; r < rows; r++) {
-    float want = 0.0f;                        /* the kernel's order: left to right */
-    for (int64_t j = 0; j < cols; j++) want += x[r * cols + j];
-    if (fabsf(out[r] - want) > 1e-4f * (1.0f + fabsf(want)))
-      fail_msg("rowsum b=%lld n=%lld: out[%lld]: expected %.9g, got %.9g", (long long)rows,
-               (long long)cols, (long long)r, want, out[r]);
+    double exact = 0;
+    for (int64_t j = 0; j < cols; j++) exact += x[r * cols + j];
+    float want = rough ? lane_order_sum(x + r * cols, cols, lanes) : (float)exact;
+    if (memcmp(&out[r], &want, sizeof want) != 0)
+      fail_msg("rowsum b=%lld n=%lld (%s data): out[%lld]: expected %.9g (%s), got %.9g",
+               (long long)rows, (long long)cols, rough ? "rough" : "quarters", (long long)r, want,
+               rough ? "the banner's lane order" : "exact", out[r]);
   }
   char what[48];
   snprintf(what, sizeof what, "rowsum b=%lld n=%lld", (long long)rows, (long long)cols);
@@ -212,10 +284,11 @@ static void run_rowsum(fixture *f, int64_t rows, int64_t cols) {
 static void test_plan_rowsum_with_runtime_n(void **state) {
   fixture *f = *state;
   f->rowsum = rowsum_plan(f, 2);
-  const int64_t cols[] = {1, 7, 31, 64, 1000, NMAX};
-  for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) run_rowsum(f, 1 + (int64_t)k % 8, cols[k]);
+  const int64_t cols[] = {1, 7, 31, 32, 33, 63, 64, 65, 1000, NMAX};
+  for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
+    for (int rough = 0; rough < 2; rough++) run_rowsum(f, 1 + (int64_t)k % 8, cols[k], rough);
   srand(2302);
-  for (int k = 0; k < 20; k++) run_rowsum(f, 1 + rand() % 8, 1 + rand() % NMAX);
+  for (int k = 0; k < 20; k++) run_rowsum(f, 1 + rand() % 8, 1 + rand() % NMAX, k % 2);
 }
 
 static void test_plan_sum_of_vector(void **state) {
