@@ -14,8 +14,27 @@ struct plan {
   char names[PLAN_MAX_BUFFERS][SYM_NAME_MAX];
   int rank[PLAN_MAX_BUFFERS];
   const sym_expr *shape[PLAN_MAX_BUFFERS][KERNEL_MAX_RANK];
+  /* Each extent as the launch reads it: the index of the plan dim it is, or
+   * EXTENT_CONST (extent_value), or EXTENT_EXPR (evaluated under a binding).
+   * Plain dims and constants, the common case, cost a multiply per launch. */
+  int extent_dim[PLAN_MAX_BUFFERS][KERNEL_MAX_RANK];
+  int64_t extent_value[PLAN_MAX_BUFFERS][KERNEL_MAX_RANK];
+  int has_expr_extent;
   uopc_program *program;
 };
+
+enum { EXTENT_CONST = -1, EXTENT_EXPR = -2 };
+
+/* Which plan dim (or constant) extent k of buffer b is; see struct plan. */
+static void classify_extent(plan *p, int b, int k) {
+  const sym_expr *e = p->shape[b][k];
+  p->extent_dim[b][k] = EXTENT_EXPR;
+  p->extent_value[b][k] = e->kind == SYM_CONST ? e->value : 0;
+  if (e->kind == SYM_CONST) p->extent_dim[b][k] = EXTENT_CONST;
+  for (int d = 0; d < p->kernel.n_dims && e->kind == SYM_DIM; d++)
+    if (sym_dim_same(&e->dim, &p->kernel.dims[d])) p->extent_dim[b][k] = d;
+  if (p->extent_dim[b][k] == EXTENT_EXPR) p->has_expr_extent = 1;
+}
 
 static int keep_shape(plan *p, const char *name, const kernel_node *n, uopc_error *err) {
   int b = p->n_buffers++;
@@ -24,6 +43,7 @@ static int keep_shape(plan *p, const char *name, const kernel_node *n, uopc_erro
   for (int k = 0; k < n->rank; k++)
     if (!(p->shape[b][k] = sym_expr_copy(p->arena, n->shape[k])))
       return UOPC_FAIL(err, UOPC_E_NOMEM, "plan: no memory for the shape of '%s'", name);
+  for (int k = 0; k < n->rank; k++) classify_extent(p, b, k);
   return UOPC_OK;
 }
 
@@ -70,14 +90,24 @@ int plan_resolve_dims(const plan *p, const sym_binding *b, int64_t *values,
 }
 
 /* Every buffer must hold its logical size under the binding. */
-static int check_buffer(const plan *p, int k, const plan_buffer *buf, const sym_binding *b,
-                        uopc_error *err) {
+/* Extent d of buffer k under the plan's dim values (b serves expressions). */
+static int extent_of(const plan *p, int k, int d, const int64_t *values, const sym_binding *b,
+                     int64_t *extent, uopc_error *err) {
+  int which = p->extent_dim[k][d];
+  if (which >= 0) *extent = values[which];
+  else if (which == EXTENT_CONST) *extent = p->extent_value[k][d];
+  else return sym_expr_eval(p->shape[k][d], b, extent, err);
+  return UOPC_OK;
+}
+
+static int check_buffer(const plan *p, int k, const plan_buffer *buf, const int64_t *values,
+                        const sym_binding *b, uopc_error *err) {
   if (!buf->data) return UOPC_FAIL(err, UOPC_E_INVALID, "kernel '%s': buffer '%s' is NULL",
                                    plan_name(p), p->names[k]);
   int64_t need = 1;
   for (int d = 0; d < p->rank[k]; d++) {
     int64_t extent;
-    int rc = sym_expr_eval(p->shape[k][d], b, &extent, err);
+    int rc = extent_of(p, k, d, values, b, &extent, err);
     if (rc) return rc;
     if (__builtin_mul_overflow(need, extent, &need))
       return UOPC_FAIL(err, UOPC_E_OVERFLOW, "kernel '%s': size of '%s' overflows", plan_name(p),
@@ -98,10 +128,12 @@ int plan_launch(plan *p, const sym_binding *b, plan_buffer out,
   int64_t values[CODEGEN_MAX_DIMS];
   int rc = plan_resolve_dims(p, b, values, err);
   if (rc) return rc;
-  sym_binding own;                       /* the checked values, by the plan's dims */
-  own.count = 0;                         /* not sym_binding_init: its 1 KB memset is the launch's cost */
-  for (int k = 0; k < p->kernel.n_dims && !rc; k++) rc = sym_dim_bind(&own, plan_dim(p, k), values[k], err);
-  for (int k = 0; k < p->n_buffers && !rc; k++) rc = check_buffer(p, k, k ? &inputs[k - 1] : &out, &own, err);
+  sym_binding own;                       /* the checked values, by the plan's dims, for */
+  own.count = 0;                         /* extents that are expressions (not sym_binding_init: */
+  for (int k = 0; p->has_expr_extent && k < p->kernel.n_dims && !rc; k++)   /* its memset is 1 KB) */
+    rc = sym_dim_bind(&own, plan_dim(p, k), values[k], err);
+  for (int k = 0; k < p->n_buffers && !rc; k++)
+    rc = check_buffer(p, k, k ? &inputs[k - 1] : &out, values, &own, err);
   if (rc) return rc;
   void *ptrs[PLAN_MAX_BUFFERS];
   int32_t narrow[CODEGEN_MAX_DIMS];      /* exact: the plan proved each fits */
