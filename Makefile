@@ -32,7 +32,8 @@ SANFLAGS :=
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
-CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC $(SANFLAGS) -Iuopc/include
+# -MF $@.d: a name per output (gcc would name lab-23.1 and lab-23.2 alike lab-23.d).
+CFLAGS = -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC $(SANFLAGS) -Iuopc/include -MMD -MP -MF $@.d
 LDFLAGS := $(SANFLAGS) -Wl,-rpath,'$$ORIGIN' -L$(BUILD)/lib
 .DEFAULT_GOAL := all
 
@@ -43,7 +44,7 @@ UOPC_LIB := $(BUILD)/lib/libuopc.so
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$<) $(CC) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<) $(CC) $(CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
 
 $(UOPC_LIB): $(UOPC_OBJ)
 	@mkdir -p $(dir $@)
@@ -116,7 +117,7 @@ include $(sort $(wildcard tests/broken/*.mk))
 FAULT := $(BUILD)/fault
 $(FAULT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(call say,CC,$< [faults]) $(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -MMD -MP -c $< -o $@
+	$(call say,CC,$< [faults]) $(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -c $< -o $@
 $(FAULT)/libuopc.so: $(UOPC_SRC:%.c=$(FAULT)/obj/%.o)
 	$(call say,LINK,$@) $(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
 $(FAULT)/%: tests/faults/%.c $(FAULT)/libuopc.so

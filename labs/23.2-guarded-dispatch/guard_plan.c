@@ -9,17 +9,14 @@
 #include <string.h>
 #include "guard_plan.h"
 
-/* The facts word: per argument a, FACT_ARG_BITS bits from a * FACT_ARG_BITS
- * (one per dtype, one per rank 0..UOPC_MAX_RANK, contiguity); then one bit
- * per pair of arguments that reach no common byte; the top bit is never set,
- * for a guard that can never hold. */
+/* The facts word's layout is in guard_plan.h (GUARD_FACT_*). */
 enum {
-  FACT_DTYPES = UOPC_I64 + 1,
-  FACT_RANK = FACT_DTYPES,
-  FACT_CONTIGUOUS = FACT_RANK + UOPC_MAX_RANK + 1,
-  FACT_ARG_BITS = FACT_CONTIGUOUS + 1,
-  FACT_PAIRS = GUARD_MAX_ARGS * FACT_ARG_BITS,
-  FACT_NEVER = 63
+  FACT_DTYPES = GUARD_FACT_DTYPES,
+  FACT_RANK = GUARD_FACT_RANK,
+  FACT_CONTIGUOUS = GUARD_FACT_CONTIGUOUS,
+  FACT_ARG_BITS = GUARD_FACT_ARG_BITS,
+  FACT_PAIRS = GUARD_FACT_PAIRS,
+  FACT_NEVER = GUARD_FACT_NEVER
 };
 _Static_assert(sizeof(guard_call) <= UINT16_MAX, "offsets in a call fit 16 bits");
 _Static_assert(FACT_PAIRS + GUARD_MAX_ARGS * (GUARD_MAX_ARGS - 1) / 2 <= FACT_NEVER, "the facts fit one word");
@@ -27,13 +24,8 @@ _Static_assert(FACT_PAIRS + GUARD_MAX_ARGS * (GUARD_MAX_ARGS - 1) / 2 <= FACT_NE
 enum { OP_FACT, OP_ALIGN, OP_TEST };
 
 static uint64_t bit(int k) { return (uint64_t)1 << k; }
-static uint64_t arg_fact(int arg, int k) { return bit(arg * FACT_ARG_BITS + k); }
-
-/* The bit of "a and b are disjoint", a != b. */
-static uint64_t pair_fact(int a, int b) {
-  int lo = a < b ? a : b, hi = a < b ? b : a;
-  return bit(FACT_PAIRS + lo * (2 * GUARD_MAX_ARGS - lo - 1) / 2 + (hi - lo - 1));
-}
+static uint64_t arg_fact(int arg, int k) { return guard_fact_arg(arg, k); }
+static uint64_t pair_fact(int a, int b) { return guard_fact_disjoint(a, b); }
 
 /* ---- Facts: the conditions of guard_check's contiguity and disjointness. */
 
@@ -65,25 +57,17 @@ static inline int byte_range(const uopc_tensor *x, uintptr_t p, uintptr_t *lo, u
 }
 
 /* The facts of view x, argument a with element 0 at p, and its byte range
- * (*reaches = 0: none). A vector, the common case, takes no loop and no
- * branch on its values. */
+ * (*reaches = 0: none). A vector, the common case, is guard_vector_facts. */
 static inline __attribute__((always_inline)) uint64_t arg_facts(const uopc_tensor *x, int a, uintptr_t p,
                                                                  int *reaches, uintptr_t *lo, uintptr_t *hi) {
-  uint64_t facts = (unsigned)x->dtype < FACT_DTYPES ? arg_fact(a, (int)x->dtype) : 0;
   if (x->rank != 1) {
+    uint64_t facts = (unsigned)x->dtype < FACT_DTYPES ? arg_fact(a, (int)x->dtype) : 0;
     if ((unsigned)x->rank <= UOPC_MAX_RANK) facts |= arg_fact(a, FACT_RANK + x->rank);
     if (contiguous(x)) facts |= arg_fact(a, FACT_CONTIGUOUS);
     *reaches = byte_range(x, p, lo, hi);
     return facts;
   }
-  int64_t n = x->shape[0], stride = x->strides[0];
-  int64_t size = x->dtype == UOPC_F64 || x->dtype == UOPC_I64 ? 8 : 4, reach = (n - 1) * stride * size;
-  int packed = n == 0 || n == 1 || stride == 1;
-  facts |= arg_fact(a, FACT_RANK + 1) | (uint64_t)packed << (a * FACT_ARG_BITS + FACT_CONTIGUOUS);
-  *reaches = n != 0;
-  *lo = p + (uintptr_t)(reach < 0 ? reach : 0);
-  *hi = p + (uintptr_t)(reach < 0 ? 0 : reach) + (uintptr_t)size;
-  return facts;
+  return guard_vector_facts(x, a, p, reaches, lo, hi);
 }
 
 /* The disjointness bits of every pair of arguments. */
@@ -184,6 +168,7 @@ static guard_test range_test(guard_test_kind kind, const guard *g, int64_t lo, i
   int pow2 = (m & (m - 1)) == 0;
   return (guard_test){.lo = lo, .hi = hi, .mask = pow2 ? (uint64_t)(m - 1) : 0, .modulus = pow2 ? 0 : m,
                       .value_at = value_at(g->arg, g->axis, kind == GUARD_TEST_STRIDE), .rank_at = rank_at(g->arg),
+                      .other_at = value_at(g->arg, g->axis, kind == GUARD_TEST_STRIDE), .other_mask = 0,
                       .kind = (uint8_t)kind, .axis = (uint8_t)g->axis};
 }
 
@@ -210,10 +195,38 @@ static int integer_test(const guard *g, guard_test *t) {
     t->axis2 = (uint8_t)g->axis2;
     t->other_at = value_at(g->arg2, g->axis2, 0);
     t->other_rank_at = rank_at(g->arg2);
+    t->other_mask = ~(uint64_t)0;
     return 1;
   default:
     return 0;
   }
+}
+
+/* Every axis g's test reads must exist before the fast tests read it. */
+static void need_axes(guard_plan *p, const guard *g) {
+  if (p->rank_min[g->arg] < g->axis + 1) p->rank_min[g->arg] = g->axis + 1;
+  if (g->kind == GUARD_DIMS_EQUAL && p->rank_min[g->arg2] < g->axis2 + 1) p->rank_min[g->arg2] = g->axis2 + 1;
+}
+
+/* Adds t to the fast tests, merged into an earlier test of the same value
+ * (bounds and a power-of-two multiple of n become one range and one mask).
+ * All tests hold exactly when all merged ones do; a merged test that fails
+ * does not say which of its guards failed, so it is not exact, and the slow
+ * half finds the guard. Tests keep the set order of their first guard, so an
+ * exact test still fails first only when every guard before it held. */
+static void merge_fast(guard_plan *p, const guard_test *t) {
+  for (int f = 0; f < p->n_fast; f++) {
+    guard_test *m = &p->fast[f];
+    if (m->value_at != t->value_at || m->other_at != t->other_at || m->other_mask != t->other_mask || m->modulus ||
+        t->modulus)
+      continue;
+    m->lo = m->lo > t->lo ? m->lo : t->lo;
+    m->hi = m->hi < t->hi ? m->hi : t->hi;
+    m->mask |= t->mask;   /* v & a == 0 and v & b == 0 iff v & (a | b) == 0 */
+    m->exact = 0;
+    return;
+  }
+  p->fast[p->n_fast++] = *t;
 }
 
 /* Compiles guard k of s into p's op k (and p's summary). */
@@ -246,7 +259,9 @@ static int compile_guard(const guard_set *s, int k, guard_plan *p, uopc_error *e
     guard_test *t = &p->tests[p->n_tests];
     if (!integer_test(g, t)) return unsupported(g, k, err);
     t->guard = (uint8_t)k;
-    t->after_facts = k > p->n_tests;   /* the guards before it are not all tests */
+    t->exact = k == p->n_tests;   /* the guards before it are all tests */
+    need_axes(p, g);
+    merge_fast(p, t);
     op->kind = OP_TEST;
     op->test = (uint8_t)p->n_tests++;
     return UOPC_OK;

@@ -255,7 +255,7 @@ static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err)
   if (out->shape[0] != x->shape[0])
     return UOPC_FAIL(err, UOPC_E_INVALID, "out has length %" PRId64 " but x has %" PRId64,
                      out->shape[0], x->shape[0]);
-  if (x->shape[0] < d->n.lo || x->shape[0] > d->n.hi) {   /* inline first: the hot path */
+  if (x->shape[0] < d->n.lo || x->shape[0] > d->n.hi) {
     int rc = sym_dim_check(&d->n, x->shape[0], err);
     return rc ? rc : UOPC_FAIL(err, UOPC_E_BOUNDS, "n = %" PRId64 " outside [%" PRId64 ", %" PRId64 "]",
                                x->shape[0], d->n.lo, d->n.hi);
@@ -267,6 +267,22 @@ static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err)
   if (!same && x0 < o1 && o0 < x1)
     return UOPC_FAIL(err, UOPC_E_ALIAS, "out partly overlaps x; pass x itself (in place) or a disjoint buffer");
   return UOPC_OK;
+}
+
+/* The facts that answer check_args for most calls: two f32 vectors, disjoint. */
+#define ARGS_FACTS (guard_fact_rank(DISPATCH_ARG_OUT, 1) | guard_fact_rank(DISPATCH_ARG_X, 1) | \
+                    guard_fact_dtype(DISPATCH_ARG_OUT, UOPC_F32) | guard_fact_dtype(DISPATCH_ARG_X, UOPC_F32) | \
+                    guard_fact_disjoint(DISPATCH_ARG_OUT, DISPATCH_ARG_X))
+
+/* check_args, answered from the call's facts when they hold (the ranks, the
+ * dtypes and the disjointness it would test again; disjoint views cannot
+ * partly overlap); anything else (in place, an error) takes check_args. */
+static inline __attribute__((always_inline)) int args_ok(const dispatcher *d, const guard_call *c, uopc_error *err) {
+  int64_t n = c->args[DISPATCH_ARG_X].shape[0];
+  if ((c->facts & ARGS_FACTS) == ARGS_FACTS && c->args[DISPATCH_ARG_OUT].shape[0] == n && n >= d->n.lo &&
+      n <= d->n.hi)
+    return UOPC_OK;
+  return check_args(d, c, err);
 }
 
 /* Counts checks and failures, in this dispatcher and the process. */
@@ -329,13 +345,12 @@ int dispatch_index_select(dispatcher *d, const guard_call *call, int *index, uop
 static inline int choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, dispatch_variant **chosen,
                          uopc_error *err) {
   dispatch_record *r = &d->last;
-  const uopc_tensor *args[DISPATCH_N_ARGS] = {out, x};
   r->number++;
   r->chosen = -2;
   r->n_rejected = r->built = r->limit_hit = 0;
   r->path = DISPATCH_PATH_NONE;
-  int rc = guard_call_init(&r->call, DISPATCH_N_ARGS, args, err);
-  if (!rc) rc = check_args(d, &r->call, err);
+  int rc = guard_call_init_pair(&r->call, out, x, err);
+  if (!rc) rc = args_ok(d, &r->call, err);
   int index = -1, count = d->count;
   if (!rc && !index_select(d, &r->call, &index, &rc, err)) rc = dispatch_select(d, &r->call, &index, err);
   if (rc) return rc;

@@ -209,11 +209,42 @@ static void test_guard_plan_refuses_what_it_cannot_compile(void **state) {
   uopc_tensor_release(&v);
 }
 
+/* The inline record of two vectors is guard_call_init's: the same views,
+ * addresses and facts on random calls (other ranks fall back to it), and the
+ * same error for a released argument. */
+static void test_guard_call_init_pair_matches_guard_call_init(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  pool p = {0};
+  guard_call want, got;
+  srand(2303);
+  for (int i = 0; i < CALLS; i++) {
+    make_call(&p, &want);
+    memset(&got, 0x5a, sizeof got);
+    assert_uopc_ok(guard_call_init_pair(&got, &p.view[0], &p.view[1], &err), err);
+    if (got.count != want.count || got.facts != want.facts)
+      fail_msg("call %d: count %d facts %#llx, guard_call_init gives count %d facts %#llx", i, got.count,
+               (unsigned long long)got.facts, want.count, (unsigned long long)want.facts);
+    for (int a = 0; a < 2; a++) {
+      const uopc_tensor *g = &got.args[a], *w = &want.args[a];
+      int same = got.data[a] == want.data[a] && g->storage == w->storage && g->dtype == w->dtype &&
+                 g->rank == w->rank && g->offset == w->offset;
+      for (int k = 0; same && k < w->rank; k++) same = g->shape[k] == w->shape[k] && g->strides[k] == w->strides[k];
+      if (!same) fail_msg("call %d: argument %d's view or address differs from guard_call_init's", i, a);
+    }
+  }
+  uopc_tensor_release(&p.view[1]);
+  assert_uopc_code(guard_call_init_pair(&got, &p.view[0], &p.view[1], &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "argument 1 is NULL or released");
+  release_pool(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_guard_plan_agrees_with_guard_set_check),
     cmocka_unit_test(test_guard_plan_follows_a_removed_guard),
     cmocka_unit_test(test_guard_plan_refuses_what_it_cannot_compile),
+    cmocka_unit_test(test_guard_call_init_pair_matches_guard_call_init),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
