@@ -75,7 +75,17 @@ int dispatch_init(dispatcher *d, const dispatch_options *opts, uopc_error *err) 
   for (int k = 0; k < 5; k++) d->slots[k] = uopc_counter_slot(names[k]);
   d->last.chosen = -2;
   d->index.usable = 1;
+  d->trace = uopc_debug_level() >= 3;
   return UOPC_OK;
+}
+
+/* UOPC_DEBUG=3: the decision just made, in explain's words. */
+static void trace_decision(const dispatcher *d) {
+  char text[DISPATCH_EXPLAIN_MAX];
+  if (dispatch_explain(d, text, sizeof text, NULL) != UOPC_OK) return;
+  size_t n = strlen(text);
+  while (n > 0 && text[n - 1] == '\n') text[--n] = '\0';
+  uopc_debug(3, "%s", text);
 }
 
 static void variant_free(dispatch_variant *v) {
@@ -364,6 +374,7 @@ static inline int choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, 
   r->chosen = v == d->generic ? -1 : index >= 0 ? index : d->count - 1;
   r->path = v->path;
   *chosen = v;
+  if (d->trace) trace_decision(d);
   return UOPC_OK;
 }
 

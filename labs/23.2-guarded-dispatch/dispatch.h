@@ -103,6 +103,7 @@ typedef struct dispatcher {
   dispatch_stats stats;
   dispatch_record last;
   int64_t *slots[5];              /* the process counters, in DISPATCH_C_ order */
+  int trace;                      /* UOPC_DEBUG >= 3: each decision explained on stderr */
 } dispatcher;
 
 /* The decision for one call: which variant runs, on which call. */

@@ -30,6 +30,7 @@ int guarded_jit_init(guarded_jit *jit, int64_t maximum, const uopc_program_optio
   jit->variants_slot = uopc_counter_slot(GUARDED_JIT_C_VARIANTS);
   jit->compiled_slot = uopc_counter_slot(GUARDED_JIT_C_COMPILED);
   jit->fallback_slot = uopc_counter_slot(GUARDED_JIT_C_FALLBACKS);
+  jit->trace = uopc_debug_level() >= 3;
   return UOPC_OK;
 }
 
@@ -144,8 +145,12 @@ int guarded_jit_call(guarded_jit *jit, const uopc_tensor *x, uopc_tensor *out, u
   if (rc != UOPC_OK) return rc;
   const float *xp = uopc_tensor_data(x);
   float *op = uopc_tensor_data(out);
-  if (compiled_path_holds(x, out, xp, op)) return run_compiled(jit, x->shape[0], xp, op, err);
-  return run_fallback(jit, x, out, err);
+  int compiled = compiled_path_holds(x, out, xp, op);
+  if (jit->trace)
+    uopc_debug(3, "square_plus_one: length %lld, %s, strides x %lld out %lld -> %s", (long long)x->shape[0],
+               uopc_dtype_name(x->dtype), (long long)x->strides[0], (long long)out->strides[0],
+               compiled ? "compiled kernel (every guard holds)" : "layout fallback (a guard failed)");
+  return compiled ? run_compiled(jit, x->shape[0], xp, op, err) : run_fallback(jit, x, out, err);
 }
 
 guarded_jit *guarded_jit_new(int64_t maximum, uopc_error *err) {
