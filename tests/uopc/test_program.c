@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <dirent.h>
+#include <time.h>
 
 static const char SQUARE[] =
     "void square(const float *x, float *out, const int *n) {\n"
@@ -133,6 +134,25 @@ static void test_program_truncated_entry_is_rebuilt(void **state) {
   uopc_program_free(p);
 }
 
+/* A staging directory a day old was left by a dead build: the next build removes it. */
+static void test_program_build_sweeps_stale_staging_dirs(void **state) {
+  (void)state;
+  char old[4200], fresh[4200];
+  snprintf(old, sizeof old, "%s/tmp/stage-dead01", testutil_cache_dir);
+  snprintf(fresh, sizeof fresh, "%s/tmp/stage-live01", testutil_cache_dir);
+  assert_int_equal(mkdir(old, 0700), 0);
+  assert_int_equal(mkdir(fresh, 0700), 0);
+  struct timespec two_days_ago[2] = {{.tv_sec = time(NULL) - 2 * 86400}, {.tv_sec = time(NULL) - 2 * 86400}};
+  assert_int_equal(utimensat(AT_FDCWD, old, two_days_ago, 0), 0);
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(build_and_run("sweep", &p, &err), err);
+  assert_int_equal(access(old, F_OK), -1);
+  assert_int_equal(access(fresh, F_OK), 0);
+  rmdir(fresh);
+  uopc_program_free(p);
+}
+
 static void test_program_compile_error_returns_diagnostics(void **state) {
   (void)state;
   uopc_error err = {0};
@@ -255,6 +275,7 @@ int main(void) {
     cmocka_unit_test(test_program_cache_hit_across_processes),
     cmocka_unit_test(test_program_four_processes_compile_one_key),
     cmocka_unit_test(test_program_truncated_entry_is_rebuilt),
+    cmocka_unit_test(test_program_build_sweeps_stale_staging_dirs),
     cmocka_unit_test(test_program_compile_error_returns_diagnostics),
     cmocka_unit_test(test_program_unsafe_cache_dir_is_refused),
     cmocka_unit_test(test_program_cache_path_with_spaces_and_metacharacters),

@@ -4,6 +4,7 @@
  * size and SHA-256. It is built in a private staging directory and published
  * with one rename, so readers see a whole entry or none, and when several
  * processes build the same key the first rename wins and the rest use it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -12,12 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "uopc/counters.h"
 #include "internal.h"
 
 #define MANIFEST_MAX 65536
 #define READ_FILE_MAX (64 << 20)
+#define STALE_SECONDS (24 * 60 * 60)
 
 static int join(char out[PATH_MAX], uopc_error *err, const char *fmt, const char *a, const char *b) {
   if (snprintf(out, PATH_MAX, fmt, a, b) >= PATH_MAX)
@@ -166,7 +169,25 @@ int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
   return 1;
 }
 
+/* Staging and trash directories left by a process that died mid-build are
+ * removed once a day old. Only a build (a miss) pays for the look: hits never
+ * read tmp/. A day is far longer than any compile, so no live build is hit. */
+static void sweep_stale(const uopc_cache *c) {
+  char tmp[PATH_MAX], path[PATH_MAX];
+  if (join(tmp, NULL, "%s/%s", c->dir, "tmp")) return;
+  DIR *d = opendir(tmp);
+  time_t day_ago = time(NULL) - STALE_SECONDS;
+  struct stat st;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (strncmp(e->d_name, "stage-", 6) != 0 && strncmp(e->d_name, "trash-", 6) != 0) continue;
+    if (!join(path, NULL, "%s/%s", tmp, e->d_name) && lstat(path, &st) == 0 && st.st_mtime < day_ago)
+      uopc_remove_tree(path);
+  }
+  if (d) closedir(d);
+}
+
 int uopc_cache_stage(const uopc_cache *c, char staging[PATH_MAX], uopc_error *err) {
+  sweep_stale(c);
   if (join(staging, err, "%s/%s", c->dir, "tmp/stage-XXXXXX")) return err ? err->code : UOPC_E_INVALID;
   if (!mkdtemp(staging)) return UOPC_FAIL(err, UOPC_E_IO, "cannot create a staging directory in '%s/tmp': %m", c->dir);
   return UOPC_OK;

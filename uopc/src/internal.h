@@ -62,8 +62,9 @@ int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
                       const char *artifact, char artifact_path[PATH_MAX],
                       uopc_error *err);
 
-/* Makes a private staging directory under <cache>/tmp for building an entry.
- * Errors: UOPC_E_IO. */
+/* Makes a private staging directory under <cache>/tmp for building an entry,
+ * first removing staging or trash directories there older than a day (left
+ * by a process that died mid-build). Errors: UOPC_E_IO. */
 int uopc_cache_stage(const uopc_cache *c, char staging[PATH_MAX], uopc_error *err);
 
 /* Writes the manifest (key, entry, the artifact's size and SHA-256, and the
