@@ -19,7 +19,7 @@
 
 static int fail_with(const uopc_error *err) {
   fprintf(stderr, "lab 23.2: %s in %s: %s\n", uopc_error_name(err->code), err->where, err->message);
-  return err->code == UOPC_E_NOT_IMPLEMENTED ? 3 : 2;
+  return uopc_error_exit_status(err->code);
 }
 
 /* out must equal v*v + 1 computed in float, element by element. */
