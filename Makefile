@@ -229,4 +229,5 @@ CACHE_DIR = $(or $(UOPC_CACHE_DIR),$(XDG_CACHE_HOME:%=%/uopc),$(HOME)/.cache/uop
 cache-clean:
 	rm -rf "$(CACHE_DIR)"
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# Dependency files of this build only (each build tree has its own).
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 
 from harness import ffi
-from harness.common import NOT_IMPLEMENTED, LabReport, NotImplementedYet, compare, pick_seed, progress, quiet_pipe
+from harness.common import NOT_IMPLEMENTED, LabReport, NotImplementedYet, compare, progress, start_check
 
 LAB = "23.1"
 N_HI, B_HI = 4096, 8
@@ -472,11 +472,7 @@ def main(argv=None):
   ap.add_argument("--seed", type=int, help="the random seed (default: a fresh one, printed)")
   ap.add_argument("--lengths", type=int, default=20, help="random lengths and shapes to draw (default 20)")
   args = ap.parse_args(argv)
-  quiet_pipe()
-  seed = pick_seed(args.seed)
-  replay = f".venv/bin/python -m harness.check_23_1 --build {args.build} --seed {seed}" + \
-           (f" --lengths {args.lengths}" if args.lengths != 20 else "")
-  print(f"lab {LAB} check: seed={seed} build={args.build}", flush=True)
+  seed, replay = start_check(LAB, "check_23_1", args, {"lengths": 20})
   report = LabReport(LAB, replay)
   try:
     lab = Lab(args.build)

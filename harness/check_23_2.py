@@ -21,7 +21,7 @@ import numpy as np
 
 from harness import ffi
 from harness.common import NOT_IMPLEMENTED, LabReport, NotImplementedYet
-from harness.common import dtype_name, pick_seed, progress, quiet_pipe, strides_of
+from harness.common import dtype_name, progress, start_check, strides_of
 
 LAB = "23.2"
 ROOT = Path(__file__).resolve().parent.parent
@@ -419,12 +419,7 @@ def main(argv=None):
   args = ap.parse_args(argv)
   if not LANES * 4 <= args.maximum <= INT32_MAX - 1:
     ap.error(f"--maximum must be in [{LANES * 4}, {INT32_MAX - 1}] (lengths 16..64 and bound+1 are checked)")
-  quiet_pipe()
-  seed = pick_seed(args.seed)
-  replay = f".venv/bin/python -m harness.check_23_2 --build {args.build} --seed {seed}" + \
-           (f" --maximum {args.maximum}" if args.maximum != 4096 else "") + \
-           (f" --lengths {args.lengths}" if args.lengths != 20 else "")
-  print(f"lab {LAB} check: seed={seed} maximum={args.maximum} build={args.build}", flush=True)
+  seed, replay = start_check(LAB, "check_23_2", args, {"maximum": 4096, "lengths": 20})
   report = LabReport(LAB, replay)
   try:
     lab = Lab(args.build)

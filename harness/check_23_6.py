@@ -15,8 +15,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from harness import ffi
-from harness.common import (Report, compare, describe, dtype_name, pick_seed, progress,
-                            quiet_pipe, strides_of)
+from harness.common import (Report, compare, describe, dtype_name, progress, start_check,
+                            strides_of)
 
 LAB = "23.6"
 RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
@@ -242,11 +242,7 @@ def main(argv=None):
   args = ap.parse_args(argv)
   if args.maximum < 2:
     ap.error("--maximum must be at least 2 (a partial overlap needs two elements)")
-  quiet_pipe()
-  seed = pick_seed(args.seed)
-  replay = f".venv/bin/python -m harness.check_23_6 --build {args.build} --seed {seed}" + \
-           (f" --maximum {args.maximum}" if args.maximum != 4096 else "")
-  print(f"lab {LAB} check: seed={seed} maximum={args.maximum} build={args.build}", flush=True)
+  seed, replay = start_check(LAB, "check_23_6", args, {"maximum": 4096})
   report = Report(LAB, replay)
   try:
     lab = Lab(args.build)

@@ -25,6 +25,20 @@ def pick_seed(seed):
   return seed if seed is not None else random.SystemRandom().randrange(2**31)
 
 
+def start_check(lab, module, args, defaults):
+  """What every check's main does first: quiet pipes, the seed, the replay command (naming the
+  options in `defaults` that differ from their default) and the header line. Returns
+  (seed, replay)."""
+  quiet_pipe()
+  seed = pick_seed(args.seed)
+  changed = "".join(f" --{name} {getattr(args, name)}" for name, default in defaults.items()
+                    if getattr(args, name) != default)
+  replay = f".venv/bin/python -m harness.{module} --build {args.build} --seed {seed}{changed}"
+  shown = "".join(f" {name}={getattr(args, name)}" for name in defaults if name != "lengths")
+  print(f"lab {lab} check: seed={seed}{shown} build={args.build}", flush=True)
+  return seed, replay
+
+
 def progress(note):
   """Records what is about to run, so that selfcheck can name the case when C code crashes."""
   path = os.environ.get(PROGRESS_ENV)
