@@ -21,7 +21,7 @@
  * common byte; the top bit is never set, for a guard that can never hold.
  * Public so that a caller can answer its own argument checks from the word. */
 enum {
-  GUARD_FACT_DTYPES = UOPC_I64 + 1,
+  GUARD_FACT_DTYPES = UOPC_I64 + 1,   /* bool has no bit: see guard_fact_dtype */
   GUARD_FACT_RANK = GUARD_FACT_DTYPES,
   GUARD_FACT_CONTIGUOUS = GUARD_FACT_RANK + UOPC_MAX_RANK + 1,
   GUARD_FACT_ARG_BITS = GUARD_FACT_CONTIGUOUS + 1,

@@ -189,7 +189,7 @@ static inline int byte_range(const uopc_tensor *x, uintptr_t p, uintptr_t *lo, u
     if (reach < 0) first += reach;
     else last += reach;
   }
-  int64_t size = x->dtype == UOPC_F64 || x->dtype == UOPC_I64 ? 8 : 4;   /* no call on the hot path */
+  int64_t size = (int64_t)uopc_dtype_size(x->dtype);   /* no call on the hot path */
   *lo = p + (uintptr_t)(first * size);
   *hi = p + (uintptr_t)((last + 1) * size);
   return 1;

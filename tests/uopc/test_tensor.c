@@ -676,7 +676,7 @@ static void test_tensor_wrap_rejects_bad_arguments(void **state) {
   CHECK_CODE("elem0 NULL", uopc_tensor_wrap(&t, NULL, UOPC_F64, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
   CHECK_CODE("strides NULL", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(4), NULL, &err), UOPC_E_INVALID, &err);
   CHECK_CODE("shape (-1,)", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(-1), DIMS(1), &err), UOPC_E_INVALID, &err);
-  CHECK_CODE("dtype 4", uopc_tensor_wrap(&t, buf, (uopc_dtype)4, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("dtype 5", uopc_tensor_wrap(&t, buf, (uopc_dtype)5, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
   assert_null(t.storage);
 }
 
@@ -694,7 +694,7 @@ static void test_tensor_wrap_new_round_trips_through_a_heap_handle(void **state)
   /* a dtype from ctypes outside the enum */
   assert_null(uopc_tensor_wrap_new(buf, 7, 1, DIMS(6), DIMS(1), &err));
   CHECK_CODE("wrap_new dtype 7", err.code, UOPC_E_INVALID, &err);
-  CHECK_MESSAGE("wrap_new dtype 7", &err, "dtype 7 outside [0, 3]");
+  CHECK_MESSAGE("wrap_new dtype 7", &err, "dtype 7 outside [0, 4]");
   assert_null(uopc_tensor_wrap_new(buf, -1, 1, DIMS(6), DIMS(1), &err));
   assert_null(uopc_tensor_wrap_new(NULL, UOPC_I32, 1, DIMS(6), DIMS(1), &err));
   CHECK_CODE("wrap_new elem0 NULL", err.code, UOPC_E_INVALID, &err);

@@ -32,6 +32,7 @@ const char *uopc_dtype_name(uopc_dtype dt) {
   case UOPC_F64: return "f64";
   case UOPC_I32: return "i32";
   case UOPC_I64: return "i64";
+  case UOPC_BOOL: return "bool";
   }
   return "?";
 }
@@ -55,9 +56,9 @@ static dims_text dims_str(int rank, const int64_t *d) {
 }
 
 static int check_dtype(const char *fn, int dt, uopc_error *err) {
-  if (dt < UOPC_F32 || dt > UOPC_I64)
-    return uopc_fail(err, UOPC_E_INVALID, fn, "dtype %d outside [%d, %d] (f32, f64, i32, i64)",
-                     dt, UOPC_F32, UOPC_I64);
+  if (dt < UOPC_F32 || dt > UOPC_BOOL)
+    return uopc_fail(err, UOPC_E_INVALID, fn, "dtype %d outside [%d, %d] (f32, f64, i32, i64, bool)",
+                     dt, UOPC_F32, UOPC_BOOL);
   return UOPC_OK;
 }
 
@@ -600,6 +601,7 @@ double uopc_tensor_get(const uopc_tensor *x, int64_t i) {
   case UOPC_F64: memcpy(&d, p, sizeof d); return d;
   case UOPC_I32: memcpy(&i32, p, sizeof i32); return i32;
   case UOPC_I64: memcpy(&i64, p, sizeof i64); return (double)i64;
+  case UOPC_BOOL: return *(const unsigned char *)p != 0;
   }
   return NAN;
 }
@@ -624,6 +626,7 @@ void uopc_tensor_set(uopc_tensor *x, int64_t i, double v) {
   case UOPC_F64: memcpy(p, &v, sizeof v); break;
   case UOPC_I32: memcpy(p, &i32, sizeof i32); break;
   case UOPC_I64: memcpy(p, &i64, sizeof i64); break;
+  case UOPC_BOOL: *(unsigned char *)p = v != 0; break;   /* NaN is true, as in NumPy */
   }
 }
 

@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include "uopc/error.h"
 
-typedef enum uopc_dtype { UOPC_F32, UOPC_F64, UOPC_I32, UOPC_I64 } uopc_dtype;
+/* UOPC_BOOL is one byte holding 0 or 1, as NumPy's bool_ (comparisons, masks). */
+typedef enum uopc_dtype { UOPC_F32, UOPC_F64, UOPC_I32, UOPC_I64, UOPC_BOOL } uopc_dtype;
 
 #define UOPC_MAX_RANK 8
 /* Stands for an omitted slice bound, as `None` does in x[:5] or x[::-1]. */
@@ -32,11 +33,11 @@ typedef struct uopc_tensor {
   int64_t offset;                   /* element 0's distance from the storage base */
 } uopc_tensor;
 
-/* 4 or 8 bytes. */
+/* 1, 4 or 8 bytes. */
 static inline size_t uopc_dtype_size(uopc_dtype dt) {
-  return dt == UOPC_F64 || dt == UOPC_I64 ? 8 : 4;
+  return dt == UOPC_BOOL ? 1 : dt == UOPC_F64 || dt == UOPC_I64 ? 8 : 4;
 }
-const char *uopc_dtype_name(uopc_dtype dt);   /* "f32", "f64", "i32", "i64" */
+const char *uopc_dtype_name(uopc_dtype dt);   /* "f32", "f64", "i32", "i64", "bool" */
 int uopc_dtype_is_float(uopc_dtype dt);
 
 /* --- Creation: each fills *out with a tensor holding one storage reference,
