@@ -30,7 +30,7 @@ POISON = 0x7FC0DEAD              # a quiet NaN with a payload: an output element
 POISON_TAIL = 16
 INT32_MAX = 2**31 - 1
 DISPATCH_MAX_VARIANTS = 32
-STATS = ("compiles", "guard checks", "guard failures", "fast path calls", "generic calls")
+STATS = ("variants built", "guard checks", "guard failures", "fast path calls", "generic calls")
 KERNEL_CALLS = ("calls square_plus_one_fast16", "calls square_plus_one_generic")
 RUNS = {"fast": "fast path calls", "generic": "generic calls"}
 # Exactness: NumPy rounds x*x to float32, then x*x + 1 (float32 + a Python int stays float32).
@@ -274,7 +274,7 @@ def check_limit(lab, rng, bound, seed, report):
     steps = [(16, "fast"), (32, "fast"), (16, "fast"), (48, "generic"), (64, "generic")]
     if run_sequence(lab, d, rng, steps, seed, report, what):
       got = lab.stats(d)
-      want = {"compiles": 3, "limit hits": 2, "fast variants": 2}
+      want = {"variants built": 3, "limit hits": 2, "fast variants": 2}
       got["fast variants"] = lab.lib.dispatch_fast_count(d)
       case = f"{what}: after lengths 16, 32, 16, 48, 64 seed={seed}"
       for name, value in want.items():
@@ -288,8 +288,8 @@ def check_limit(lab, rng, bound, seed, report):
     case = f"{what}: length 32 after lengths 16 and 17 (both places taken) seed={seed}"
     progress(f"lab {LAB} variant limit: {case}")
     expect_rejection(lab, d, x, buf[:32], buf, "UOPC_E_LIMIT", case, report, ("32", "2"))
-    if lab.stats(d)["compiles"] != 2:
-      report.fail(case, f"the refused call built a variant: compiles {lab.stats(d)['compiles']}, expected 2")
+    if (built := lab.stats(d)["variants built"]) != 2:
+      report.fail(case, f"the refused call built a variant: variants built {built}, expected 2")
     run_sequence(lab, d, rng, [(16, "fast"), (17, "generic")], seed, report, what + ", after the refusal")
   return "limit 3 runs lengths 48 and 64 generic (2 limit hits); limit 2 with 'fail' refuses 32 with UOPC_E_LIMIT"
 

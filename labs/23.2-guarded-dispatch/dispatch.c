@@ -10,7 +10,7 @@
 #include <string.h>
 #include "dispatch.h"
 
-enum { SLOT_COMPILES, SLOT_CHECKS, SLOT_FAILURES, SLOT_FAST, SLOT_GENERIC };
+enum { SLOT_VARIANTS_BUILT, SLOT_CHECKS, SLOT_FAILURES, SLOT_FAST, SLOT_GENERIC };
 
 const char *dispatch_path_name(dispatch_path p) {
   return p == DISPATCH_PATH_FAST ? "fast path" : p == DISPATCH_PATH_GENERIC ? "generic" : "none";
@@ -70,7 +70,7 @@ int dispatch_init(dispatcher *d, const dispatch_options *opts, uopc_error *err) 
   if (!rc) rc = build_graph(d, err);
   if (rc) { dispatch_fini(d); return rc; }
   base_parts(d);
-  static const char *const names[] = {DISPATCH_C_COMPILES, DISPATCH_C_GUARD_CHECKS, DISPATCH_C_GUARD_FAILURES,
+  static const char *const names[] = {DISPATCH_C_VARIANTS_BUILT, DISPATCH_C_GUARD_CHECKS, DISPATCH_C_GUARD_FAILURES,
                                       DISPATCH_C_FAST_CALLS, DISPATCH_C_GENERIC_CALLS};
   for (int k = 0; k < 5; k++) d->slots[k] = uopc_counter_slot(names[k]);
   d->last.chosen = -2;
@@ -238,8 +238,8 @@ int dispatch_build(dispatcher *d, dispatch_path path, int64_t exact_n, dispatch_
   } else {
     d->generic = v;
   }
-  d->stats.compiles++;
-  uopc_counter_bump(d->slots[SLOT_COMPILES], 1);
+  d->stats.variants_built++;
+  uopc_counter_bump(d->slots[SLOT_VARIANTS_BUILT], 1);
   *out = v;
   return UOPC_OK;
 }

@@ -14,7 +14,7 @@
 #include "variant_codegen.h"
 
 /* The process counters this lab adds (uopc/counters.h). */
-#define DISPATCH_C_COMPILES "compiles"               /* variants built */
+#define DISPATCH_C_VARIANTS_BUILT "variants built"   /* variants constructed, not gcc runs */
 #define DISPATCH_C_GUARD_CHECKS "guard checks"       /* variant guard sets checked */
 #define DISPATCH_C_GUARD_FAILURES "guard failures"   /* of those, sets that failed */
 #define DISPATCH_C_FAST_CALLS "fast path calls"
@@ -58,7 +58,7 @@ typedef struct dispatch_variant {
 } dispatch_variant;
 
 typedef struct dispatch_stats {  /* this dispatcher's share of the counters */
-  int64_t compiles, guard_checks, guard_failures, fast_calls, generic_calls;
+  int64_t variants_built, guard_checks, guard_failures, fast_calls, generic_calls;
   int64_t limit_hits;            /* calls that wanted a new variant past the limit */
 } dispatch_stats;
 

@@ -28,7 +28,7 @@ int dispatch_last_path(const dispatcher *d) {
 
 int64_t dispatch_stat(const dispatcher *d, const char *name) {
   const dispatch_stats *s = &d->stats;
-  if (!strcmp(name, DISPATCH_C_COMPILES)) return s->compiles;
+  if (!strcmp(name, DISPATCH_C_VARIANTS_BUILT)) return s->variants_built;
   if (!strcmp(name, DISPATCH_C_GUARD_CHECKS)) return s->guard_checks;
   if (!strcmp(name, DISPATCH_C_GUARD_FAILURES)) return s->guard_failures;
   if (!strcmp(name, DISPATCH_C_FAST_CALLS)) return s->fast_calls;

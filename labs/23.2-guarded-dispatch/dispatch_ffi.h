@@ -30,7 +30,7 @@ void dispatch_free(dispatcher *d);
 int dispatch_last_path(const dispatcher *d);
 
 /* This dispatcher's own count named name: one of the DISPATCH_C_ counter
- * names ("compiles", "guard checks", "guard failures", "fast path calls",
+ * names ("variants built", "guard checks", "guard failures", "fast path calls",
  * "generic calls") or DISPATCH_STAT_LIMIT_HITS; -1 for any other name. */
 int64_t dispatch_stat(const dispatcher *d, const char *name);
 

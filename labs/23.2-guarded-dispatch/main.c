@@ -7,12 +7,14 @@
  * refused (unsafe cache, no compiler), 3 a student function is a stub.
  *
  * The expected lines (also in expected.log), on any cache state:
- * expect: compiles=2
+ * expect: variants built=2
  * expect: guard checks=12
  * expect: guard failures=4
  * expect: fast path calls=4
  * expect: generic calls=4
- * expect: programs constructed=2 */
+ * expect: programs constructed=2
+ * The runtime's cache lines are printed too but depend on the cache: a cold
+ * run shows compiler invocations=2, disk cache hits=0; a warm one 0 and 2. */
 #include <stdio.h>
 #include <string.h>
 #include "dispatch.h"

@@ -94,12 +94,12 @@ static void test_dispatch_driver_sequence_counts(void **state) {
   for (int i = 0; i < 6; i++) assert_int_equal(run_case(d, lengths[i], 0, 1, 0), paths[i]);
   assert_int_equal(run_case(d, 64, 0, 2, 0), DISPATCH_PATH_GENERIC);   /* strided */
   assert_int_equal(run_case(d, 33, 1, 1, 0), DISPATCH_PATH_GENERIC);   /* misaligned */
-  assert_int_equal(d->stats.compiles, 2);
+  assert_int_equal(d->stats.variants_built, 2);
   assert_int_equal(d->stats.guard_checks, 12);
   assert_int_equal(d->stats.guard_failures, 4);
   assert_int_equal(d->stats.fast_calls, 4);
   assert_int_equal(d->stats.generic_calls, 4);
-  assert_int_equal(uopc_counter_get(DISPATCH_C_COMPILES), 2);
+  assert_int_equal(uopc_counter_get(DISPATCH_C_VARIANTS_BUILT), 2);
   assert_int_equal(uopc_counter_get(DISPATCH_C_GUARD_CHECKS), 12);
   assert_int_equal(uopc_counter_get(DISPATCH_C_GUARD_FAILURES), 4);
   assert_int_equal(uopc_counter_get(DISPATCH_C_FAST_CALLS), 4);
@@ -202,7 +202,7 @@ static void test_dispatch_random_views_match_eager(void **state) {
     run_case(d, start + n * step, start, step, rand() % 2 ? 0 : rand() % 4);
   }
   for (int64_t n = 16; n <= 256; n += 16) assert_int_equal(run_case(d, n, 0, 1, 0), DISPATCH_PATH_FAST);
-  assert_true(d->stats.compiles <= 2);
+  assert_true(d->stats.variants_built <= 2);
   assert_int_equal(d->count, 1);
   dispatch_fini(d);
 }
@@ -370,7 +370,7 @@ static void test_dispatch_variant_limit_runs_generic(void **state) {
   assert_int_equal(run_case(d, 48, 0, 1, 0), DISPATCH_PATH_GENERIC);
   assert_int_equal(run_case(d, 64, 0, 1, 0), DISPATCH_PATH_GENERIC);
   assert_int_equal(d->count, 2);
-  assert_int_equal(d->stats.compiles, 3);
+  assert_int_equal(d->stats.variants_built, 3);
   assert_int_equal(d->stats.limit_hits, 2);
   char text[DISPATCH_EXPLAIN_MAX];
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
@@ -397,7 +397,7 @@ static void test_dispatch_variant_limit_fails_by_option(void **state) {
   assert_contains(text, "no kernel ran");
   assert_contains(text, "refused with UOPC_E_LIMIT");
   release_view(&v);
-  assert_int_equal(d->stats.compiles, 2);
+  assert_int_equal(d->stats.variants_built, 2);
   dispatch_fini(d);
 }
 
@@ -465,7 +465,7 @@ static void test_dispatch_rejects_bad_inputs(void **state) {
   expect_rejected(d, &big, &big, UOPC_E_BOUNDS, "dim 'n' = 65 outside [1, 64]");
   expect_rejected(d, &empty, &empty, UOPC_E_BOUNDS, "dim 'n' = 0 outside [1, 64]");
   expect_rejected(d, &head, &shifted, UOPC_E_ALIAS, "out partly overlaps x");
-  assert_int_equal(d->stats.compiles, 0);
+  assert_int_equal(d->stats.variants_built, 0);
   uopc_tensor *all[] = {&f64, &m, &f, &big, &shifted, &head, &empty};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
   dispatch_fini(d);
