@@ -58,7 +58,7 @@ DISPATCH_ON_LIMIT = {"run generic": 0, "fail": 1}                  # dispatch_on
 # Lab 23.1 (labs/23.1-symbolic-dims): the structs a caller fills or reads. check_23_1.py
 # verifies each layout against the library before it uses one (sym_dim_init, sym_binding_init
 # and kernel_graph_init clear exactly sizeof of their struct).
-SYM_NAME_MAX, SYM_BINDING_MAX = 32, 16
+SYM_NAME_MAX, SYM_BINDING_MAX = 32, 32
 KERNEL_MAX_RANK, KERNEL_MAX_NODES, KERNEL_MAX_INPUTS = 2, 64, 8
 KERNEL_OPS = {name: k for k, name in enumerate(   # kernel_op, in kernel.h's order
   ("input", "scalar", "add", "sub", "mul", "div", "maximum", "neg", "exp", "sum"))}

@@ -133,14 +133,18 @@ static const sym_expr *binary(sym_arena *a, sym_kind kind, const sym_expr *x,
 }
 
 /* Divisors are positive by construction, so // and % never divide by zero
- * and the interval rules stay simple (chapter 23.1, "Expressions"). */
+ * and the interval rules stay simple (chapter 23.1, "Expressions"). The
+ * compiler core divides by max(extent, 1) when it unravels a reshape. */
 static const sym_expr *division(sym_arena *a, sym_kind kind, const sym_expr *x,
                                 const sym_expr *y) {
   if (!x || !y) return NULL;
-  int ok = (y->kind == SYM_CONST && y->value >= 1) || (y->kind == SYM_DIM && y->dim.lo >= 1);
+  sym_interval iv;
+  uopc_error err;
+  int ok = (y->kind == SYM_CONST && y->value >= 1) || (y->kind == SYM_DIM && y->dim.lo >= 1) ||
+           (sym_expr_interval(y, &iv, &err) == UOPC_OK && iv.lo >= 1);
   if (!ok) {
-    arena_fail(a, UOPC_E_INVALID, "divisor of %s must be a constant >= 1 or a dim with lo >= 1",
-               kind == SYM_MOD ? "%" : "//");
+    arena_fail(a, UOPC_E_INVALID, "divisor of %s must be provably >= 1 (a constant, a dim with lo >= 1"
+               " or an expression whose interval starts at 1)", kind == SYM_MOD ? "%" : "//");
     return NULL;
   }
   return binary(a, kind, x, y);

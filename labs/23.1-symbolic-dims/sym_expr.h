@@ -15,8 +15,7 @@
 typedef enum sym_kind {
   SYM_CONST, SYM_DIM,                        /* leaves */
   SYM_ADD, SYM_SUB, SYM_MUL,                 /* a + b, a - b, a * b */
-  SYM_FLOORDIV, SYM_MOD,                     /* a // b, a % b; b is a constant
-                                                or a dim, with lo >= 1 */
+  SYM_FLOORDIV, SYM_MOD,                     /* a // b, a % b; b is provably >= 1 */
   SYM_MIN, SYM_MAX
 } sym_kind;
 
@@ -56,8 +55,8 @@ const uopc_error *sym_arena_error(const sym_arena *a);
 
 /* ---- Construction, exactly as written (no simplification).
  * Each returns a node owned by the arena, or NULL after recording an error
- * in the arena (UOPC_E_NOMEM; UOPC_E_INVALID for a divisor that is not a
- * constant >= 1 or a dim with lo >= 1). A NULL operand gives NULL, so a chain of calls can be
+ * in the arena (UOPC_E_NOMEM; UOPC_E_INVALID for a divisor not provably >= 1:
+ * a constant >= 1, a dim with lo >= 1, or an expression whose interval does). A NULL operand gives NULL, so a chain of calls can be
  * checked once at the end with sym_arena_error. */
 const sym_expr *sym_expr_const(sym_arena *a, int64_t value);
 const sym_expr *sym_expr_dim(sym_arena *a, const sym_dim *d);

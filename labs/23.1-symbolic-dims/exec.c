@@ -1,0 +1,232 @@
+/* exec.c: compiling a lowered graph and calling it with tensors (given code;
+ * the compiler core, lab 23.1). The binder reads every extent, stride and
+ * offset of the call's tensors once and checks it against the graph's
+ * expression for it, so a kernel never runs on a shape it was not planned
+ * for. Chapter 23.1, "Running a graph". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec.h"
+
+struct exec {
+  lower_program *low;
+  uopc_program *program;
+  void *scratch;
+  size_t scratch_cap;
+};
+
+int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
+             const char *entry, const uopc_program_options *opts, uopc_error *err) {
+  exec *e = calloc(1, sizeof *e);
+  if (!e) return UOPC_FAIL(err, UOPC_E_NOMEM, "exec '%s': out of memory", entry ? entry : "?");
+  int rc = lower_program_new(&e->low, g, outputs, n_outputs, entry, LOWER_C, err);
+  if (!rc) rc = uopc_program_new(&e->program, e->low->source.data, e->low->entry, e->low->signature,
+                                 opts, err);
+  if (rc) { exec_free(e); return rc; }
+  uopc_counter_add(EXEC_C_BUILT, 1);
+  *out = e;
+  return UOPC_OK;
+}
+
+void exec_free(exec *e) {
+  if (!e) return;
+  uopc_program_free(e->program);
+  lower_program_free(e->low);
+  free(e->scratch);
+  free(e);
+}
+
+const lower_program *exec_lowered(const exec *e) { return e->low; }
+const char *exec_source(const exec *e) { return e->low->source.data; }
+const uopc_program *exec_program(const exec *e) { return e->program; }
+
+/* ---- The shape binder. */
+
+typedef struct site { const char *input; const char *what; int axis; } site;
+
+/* Binds e = value: a dim is bound (or must equal its earlier value), a
+ * constant must match; anything else is checked after every dim is bound. */
+static int bind_one(const site *s, const sym_expr *e, int64_t value, sym_binding *b, int *deferred,
+                    uopc_error *err) {
+  if (e->kind == SYM_CONST) {
+    if (e->value == value) return UOPC_OK;
+    return UOPC_FAIL(err, UOPC_E_BOUNDS, "input '%s' %s %d is %lld, the graph needs %lld", s->input, s->what,
+                     s->axis, (long long)value, (long long)e->value);
+  }
+  if (e->kind != SYM_DIM) { *deferred = 1; return UOPC_OK; }
+  int at = sym_binding_find(b, e->dim.name);
+  if (at >= 0 && b->values[at] != value)
+    return UOPC_FAIL(err, UOPC_E_BOUNDS, "input '%s' %s %d is %lld, but dim '%s' is %lld from an earlier"
+                     " extent", s->input, s->what, s->axis, (long long)value, e->dim.name,
+                     (long long)b->values[at]);
+  if (at >= 0) return UOPC_OK;
+  uopc_error inner;
+  if (sym_dim_bind(b, &e->dim, value, &inner) == UOPC_OK) return UOPC_OK;
+  return UOPC_FAIL(err, inner.code, "input '%s' %s %d: %s", s->input, s->what, s->axis, inner.message);
+}
+
+static int check_one(const site *s, const sym_expr *e, int64_t value, const sym_binding *b, uopc_error *err) {
+  int64_t want;
+  int rc = sym_expr_eval(e, b, &want, err);
+  if (rc) return rc;
+  if (want == value) return UOPC_OK;
+  char text[256] = "?";
+  sym_expr_format(e, text, sizeof text, NULL);
+  return UOPC_FAIL(err, UOPC_E_BOUNDS, "input '%s' %s %d is %lld, the graph needs %s = %lld", s->input, s->what,
+                   s->axis, (long long)value, text, (long long)want);
+}
+
+/* pass 0 binds, pass 1 checks what pass 0 deferred. */
+static int bind_input(const ir_node *n, const uopc_tensor *t, int pass, sym_binding *b, int *deferred,
+                      uopc_error *err) {
+  int rc = UOPC_OK;
+  for (int k = 0; k < n->rank && !rc; k++) {
+    site s = {n->name, "axis", k};
+    rc = pass ? (n->shape[k]->kind > SYM_DIM ? check_one(&s, n->shape[k], t->shape[k], b, err) : UOPC_OK)
+              : bind_one(&s, n->shape[k], t->shape[k], b, deferred, err);
+  }
+  for (int k = 0; k < n->rank && !rc && !n->contiguous; k++) {
+    site s = {n->name, "stride", k};
+    rc = pass ? (n->strides[k]->kind > SYM_DIM ? check_one(&s, n->strides[k], t->strides[k], b, err) : UOPC_OK)
+              : bind_one(&s, n->strides[k], t->strides[k], b, deferred, err);
+  }
+  site s = {n->name, "offset", 0};
+  if (!rc && !(n->offset->kind == SYM_CONST && n->offset->value == 0))
+    rc = pass ? (n->offset->kind > SYM_DIM ? check_one(&s, n->offset, t->offset, b, err) : UOPC_OK)
+              : bind_one(&s, n->offset, t->offset, b, deferred, err);
+  return rc;
+}
+
+static int check_input(const ir_node *n, const uopc_tensor *t, uopc_error *err) {
+  if (!t || !t->storage) return UOPC_FAIL(err, UOPC_E_INVALID, "input '%s' is NULL or released", n->name);
+  if (t->dtype != n->dtype)
+    return UOPC_FAIL(err, UOPC_E_DTYPE, "input '%s' is %s, the graph takes %s", n->name,
+                     uopc_dtype_name(t->dtype), uopc_dtype_name(n->dtype));
+  if (t->rank != n->rank)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "input '%s' has rank %d, the graph takes rank %d", n->name, t->rank,
+                     n->rank);
+  if (n->contiguous && !uopc_tensor_is_contiguous(t))
+    return UOPC_FAIL(err, UOPC_E_LAYOUT, "input '%s' is not contiguous; this program reads packed rows"
+                     " (a strided variant takes its strides as dims)", n->name);
+  return UOPC_OK;
+}
+
+static int check_bound(const lower_program *p, const sym_binding *b, uopc_error *err) {
+  for (int d = 0; d < p->n_dims; d++)
+    if (sym_binding_find(b, p->dims[d].name) < 0)
+      return UOPC_FAIL(err, UOPC_E_UNBOUND, "dim '%s' of '%s' is not determined by any input's extents,"
+                       " strides or offset", p->dims[d].name, p->entry);
+  for (int k = 0; k < p->n_nonempty; k++) {
+    int64_t v;
+    int rc = sym_expr_eval(p->nonempty[k].extent, b, &v, err);
+    if (rc) return rc;
+    if (v < 1) return UOPC_FAIL(err, UOPC_E_BOUNDS, "max %%%d over an empty axis (extent %lld): NumPy refuses"
+                                " it too", p->nonempty[k].node->id, (long long)v);
+  }
+  return UOPC_OK;
+}
+
+int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
+              uopc_error *err) {
+  const lower_program *p = e->low;
+  if (n_inputs != p->n_inputs || (n_inputs && !inputs))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' takes %d inputs, not %d", p->entry, p->n_inputs, n_inputs);
+  sym_binding_init(b);
+  int deferred = 0, rc = UOPC_OK;
+  for (int i = 0; i < n_inputs && !rc; i++) rc = check_input(p->buffers[p->n_outputs + i].node, inputs[i], err);
+  for (int pass = 0; pass < 2 && !rc; pass++)
+    for (int i = 0; i < n_inputs && !rc && (pass == 0 || deferred); i++)
+      rc = bind_input(p->buffers[p->n_outputs + i].node, inputs[i], pass, b, &deferred, err);
+  return rc ? rc : check_bound(p, b, err);
+}
+
+int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape, int *rank,
+                      uopc_error *err) {
+  const ir_node *n = e->low->buffers[k].node;
+  *rank = n->rank;
+  for (int a = 0; a < n->rank; a++) {
+    int rc = sym_expr_eval(n->shape[a], b, &shape[a], err);
+    if (rc) return rc;
+  }
+  return UOPC_OK;
+}
+
+/* ---- Running. */
+
+static int check_output(const exec *e, int k, const uopc_tensor *t, const sym_binding *b, uopc_error *err) {
+  const ir_node *n = e->low->buffers[k].node;
+  int64_t shape[UOPC_MAX_RANK];
+  int rank, rc = exec_output_shape(e, k, b, shape, &rank, err);
+  if (rc) return rc;
+  if (!t || !t->storage) return UOPC_FAIL(err, UOPC_E_INVALID, "output %d is NULL or released", k);
+  if (t->dtype != n->dtype)
+    return UOPC_FAIL(err, UOPC_E_DTYPE, "output %d is %s, the graph makes %s", k, uopc_dtype_name(t->dtype),
+                     uopc_dtype_name(n->dtype));
+  int same = t->rank == rank;
+  for (int a = 0; a < rank && same; a++) same = t->shape[a] == shape[a];
+  if (!same) return UOPC_FAIL(err, UOPC_E_BOUNDS, "output %d has the wrong shape for this call (rank %d,"
+                              " axis 0 %lld)", k, t->rank, t->rank ? (long long)t->shape[0] : 0LL);
+  if (!uopc_tensor_is_contiguous(t))
+    return UOPC_FAIL(err, UOPC_E_LAYOUT, "output %d is not contiguous; the program writes packed rows", k);
+  return UOPC_OK;
+}
+
+static int check_aliases(uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
+                         int n_inputs, const lower_program *p, uopc_error *err) {
+  for (int k = 0; k < n_outputs; k++) {
+    for (int i = 0; i < n_inputs; i++)
+      if (uopc_tensor_numel(outputs[k]) && uopc_tensor_may_overlap(outputs[k], inputs[i]))
+        return UOPC_FAIL(err, UOPC_E_ALIAS, "output %d shares memory with input '%s': the kernel's"
+                         " restrict buffers forbid it", k, p->buffers[p->n_outputs + i].name);
+    for (int j = 0; j < k; j++)
+      if (uopc_tensor_numel(outputs[k]) && uopc_tensor_may_overlap(outputs[k], outputs[j]))
+        return UOPC_FAIL(err, UOPC_E_ALIAS, "outputs %d and %d share memory", j, k);
+  }
+  return UOPC_OK;
+}
+
+static int scratch_for(exec *e, const sym_binding *b, uopc_error *err) {
+  int64_t bytes = 0;
+  int rc = e->low->scratch_bytes ? sym_expr_eval(e->low->scratch_bytes, b, &bytes, err) : UOPC_OK;
+  if (rc || (size_t)bytes <= e->scratch_cap) return rc;
+  void *s = aligned_alloc(64, (size_t)bytes);
+  if (!s) return UOPC_FAIL(err, UOPC_E_NOMEM, "'%s': no memory for %lld bytes of temporaries", e->low->entry,
+                           (long long)bytes);
+  free(e->scratch);
+  e->scratch = s;
+  e->scratch_cap = (size_t)bytes;
+  return UOPC_OK;
+}
+
+int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
+             int n_inputs, uopc_error *err) {
+  const lower_program *p = e->low;
+  sym_binding b;
+  if (n_outputs != p->n_outputs || !outputs)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' makes %d outputs, not %d", p->entry, p->n_outputs, n_outputs);
+  int rc = exec_bind(e, inputs, n_inputs, &b, err);
+  for (int k = 0; k < n_outputs && !rc; k++) rc = check_output(e, k, outputs[k], &b, err);
+  if (!rc) rc = check_aliases(outputs, n_outputs, inputs, n_inputs, p, err);
+  if (!rc) rc = scratch_for(e, &b, err);
+  if (rc) return rc;
+  void *ptrs[p->n_buffers + 1];
+  int32_t d32[p->n_dims + 1];
+  int64_t d64[p->n_dims + 1];
+  void *args[p->n_buffers + p->n_dims + 2];
+  int n = 0;
+  for (int k = 0; k < n_outputs; k++) ptrs[k] = uopc_tensor_data(outputs[k]);
+  for (int i = 0; i < n_inputs; i++) {
+    const ir_node *node = p->buffers[p->n_outputs + i].node;
+    int at_base = !(node->offset->kind == SYM_CONST && node->offset->value == 0);
+    ptrs[n_outputs + i] = at_base ? (void *)inputs[i]->storage->base : uopc_tensor_data(inputs[i]);
+  }
+  ptrs[n_outputs + n_inputs] = e->scratch;
+  for (int k = 0; k < n_outputs + n_inputs + (p->n_temps ? 1 : 0); k++) args[n++] = &ptrs[k];
+  for (int d = 0; d < p->n_dims && !rc; d++) {
+    rc = sym_binding_get(&b, &p->dims[d], &d64[d], err);
+    d32[d] = (int32_t)d64[d];            /* the plan chose 32 bits only when every bound fits */
+    args[n++] = p->index.bits == 32 ? (void *)&d32[d] : (void *)&d64[d];
+  }
+  if (!rc) uopc_program_call(e->program, args);
+  return rc;
+}

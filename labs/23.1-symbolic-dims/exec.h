@@ -1,0 +1,50 @@
+/* exec.h: a lowered graph compiled for the CPU and called with tensors
+ * (given code; the compiler core, lab 23.1).
+ * exec_new lowers the graph (lower.h), compiles the C through uopc (or finds
+ * it in the disk cache) and keeps the program. exec_bind is the shape binder:
+ * it turns one call's tensors into a binding of the graph's dims, checking
+ * every extent, stride and offset against its expression and every dim
+ * against its bounds; two equal extents are equal because one dim is bound
+ * twice to one value, never by assumption. exec_run binds, checks the
+ * outputs, and calls the kernel. Chapter 23.1, "Running a graph". */
+#ifndef EXEC_H
+#define EXEC_H
+
+#include "lower.h"
+
+/* The process counter of the core: programs lowered and built (a disk-cache
+ * hit counts too; "compiler invocations" says whether gcc ran). */
+#define EXEC_C_BUILT "graph programs built"
+
+typedef struct exec exec;
+
+/* Lowers and builds. g must outlive *out; opts may be NULL. The caller owns
+ * *out (exec_free). Errors: those of lower_program_new and uopc_program_new. */
+int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
+             const char *entry, const uopc_program_options *opts, uopc_error *err);
+void exec_free(exec *e);
+
+/* Binds the graph's dims from inputs (in ir_graph_input order).
+ * Errors: UOPC_E_INVALID (count, NULL), UOPC_E_DTYPE, UOPC_E_BOUNDS (a dim
+ * outside its bounds, an extent or stride that differs from its expression,
+ * a max over an empty axis), UOPC_E_LAYOUT (a contiguous input that is not),
+ * UOPC_E_UNBOUND (a dim that no input determines). Each message names the
+ * input, the axis, the value and the rule. */
+int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
+              uopc_error *err);
+
+/* Output k's shape under b. Errors: those of sym_expr_eval. */
+int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape, int *rank,
+                      uopc_error *err);
+
+/* Runs the program: outputs must be contiguous, of the output's dtype and
+ * shape under this call's binding, and share no byte with any input or each
+ * other. Errors: those of exec_bind, UOPC_E_LAYOUT, UOPC_E_ALIAS, UOPC_E_NOMEM. */
+int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
+             int n_inputs, uopc_error *err);
+
+const lower_program *exec_lowered(const exec *e);
+const char *exec_source(const exec *e);
+const uopc_program *exec_program(const exec *e);
+
+#endif

@@ -1,0 +1,278 @@
+/* lower.c: the graph IR to loop nests (given code; the compiler core, lab 23.1).
+ * Lowering plans the buffers and parameters, then writes each materialised
+ * node's loop nest: a value is computed at an index vector (one expression per
+ * axis, in loop variables); a movement op rewrites the vector, an elementwise
+ * op combines its operands' values at the same vector, and a materialised
+ * node is a load. Back-end differences (loop headers, qualifiers, special
+ * constants) live in emit.c. Chapter 23.1, "One lowering, two back ends". */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lower.h"
+#include "lower_internal.h"
+
+/* ---- Planning: buffers, dims, the index width. */
+
+static int buffer_of(const lower_program *p, const ir_node *n) {
+  for (int b = 0; b < p->n_buffers; b++)
+    if (p->buffers[b].node == n && p->buffers[b].role != LOWER_INPUT) return b;
+  return -1;
+}
+
+static int materialised(const ir_node *n) {
+  ir_kind k = ir_op_info_of(n->op)->kind;
+  return k == IR_KIND_REDUCE || k == IR_KIND_MATMUL;
+}
+
+static void mark(const ir_node *n, unsigned char *used) {
+  if (!n || used[n->id]) return;
+  used[n->id] = 1;
+  for (int i = 0; i < 3; i++) mark(n->src[i], used);
+}
+
+static int add_buffer(lower_program *p, lower_role role, const ir_node *n, const char *name) {
+  lower_buffer *b = &p->buffers[p->n_buffers++];
+  b->role = role;
+  b->node = n;
+  snprintf(b->name, sizeof b->name, "%s", name);
+  return p->n_buffers - 1;
+}
+
+static int plan_buffers(lower_program *p, const ir_node *const *outputs, const unsigned char *used,
+                        uopc_error *err) {
+  const ir_graph *g = p->graph;
+  int nodes = ir_graph_node_count(g), inputs = ir_graph_input_count(g);
+  p->buffers = calloc((size_t)(p->n_outputs + inputs + nodes), sizeof *p->buffers);
+  p->kernel_buffer = calloc((size_t)(p->n_outputs + nodes), sizeof *p->kernel_buffer);
+  if (!p->buffers || !p->kernel_buffer) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
+  char name[SYM_NAME_MAX];
+  for (int k = 0; k < p->n_outputs; k++) {
+    snprintf(name, sizeof name, "out%d", k);
+    add_buffer(p, LOWER_OUTPUT, outputs[k], name);
+  }
+  for (int k = 0; k < inputs; k++) add_buffer(p, LOWER_INPUT, ir_graph_input(g, k), ir_graph_input(g, k)->name);
+  for (int id = 0; id < nodes; id++) {       /* ids are a topological order */
+    const ir_node *n = ir_graph_node(g, id);
+    if (!used[id] || !materialised(n) || buffer_of(p, n) >= 0) continue;
+    snprintf(name, sizeof name, "tmp%d", p->n_temps++);
+    add_buffer(p, LOWER_TEMP, n, name);
+  }
+  p->n_inputs = inputs;
+  /* Kernels: every temporary and output, by node id, so each reads only what
+   * an earlier kernel wrote. */
+  for (int id = 0; id < nodes; id++)
+    for (int b = 0; b < p->n_buffers; b++)
+      if (p->buffers[b].role != LOWER_INPUT && p->buffers[b].node->id == id)
+        p->kernel_buffer[p->n_kernels++] = b;
+  return UOPC_OK;
+}
+
+typedef struct dim_set { lower_program *p; int cap, overflow; } dim_set;
+
+static void add_dim(const sym_dim *d, void *ctx) {
+  dim_set *s = ctx;
+  for (int k = 0; k < s->p->n_dims; k++)
+    if (strcmp(s->p->dims[k].name, d->name) == 0) return;
+  if (s->p->n_dims == s->cap) { s->overflow = 1; return; }
+  s->p->dims[s->p->n_dims++] = *d;
+}
+
+static void node_dims(const ir_node *n, dim_set *s) {
+  for (int k = 0; k < n->rank; k++) sym_expr_each_dim(n->shape[k], add_dim, s);
+  if (n->op == IR_INPUT) {
+    for (int k = 0; k < n->rank; k++) sym_expr_each_dim(n->strides[k], add_dim, s);
+    sym_expr_each_dim(n->offset, add_dim, s);
+  }
+  if (n->start) sym_expr_each_dim(n->start, add_dim, s);
+  if (n->step) sym_expr_each_dim(n->step, add_dim, s);
+  if (n->index) sym_expr_each_dim(n->index, add_dim, s);
+}
+
+/* Dims in order of first appearance: outputs, inputs, then the rest by id. */
+static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *err) {
+  int nodes = ir_graph_node_count(p->graph);
+  dim_set s = {p, UOPC_SIGNATURE_MAX, 0};
+  if (!(p->dims = calloc((size_t)s.cap, sizeof *p->dims)))
+    return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
+  for (int b = 0; b < p->n_buffers; b++)
+    if (p->buffers[b].role != LOWER_TEMP) node_dims(p->buffers[b].node, &s);
+  for (int id = 0; id < nodes; id++)
+    if (used[id]) node_dims(ir_graph_node(p->graph, id), &s);
+  if (s.overflow)
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' uses more than %d dims", p->entry, s.cap);
+  for (int k = 0; k < p->n_dims; k++)
+    for (int b = 0; b < p->n_buffers; b++)
+      if (strcmp(p->dims[k].name, p->buffers[b].name) == 0)
+        return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' has the name of a buffer",
+                         p->dims[k].name);
+  return UOPC_OK;
+}
+
+static const sym_expr *numel(sym_arena *a, const ir_node *n) {
+  const sym_expr *e = sym_expr_const(a, 1);
+  for (int k = 0; k < n->rank; k++) e = sym_expr_mul(a, e, n->shape[k]);
+  return e;
+}
+
+/* Temporaries are packed in one scratch block, each at a 64-byte boundary. */
+static int plan_scratch(lower_program *p, uopc_error *err) {
+  sym_arena *a = ir_graph_arena((ir_graph *)p->graph);
+  const sym_expr *at = sym_expr_const(a, 0), *align = sym_expr_const(a, 64);
+  for (int b = 0; b < p->n_buffers; b++) {
+    lower_buffer *buf = &p->buffers[b];
+    if (buf->role != LOWER_TEMP) continue;
+    buf->scratch_offset = at;
+    const sym_expr *bytes = sym_expr_mul(a, numel(a, buf->node),
+                                         sym_expr_const(a, (int64_t)uopc_dtype_size(buf->node->dtype)));
+    const sym_expr *end = sym_expr_add(a, at, bytes);
+    at = sym_expr_mul(a, sym_expr_floordiv(a, sym_expr_add(a, end, sym_expr_const(a, 63)), align), align);
+    int rc = sym_expr_simplify(a, at, &at, err);
+    if (!rc) rc = sym_expr_simplify(a, buf->scratch_offset, &buf->scratch_offset, err);
+    if (rc) return rc;
+  }
+  p->scratch_bytes = p->n_temps ? at : NULL;
+  return UOPC_OK;
+}
+
+/* Every buffer's element count decides the width first (sym_index_width);
+ * the addresses of strided views widen it further as they are written. */
+static int plan_index(lower_program *p, uopc_error *err) {
+  sym_index_init(&p->index);
+  for (int b = 0; b < p->n_buffers; b++) {
+    const ir_node *n = p->buffers[b].node;
+    int rc = sym_index_width(&p->index, p->buffers[b].name, n->shape, n->rank, err);
+    if (rc) return rc;
+  }
+  return UOPC_OK;
+}
+
+static int plan_signature(lower_program *p, uopc_error *err) {
+  int n = p->n_buffers + (p->n_temps ? 1 - p->n_temps : 0) + p->n_dims;
+  if (n >= UOPC_SIGNATURE_MAX)
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' needs %d parameters, at most %d", p->entry, n,
+                     UOPC_SIGNATURE_MAX - 1);
+  int at = 0;
+  for (int b = 0; b < p->n_outputs + p->n_inputs; b++) p->signature[at++] = 'p';
+  if (p->n_temps) p->signature[at++] = 'p';
+  for (int d = 0; d < p->n_dims; d++) p->signature[at++] = p->index.bits == 32 ? 'i' : 'l';
+  p->signature[at] = '\0';
+  return UOPC_OK;
+}
+
+static int check_outputs(const ir_graph *g, const ir_node *const *outputs, int n, const char *entry,
+                         uopc_error *err) {
+  if (!g || !outputs || n < 1) return UOPC_FAIL(err, UOPC_E_INVALID, "lower: no outputs");
+  if (ir_graph_error(g)->code != UOPC_OK)
+    return UOPC_FAIL(err, ir_graph_error(g)->code, "lower: the graph has an error: %s",
+                     ir_graph_error(g)->message);
+  for (int k = 0; k < n; k++)
+    if (!outputs[k] || ir_graph_node(g, outputs[k]->id) != outputs[k])
+      return UOPC_FAIL(err, UOPC_E_INVALID, "lower: output %d is not a node of the graph", k);
+  size_t len = entry ? strlen(entry) : 0;
+  int ok = len > 0 && len < 48 && (entry[0] == '_' || (entry[0] | 32) >= 'a');
+  for (size_t i = 0; ok && i < len; i++)
+    ok = entry[i] == '_' || (entry[i] >= '0' && entry[i] <= '9') || ((entry[i] | 32) >= 'a' && (entry[i] | 32) <= 'z');
+  if (!ok) return UOPC_FAIL(err, UOPC_E_INVALID, "lower: entry '%s' is not a C identifier of at most 47"
+                            " characters", entry ? entry : "(null)");
+  return UOPC_OK;
+}
+
+static int plan_nonempty(lower_program *p, const unsigned char *used, uopc_error *err) {
+  int nodes = ir_graph_node_count(p->graph);
+  if (!(p->nonempty = calloc((size_t)nodes * UOPC_MAX_RANK + 1, sizeof *p->nonempty)))
+    return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
+  for (int id = 0; id < nodes; id++) {
+    const ir_node *n = ir_graph_node(p->graph, id);
+    if (!used[id] || n->op != IR_MAX) continue;
+    for (int k = 0; k < n->src[0]->rank; k++)
+      if (n->axes >> k & 1u) p->nonempty[p->n_nonempty++] = (lower_nonempty){n->src[0]->shape[k], n};
+  }
+  return UOPC_OK;
+}
+
+int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
+                      int n_outputs, const char *entry, lower_backend backend, uopc_error *err) {
+  int rc = check_outputs(g, outputs, n_outputs, entry, err);
+  if (rc) return rc;
+  lower_program *p = calloc(1, sizeof *p);
+  unsigned char *used = calloc((size_t)ir_graph_node_count(g) + 1, 1);
+  if (!p || !used) {
+    free(p);
+    free(used);
+    return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
+  }
+  snprintf(p->entry, sizeof p->entry, "%s", entry);
+  p->backend = backend;
+  p->graph = g;
+  p->n_outputs = n_outputs;
+  for (int k = 0; k < n_outputs; k++) mark(outputs[k], used);
+  rc = plan_buffers(p, outputs, used, err);
+  if (!rc) rc = plan_dims(p, used, err);
+  if (!rc) rc = plan_scratch(p, err);
+  if (!rc) rc = plan_index(p, err);
+  if (!rc) rc = plan_nonempty(p, used, err);
+  if (!rc) rc = lower_emit_source(p, err);       /* may widen the index and re-emit */
+  if (!rc) rc = plan_signature(p, err);
+  free(used);
+  if (rc) { lower_program_free(p); return rc; }
+  *out = p;
+  return UOPC_OK;
+}
+
+void lower_program_free(lower_program *p) {
+  if (!p) return;
+  free(p->buffers);
+  free(p->kernel_buffer);
+  free(p->dims);
+  free(p->nonempty);
+  codegen_text_fini(&p->source);
+  free(p);
+}
+
+int lower_kernel_threads(const lower_program *p, int k, const sym_binding *b, int64_t *threads,
+                         uopc_error *err) {
+  const ir_node *n = p->buffers[p->kernel_buffer[k]].node;
+  int64_t total = 1;
+  for (int a = 0; a < n->rank; a++) {
+    int64_t v;
+    int rc = sym_expr_eval(n->shape[a], b, &v, err);
+    if (rc) return rc;
+    if (__builtin_mul_overflow(total, v, &total))
+      return UOPC_FAIL(err, UOPC_E_OVERFLOW, "kernel %d of '%s': thread count overflows", k, p->entry);
+  }
+  *threads = total;
+  return UOPC_OK;
+}
+
+/* ---- Writing one kernel: values at index vectors. */
+
+int lower_ctx_printf(lower_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char line[1024];
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof line)
+    return UOPC_FAIL(c->err, UOPC_E_LIMIT, "lower: a generated line of %d characters", n);
+  return codegen_printf(c->t, c->err, "%*s%s", 2 * c->depth, "", line);
+}
+
+/* The C text of e (simplified) into buf; widens the index type to 64 bits
+ * when e's interval leaves int32, and refuses what leaves int64. */
+int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what) {
+  const sym_expr *s;
+  sym_interval iv;
+  int rc = sym_expr_simplify(c->arena, e, &s, c->err);
+  if (!rc) rc = sym_expr_interval(s, &iv, c->err);
+  if (rc) return rc;
+  if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) {
+    char text[256] = "?";
+    sym_expr_format(s, text, sizeof text, NULL);
+    return UOPC_FAIL(c->err, UOPC_E_OVERFLOW, "lower: %s %s may pass int64 within the dims' bounds",
+                     what, text);
+  }
+  if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) c->needs64 = 1;
+  return sym_expr_to_c(s, buf, size, c->err);
+}

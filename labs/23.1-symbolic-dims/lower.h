@@ -1,0 +1,71 @@
+/* lower.h: one lowering of the graph IR to loops, and its two back ends
+ * (given code; the compiler core, lab 23.1).
+ * A program computes a graph's outputs. Lowering decides which nodes are
+ * materialised (the outputs, and every reduction or matmul, into planned
+ * temporaries), the kernel parameters (outputs, inputs, scratch, then each dim
+ * in order of first appearance) and the index width; each materialised node
+ * becomes one loop nest whose extents, strides and offsets are expressions
+ * over those parameters, and everything else fuses into the loops that read
+ * it. The C back end writes the loop nests one after another in one
+ * function; the CUDA back end writes one __global__ function per loop nest,
+ * with the output's loops spread over threads. No size of a call appears in
+ * the text. Chapter 23.1, "One lowering, two back ends". */
+#ifndef LOWER_H
+#define LOWER_H
+
+#include "ir.h"
+
+typedef enum lower_backend { LOWER_C, LOWER_CUDA } lower_backend;
+
+typedef enum lower_role { LOWER_OUTPUT, LOWER_INPUT, LOWER_TEMP } lower_role;
+
+typedef struct lower_buffer {
+  char name[SYM_NAME_MAX];          /* out0.., the input's name, tmp0.. */
+  lower_role role;
+  const ir_node *node;              /* the value it holds (an input: its view) */
+  const sym_expr *scratch_offset;   /* LOWER_TEMP: bytes from the scratch base */
+} lower_buffer;
+
+/* An extent that must be at least 1 when the program runs (a max over it). */
+typedef struct lower_nonempty {
+  const sym_expr *extent;
+  const ir_node *node;
+} lower_nonempty;
+
+typedef struct lower_program {
+  char entry[64];
+  lower_backend backend;
+  const ir_graph *graph;            /* borrowed: outlives the program */
+  int n_buffers;                    /* parameter order: outputs, inputs, temps */
+  lower_buffer *buffers;
+  int n_outputs, n_inputs, n_temps;
+  int n_kernels;                    /* loop nests, in execution order */
+  int *kernel_buffer;               /* kernel k writes buffers[kernel_buffer[k]] */
+  int n_dims;
+  sym_dim *dims;                    /* the trailing parameters */
+  sym_index_plan index;             /* 32- or 64-bit loop and address arithmetic */
+  const sym_expr *scratch_bytes;    /* NULL when there are no temporaries */
+  int n_nonempty;
+  lower_nonempty *nonempty;
+  char signature[UOPC_SIGNATURE_MAX];  /* for uopc_program_new (C back end) */
+  int uses_libm;
+  codegen_text source;              /* the generated text */
+} lower_program;
+
+/* Lowers the graph computing outputs to a program named entry (a C
+ * identifier saying the operation and the variant) for backend. The caller
+ * owns *out and frees it with lower_program_free; g must outlive it.
+ * Errors: UOPC_E_INVALID (no outputs, a foreign node, a bad entry),
+ * UOPC_E_OVERFLOW (an address or element count past int64, naming the
+ * buffer), UOPC_E_LIMIT (more parameters than UOPC_SIGNATURE_MAX - 1),
+ * UOPC_E_NOMEM, those of sym_expr. */
+int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
+                      int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
+void lower_program_free(lower_program *p);
+
+/* The CUDA back end's kernel k is named "<entry>_k<k>"; launch it over
+ * ceil(threads / block) blocks, where threads is its output's element count. */
+int lower_kernel_threads(const lower_program *p, int k, const sym_binding *b, int64_t *threads,
+                         uopc_error *err);
+
+#endif
