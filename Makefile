@@ -135,6 +135,11 @@ endef
 BENCH_LABS := $(foreach l,$(LAB_IDS),$(if $(wildcard bench/bench_$(subst .,_,$(l)).c),$(l)))
 $(foreach l,$(BENCH_LABS),$(eval $(call BENCH_RULES,$(l))))
 BENCH_BINS := $(foreach l,$(BENCH_LABS),$(BUILD)/bin/bench_$(subst .,_,$(l)))
+# The compiler core lives in lab 23.1's library (labs/23.1-symbolic-dims/ir.h ...).
+$(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,23.1)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,23.1) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,23.1) -luopc
+BENCH_BINS += $(BUILD)/bin/bench_core
 
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
 # make grade                       the student code in labs/ (IMPL=solutions: the reference)

@@ -33,10 +33,13 @@ static int banner(lower_ctx *c) {
   }
   if (!rc) rc = codegen_printf(t, err, "\n * index: %s (every address and element count fits)\n", c->ix);
   if (!rc && has_reduction(p))
-    rc = codegen_printf(t, err, " * reduction order: the innermost reduced axis's element j is added into lane\n"
-                        " *   j %% LANES (LANES = %d), other reduced axes in row-major order around it,\n"
-                        " *   each lane from its identity; then the lanes pairwise, lane k with lane\n"
-                        " *   k + LANES/2, then k + LANES/4, ..., k + 1; the result is lane 0\n", LOWER_LANES);
+    rc = codegen_printf(t, err, " * reduction order (each loop nest says which): 'lanes' adds element j of the\n"
+                        " *   innermost reduced axis into lane j %% LANES (LANES = %d), other reduced axes\n"
+                        " *   in row-major order around it, each lane from its identity, then the lanes\n"
+                        " *   pairwise, lane k with lane k + LANES/2, then k + LANES/4, ..., k + 1, the\n"
+                        " *   result in lane 0; 'serial' (when the last axis is kept) adds each output\n"
+                        " *   element's elements one at a time in row-major order of the reduced axes\n",
+                        LOWER_LANES);
   for (int b = 0; b < p->n_buffers && !rc; b++) {
     const lower_buffer *buf = &p->buffers[b];
     char off[LOWER_EXPR_MAX];
@@ -122,8 +125,11 @@ static int temporaries(lower_ctx *c) {
 
 static int kernel_comment(lower_ctx *c, int k) {
   const lower_buffer *buf = &c->p->buffers[c->p->kernel_buffer[k]];
-  return lower_ctx_printf(c, "/* loop nest %d: %s = %%%d (%s) */\n", k, buf->name, buf->node->id,
-                          ir_op_info_of(buf->node->op)->name);
+  const ir_node *n = buf->node;
+  const char *order = lower_reduces_serially(n) ? ", order: serial"
+                      : ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE ? ", order: lanes" : "";
+  return lower_ctx_printf(c, "/* loop nest %d: %s = %%%d (%s%s) */\n", k, buf->name, n->id,
+                          ir_op_info_of(n->op)->name, order);
 }
 
 static int functions(lower_ctx *c) {

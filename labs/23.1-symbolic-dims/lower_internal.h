@@ -34,6 +34,9 @@ typedef struct lower_ctx {
 int lower_ctx_printf(lower_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what);
 
+/* 1 when reduction n keeps its source's last axis: its elements are added
+ * one at a time (serially) rather than into lanes. */
+int lower_reduces_serially(const ir_node *n);
 /* Appends kernel k's loop nest (C) or __global__ body (CUDA) to c->t. */
 int lower_emit_kernel(lower_ctx *c, int k);
 /* The whole text: banner, prelude, then the function(s). */

@@ -296,17 +296,15 @@ typedef struct reduction {
   const sym_expr *inner_extent;
 } reduction;
 
-/* acc0[lane] = combine(acc0[lane], t<v>) in the reduction's order. */
-static int accumulate(lower_ctx *c, const reduction *r, const char *lane, const char *v) {
-  const char *T = ir_dtype_ctype(r->acc);
+/* acc = combine(acc, v), acc the text of an lvalue. */
+static int accumulate(lower_ctx *c, const reduction *r, const char *acc, const char *v) {
+  const char *T = ir_dtype_ctype(r->acc), *U = unsigned_of(r->acc);
   int fl = uopc_dtype_is_float(r->acc);
-  if (r->is_max && fl)
-    return lower_ctx_printf(c, "acc0[%s] = (%s > acc0[%s] || %s != %s) ? %s : acc0[%s];\n", lane, v, lane,
-                            v, v, v, lane);
-  if (r->is_max) return lower_ctx_printf(c, "acc0[%s] = %s > acc0[%s] ? %s : acc0[%s];\n", lane, v, lane, v, lane);
-  if (fl) return lower_ctx_printf(c, "acc0[%s] += %s;\n", lane, v);
-  return lower_ctx_printf(c, "acc0[%s] = (%s)((%s)acc0[%s] + (%s)%s);\n", lane, T, unsigned_of(r->acc), lane,
-                          unsigned_of(r->acc), v);
+  if (r->is_max && fl)   /* NumPy's max: a NaN wins */
+    return lower_ctx_printf(c, "%s = (%s > %s || %s != %s) ? %s : %s;\n", acc, v, acc, v, v, v, acc);
+  if (r->is_max) return lower_ctx_printf(c, "%s = %s > %s ? %s : %s;\n", acc, v, acc, v, acc);
+  if (fl) return lower_ctx_printf(c, "%s += %s;\n", acc, v);
+  return lower_ctx_printf(c, "%s = (%s)((%s)%s + (%s)%s);\n", acc, T, U, acc, U, v);
 }
 
 /* One element of the reduction at position j of its innermost axis. */
@@ -340,7 +338,7 @@ static int element(lower_ctx *c, reduction *r, const sym_expr *j) {
   if (rc) return rc;
   if (r->acc != r->n->src[0]->dtype) snprintf(v, sizeof v, "(%s)t%d", ir_dtype_ctype(r->acc), t);
   else snprintf(v, sizeof v, "t%d", t);
-  return accumulate(c, r, "r1", v);
+  return accumulate(c, r, "acc0[r1]", v);
 }
 
 /* The innermost reduced axis: whole blocks of LANES, then the tail, element
@@ -405,8 +403,7 @@ static int reduce_body(lower_ctx *c, const ir_node *n, const sym_expr *const *ou
   c->depth++;
   if (!rc) rc = lower_ctx_printf(c, "for (%s r2 = 0; r2 < r1; r2++) {\n", c->ix);
   c->depth++;
-  char other[16] = "acc0[r2 + r1]";
-  if (!rc) rc = accumulate(c, &r, "r2", other);
+  if (!rc) rc = accumulate(c, &r, "acc0[r2]", "acc0[r2 + r1]");
   if (!rc) rc = close_brace(c);
   if (!rc) rc = close_brace(c);
   if (rc || n->op != IR_MEAN) return rc ? rc : lower_ctx_printf(c, "%s = acc0[0];\n", store);
@@ -417,6 +414,108 @@ static int reduce_body(lower_ctx *c, const ir_node *n, const sym_expr *const *ou
   return rc ? rc : lower_ctx_printf(c, "%s = acc0[0] / (%s)(%s);\n", store, ir_dtype_ctype(r.acc), ext);
 }
 
+/* ---- Reductions that keep the source's last axis: each output element adds
+ * its elements one at a time, in row-major order of the reduced axes. */
+
+int lower_reduces_serially(const ir_node *n) {
+  if (ir_op_info_of(n->op)->kind != IR_KIND_REDUCE) return 0;
+  return !(n->axes >> (n->src[0]->rank - 1) & 1u);
+}
+
+/* Opens a loop over every reduced axis of n (r3, r4, ...) and fills the
+ * source index: reduced axes from those loops, the others from outer. */
+static int open_reduced(lower_ctx *c, const ir_node *n, const sym_expr *const *outer, const sym_expr **idx,
+                        int *opened) {
+  const ir_node *src = n->src[0];
+  char name[16], ext[LOWER_EXPR_MAX];
+  int rc = UOPC_OK;
+  for (int k = 0, pos = 0; k < src->rank && !rc; k++) {
+    if (!(n->axes >> k & 1u)) { idx[k] = outer[n->keepdims ? k : pos++]; continue; }
+    snprintf(name, sizeof name, "r%d", 3 + *opened);
+    if (!(idx[k] = loop_var(c, name, src->shape[k]))) return c->err->code;
+    rc = lower_ctx_expr(c, src->shape[k], ext, sizeof ext, "the reduced extent");
+    if (!rc) rc = lower_ctx_printf(c, "for (%s %s = 0; %s < %s; %s++) {\n", c->ix, name, name, ext, name);
+    c->depth++;
+    ++*opened;
+  }
+  return rc;
+}
+
+static int reduced_count(lower_ctx *c, const ir_node *n, char *buf, size_t size) {
+  const sym_expr *count = sym_expr_const(c->arena, 1);
+  for (int k = 0; k < n->src[0]->rank; k++)
+    if (n->axes >> k & 1u) count = sym_expr_mul(c->arena, count, n->src[0]->shape[k]);
+  return lower_ctx_expr(c, count, buf, size, "the element count of");
+}
+
+/* acc = combine(acc, the source at idx), the element cast to the accumulator. */
+static int add_source(lower_ctx *c, const reduction *r, const sym_expr **idx, const char *acc) {
+  const sym_expr *sidx[UOPC_MAX_RANK];
+  int t = -1, rc = UOPC_OK;
+  char v[64];
+  c->n_memo = 0;
+  for (int k = 0; k < r->n->src[0]->rank && !rc; k++)
+    if (!(sidx[k] = simp(c, idx[k]))) rc = c->err->code;
+  if (!rc) rc = value(c, r->n->src[0], sidx, &t);
+  if (rc) return rc;
+  if (r->acc != r->n->src[0]->dtype) snprintf(v, sizeof v, "(%s)t%d", ir_dtype_ctype(r->acc), t);
+  else snprintf(v, sizeof v, "t%d", t);
+  return accumulate(c, r, acc, v);
+}
+
+/* CUDA: one thread per output element, its own accumulator. */
+static int serial_body(lower_ctx *c, const ir_node *n, const sym_expr *const *outer, const char *store) {
+  reduction r = {.n = n, .acc = n->dtype, .is_max = n->op == IR_MAX, .outer = outer};
+  const sym_expr *idx[UOPC_MAX_RANK];
+  char init[64], count[LOWER_EXPR_MAX];
+  int opened = 0;
+  int rc = lower_ctx_printf(c, "%s acc = %s;\n", ir_dtype_ctype(r.acc), init_text(c, &r, init, sizeof init));
+  if (!rc) rc = open_reduced(c, n, outer, idx, &opened);
+  if (!rc) rc = add_source(c, &r, idx, "acc");
+  while (opened-- > 0 && !rc) rc = close_brace(c);
+  if (rc || n->op != IR_MEAN) return rc ? rc : lower_ctx_printf(c, "%s = acc;\n", store);
+  rc = reduced_count(c, n, count, sizeof count);
+  return rc ? rc : lower_ctx_printf(c, "%s = acc / (%s)(%s);\n", store, ir_dtype_ctype(r.acc), count);
+}
+
+/* C: the loops interchanged so the kept last axis is innermost (contiguous
+ * and vectorised) and the output itself is the accumulator; the same order
+ * of additions per element as serial_body. */
+static int serial_kernel_c(lower_ctx *c, const lower_buffer *buf) {
+  const ir_node *n = buf->node;
+  reduction r = {.n = n, .acc = n->dtype, .is_max = n->op == IR_MAX};
+  const sym_expr *vars[UOPC_MAX_RANK], *idx[UOPC_MAX_RANK];
+  char ext[LOWER_EXPR_MAX], addr[LOWER_EXPR_MAX], at[LOWER_EXPR_MAX + 64], init[64], count[LOWER_EXPR_MAX];
+  int last = n->rank - 1, opened = 0, rc = UOPC_OK;
+  for (int k = 0; k <= last && !rc; k++) {
+    snprintf(at, sizeof at, "i%d", k);
+    if (!(vars[k] = loop_var(c, at, n->shape[k]))) return c->err->code;
+    rc = lower_ctx_expr(c, n->shape[k], ext, sizeof ext, "the extent");
+    if (k < last && !rc) {
+      rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) {\n", c->ix, k, k, ext, k);
+      c->depth++;
+    }
+  }
+  r.outer = vars;
+  if (!rc) rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
+  snprintf(at, sizeof at, "%s[%s]", buf->name, addr);
+  if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) %s = %s;\n", c->ix, last, last, ext, last,
+                                 at, init_text(c, &r, init, sizeof init));
+  if (!rc) rc = open_reduced(c, n, vars, idx, &opened);
+  if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) {\n", c->ix, last, last, ext, last);
+  c->depth++;
+  if (!rc) rc = add_source(c, &r, idx, at);
+  if (!rc) rc = close_brace(c);
+  while (opened-- > 0 && !rc) rc = close_brace(c);
+  if (!rc && n->op == IR_MEAN) {
+    rc = reduced_count(c, n, count, sizeof count);
+    if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) %s /= (%s)(%s);\n", c->ix, last, last,
+                                   ext, last, at, ir_dtype_ctype(r.acc), count);
+  }
+  for (int k = 0; k < last && !rc; k++) rc = close_brace(c);
+  return rc;
+}
+
 int lower_emit_kernel(lower_ctx *c, int k) {
   const lower_buffer *buf = &c->p->buffers[c->p->kernel_buffer[k]];
   const ir_node *n = buf->node;
@@ -425,10 +524,12 @@ int lower_emit_kernel(lower_ctx *c, int k) {
   char addr[LOWER_EXPR_MAX], store[LOWER_EXPR_MAX + 64];
   c->root = n;
   c->n_memo = 0;
+  if (lower_reduces_serially(n) && c->p->backend == LOWER_C) return serial_kernel_c(c, buf);
   rc = open_outer(c, n, vars, &opened);
   if (!rc) rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
   snprintf(store, sizeof store, "%s[%s]", buf->name, addr);
-  if (!rc && ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE) rc = reduce_body(c, n, vars, store);
+  if (!rc && lower_reduces_serially(n)) rc = serial_body(c, n, vars, store);
+  else if (!rc && ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE) rc = reduce_body(c, n, vars, store);
   else if (!rc) {
     int t = -1;
     rc = value(c, n, vars, &t);
