@@ -1,79 +1,101 @@
-/* codegen.h: lowering a kernel graph to C source (lab 23.1).
- * The kernel's parameters are the output buffer, the input buffers in graph
- * order, then each dim in order of first appearance (output shape, then
- * inputs), typed as the index (int32_t or int64_t, the plan's decision).
- * Loop bounds and strides read those parameters: no size of a call is
- * pasted into the text. The text is deterministic. Chapter 23.1,
- * "Reading the generated loop". */
+/* codegen.h: the loops of every generated kernel (lab 23.1).
+ * The compiler core (lower.h) decides what each kernel computes; the loops it
+ * writes come from here: a loop whose bound is a runtime argument, opened as
+ * a scope that knows its variable is below that bound, and the blocked
+ * reduction whose order the banner states. Every kernel of the book, from
+ * this lab's plans to tensorjit's, is written through these two functions.
+ * Chapter 23.1, "Reading the generated loop" and "The order of a sum". */
 #ifndef CODEGEN_H
 #define CODEGEN_H
 
-#include "kernel.h"
+#include "sym_fact.h"
 #include "sym_index.h"
 
-#define CODEGEN_MAX_DIMS 8
+/* Partial results of a reduction, LANES in the text (chapter 23.1, "The order
+ * of a sum"): 32 independent additions that gcc vectorises without
+ * reassociating any. */
+#define CODEGEN_LANES 32
+#define CODEGEN_MAX_SCOPES 40
+#define CODEGEN_EXPR_MAX 1024
 
 typedef struct codegen_text {      /* a growing NUL-terminated string */
   char *data;
   size_t len, cap;
 } codegen_text;
 
-typedef struct codegen_kernel {
-  char entry[64];
-  char signature[UOPC_SIGNATURE_MAX];   /* "pp..l..", for uopc_program_new */
-  int n_dims;
-  sym_dim dims[CODEGEN_MAX_DIMS];       /* the trailing int64 parameters */
-  sym_index_plan index;
-  int uses_libm;                        /* the source calls expf: link -lm */
-  codegen_text source;                  /* owned */
-} codegen_kernel;
-
 /* Appends printf-style text. Errors: UOPC_E_NOMEM. */
 int codegen_printf(codegen_text *t, uopc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void codegen_text_fini(codegen_text *t);
 
-/* The dims of out's graph, in parameter order. Errors: UOPC_E_LIMIT. */
-int codegen_collect_dims(const kernel_graph *g, const kernel_node *out,
-                         sym_dim *dims, int *n_dims, uopc_error *err);
+/* A loop nest being written: the text, indented two spaces a level, and a
+ * stack of scopes whose facts hold at the current line (the innermost last). */
+typedef struct codegen_nest {
+  codegen_text *t;
+  sym_arena *arena;                 /* where loop variables and proofs are built */
+  const char *ix;                   /* the index type, "int32_t" or "int64_t" */
+  int depth;                        /* indentation level */
+  int n_scopes;                     /* scopes[0] is the root */
+  sym_scope scopes[CODEGEN_MAX_SCOPES];
+  uopc_error *err;                  /* every failure is recorded here */
+} codegen_nest;
 
-/* Lowers the graph computing out to a C function named entry (a C
- * identifier that says the operation and the variant, "add_f32_n").
- * Decides the index width from every buffer's shape. The caller owns k and
- * frees it with codegen_kernel_fini. Errors: UOPC_E_INVALID, UOPC_E_OVERFLOW
- * (index width), UOPC_E_UNSUPPORTED (a sum that is not the output),
- * UOPC_E_NOMEM. */
-int codegen_kernel_new(codegen_kernel *k, const kernel_graph *g, const kernel_node *out,
-                       const char *entry, uopc_error *err);
-void codegen_kernel_fini(codegen_kernel *k);
+/* ---- Given. */
 
-/* The temporaries of one loop body: each node is computed once. */
-typedef struct codegen_values {
-  const char *addr;                  /* the C index of the current element */
-  const char *indent;
-  int next;                          /* the next free temporary number */
-  int tmp_of[KERNEL_MAX_NODES];      /* node id -> temporary + 1, 0 if none */
-} codegen_values;
+void codegen_nest_init(codegen_nest *n, codegen_text *t, sym_arena *a, const char *ix, int depth,
+                       uopc_error *err);
+/* The innermost scope: the facts that hold where the next line goes. */
+const sym_scope *codegen_scope(const codegen_nest *n);
+/* A new scope inside the innermost one (for the caller to open as a loop or
+ * fill with facts); closed by codegen_close. Errors: UOPC_E_LIMIT. */
+int codegen_push_scope(codegen_nest *n, sym_scope **scope);
+/* Appends one line at the current indentation. Errors: UOPC_E_LIMIT, UOPC_E_NOMEM. */
+int codegen_line(codegen_nest *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends line (ending in "{") and indents what follows, inside a new empty
+ * scope. */
+int codegen_open(codegen_nest *n, const char *line);
+/* Appends "}" one level out and drops the innermost scope. */
+int codegen_close(codegen_nest *n);
+/* The C text of e, simplified first. Errors: those of sym_expr. */
+int codegen_expr_c(codegen_nest *n, const sym_expr *e, char *buf, size_t size);
+/* Fails with UOPC_E_INVALID ("codegen: cannot prove r0 + r1 < n") unless
+ * lhs < rhs is proved in the innermost scope: the text relies on it. */
+int codegen_require_lt(codegen_nest *n, const sym_expr *lhs, const sym_expr *rhs);
 
-/* Starts a loop body's values at the element whose index is addr. */
-void codegen_values_init(codegen_values *v, const char *addr, const char *indent);
+/* What a reduction adds, for codegen_emit_lanes. */
+typedef struct codegen_reducer {
+  const char *type;       /* the accumulator's C type, "float" */
+  const char *identity;   /* each lane's starting value, "0.0f" */
+  /* Appends the lines computing the element at index j of the reduced axis
+   * (inside the nest's innermost scope) and writes its C value ("t3") into
+   * value. */
+  int (*element)(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size);
+  /* Appends `acc = acc (+) value;` for this reduction's (+). */
+  int (*combine)(void *ctx, codegen_nest *n, const char *acc, const char *value);
+  void *ctx;
+} codegen_reducer;
 
-/* Appends "const float t<k> = ...;" lines computing node at v->addr and
- * sets *tmp to the temporary that holds it. Errors: UOPC_E_UNSUPPORTED (a
- * sum inside an expression), UOPC_E_NOMEM. */
-int codegen_emit_value(codegen_text *t, codegen_values *v, const kernel_node *node,
-                       int *tmp, uopc_error *err);
+/* ---- The student's part. */
 
-/* The student's part: appends the function body's loop nest for out: one
- * loop per axis, `for (<ix> i0 = 0; i0 < <extent>; i0++)`, whose extent is
- * the shape expression in C (a runtime parameter, never a size of a call);
- * the element's index is the simplified expression i0*n + i1 of the loop
- * variables; a sum adds a blocked reduction loop r0 (r1 within a block)
- * into LANES partial sums acc0[], combined pairwise (the order the banner
- * states, chapter 23.1 "The order of a sum"). Loop variables are
- * opened as scopes of g's arena (sym_scope_open_loop).
- * Errors: UOPC_E_UNSUPPORTED, UOPC_E_NOMEM, those of sym_expr. */
-int codegen_emit_loops(codegen_text *t, const kernel_graph *g, const kernel_node *out,
-                       const char *ix, uopc_error *err);
+/* Appends `for (<ix> <name> = 0; <name> < <extent>; <name>++) {`, the extent
+ * printed from its expression (a runtime argument, never a size of a call),
+ * and opens the loop's scope inside the innermost one (sym_scope_open_loop),
+ * so that name < extent holds until codegen_close. *var is the variable.
+ * err is where the nest records failures (n->err). Errors: UOPC_E_LIMIT
+ * (scopes), those of sym_scope_open_loop. */
+int codegen_open_loop(codegen_nest *n, const char *name, const sym_expr *extent,
+                      const sym_expr **var, uopc_error *err);
+
+/* Appends the reduction of the elements 0 <= j < extent in the order the
+ * banner states: `<type> acc0[LANES]` set to the identity; whole blocks,
+ * `for (; r0 <= <extent> - LANES; r0 += LANES)` over `for (r1 = 0; r1 <
+ * LANES; r1++)`; the tail, `for (r1 = 0; r0 + r1 < <extent>; r1++)`; each
+ * element j = r0 + r1 added into lane r1 through r->combine, with j < extent
+ * and r1 < LANES proved from the loops' facts (codegen_require_lt); then the
+ * lanes pairwise, `for (r1 = LANES / 2; r1 > 0; r1 /= 2)` over `for (r2 = 0;
+ * r2 < r1; r2++)`, lane r2 with lane r2 + r1. The result is acc0[0].
+ * Errors: UOPC_E_INVALID (a bound not proved), those of the callbacks. */
+int codegen_emit_lanes(codegen_nest *n, const sym_expr *extent, const codegen_reducer *r,
+                       uopc_error *err);
 
 #endif

@@ -17,13 +17,17 @@ static int has_reduction(const lower_program *p) {
 
 static int banner(lower_ctx *c) {
   const lower_program *p = c->p;
-  codegen_text *t = c->t;
-  uopc_error *err = c->err;
+  codegen_text *t = c->n.t;
+  uopc_error *err = c->n.err;
   const ir_node *outs[p->n_outputs];
-  for (int k = 0; k < p->n_outputs; k++) outs[k] = p->buffers[k].node;
+  const char *names[p->n_outputs];
+  for (int k = 0; k < p->n_outputs; k++) {
+    outs[k] = p->buffers[k].node;
+    names[k] = p->buffers[k].name;
+  }
   int rc = codegen_printf(t, err, "/* %s: lowered by the compiler core (lower.c) for the %s back end.\n"
                           " * graph:\n", p->entry, p->backend == LOWER_C ? "C" : "CUDA");
-  if (!rc) rc = ir_print_prefixed(t, p->graph, outs, p->n_outputs, " *   ", err);
+  if (!rc) rc = ir_print_prefixed(t, p->graph, outs, p->n_outputs, names, " *   ", err);
   if (!rc) rc = codegen_printf(t, err, " * dims:%s", p->n_dims ? "" : " none (every size is fixed)");
   for (int d = 0; d < p->n_dims && !rc; d++) {
     const sym_dim *dim = &p->dims[d];
@@ -31,15 +35,18 @@ static int banner(lower_ctx *c) {
                         (long long)dim->hi);
     if (!rc && dim->multiple_of > 1) rc = codegen_printf(t, err, " multiple of %lld", (long long)dim->multiple_of);
   }
-  if (!rc) rc = codegen_printf(t, err, "\n * index: %s (every address and element count fits)\n", c->ix);
+  if (!rc) rc = codegen_printf(t, err, "\n * index: %s (every buffer holds at most %lld elements; every address fits)\n",
+                               c->n.ix, (long long)p->index.max_elements);
   if (!rc && has_reduction(p))
-    rc = codegen_printf(t, err, " * reduction order (each loop nest says which): 'lanes' adds element j of the\n"
-                        " *   innermost reduced axis into lane j %% LANES (LANES = %d), other reduced axes\n"
-                        " *   in row-major order around it, each lane from its identity, then the lanes\n"
-                        " *   pairwise, lane k with lane k + LANES/2, then k + LANES/4, ..., k + 1, the\n"
-                        " *   result in lane 0; 'serial' (when the last axis is kept) adds each output\n"
-                        " *   element's elements one at a time in row-major order of the reduced axes\n",
-                        LOWER_LANES);
+    rc = codegen_printf(t, err, " * reduction order: element j of a row is added into lane j %% LANES (LANES = %d),\n"
+                        " *   each lane left to right from its identity; then the lanes pairwise, lane k\n"
+                        " *   += lane k + LANES/2, then k + LANES/4, ..., k + 1; the row's result is lane 0\n"
+                        " *   (loop nests marked 'lanes'; a row is the last reduced axis, and the rows of\n"
+                        " *   other reduced axes add their results one at a time, in row-major order).\n"
+                        " *   A nest marked 'serial' keeps the last axis: each output element adds its\n"
+                        " *   elements one at a time in row-major order of the reduced axes. The order\n"
+                        " *   fixes the rounding, so it is part of this text and of the cache key\n",
+                        CODEGEN_LANES);
   for (int b = 0; b < p->n_buffers && !rc; b++) {
     const lower_buffer *buf = &p->buffers[b];
     char off[LOWER_EXPR_MAX];
@@ -55,26 +62,27 @@ static int banner(lower_ctx *c) {
   return rc;
 }
 
-static int prelude(lower_ctx *c) {
+static int prelude(lower_ctx *c, int helpers) {
   const lower_program *p = c->p;
+  codegen_text *t = c->n.t;
+  uopc_error *err = c->n.err;
   int rc;
-  if (p->backend == LOWER_C)
-    rc = codegen_printf(c->t, c->err, "#include <math.h>\n#include <stdint.h>\n\n");
+  if (p->backend == LOWER_C) rc = codegen_printf(t, err, "#include <math.h>\n#include <stdint.h>\n\n");
   else
-    rc = codegen_printf(c->t, c->err, "typedef int int32_t;\ntypedef long long int64_t;\n"
+    rc = codegen_printf(t, err, "typedef int int32_t;\ntypedef long long int64_t;\n"
                         "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
                         "typedef unsigned char uint8_t;\n#define INT32_MIN (-2147483647 - 1)\n"
                         "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_C(x) x##LL\n\n");
   if (!rc && has_reduction(p))
-    rc = codegen_printf(c->t, c->err, "enum { LANES = %d };   /* partial results per output element */\n\n",
-                        LOWER_LANES);
-  if (rc) return rc;
-  if (p->backend == LOWER_C) return codegen_printf(c->t, c->err, "%s\n", SYM_C_HELPERS);
+    rc = codegen_printf(t, err, "enum { LANES = %d };   /* partial results per output element */\n\n",
+                        CODEGEN_LANES);
+  if (rc || !helpers) return rc;
+  if (p->backend == LOWER_C) return codegen_printf(t, err, "%s\n", SYM_C_HELPERS);
   /* The same helpers, compiled for the device. */
   const char *s = SYM_C_HELPERS;
   for (const char *at; (at = strstr(s, "static inline")) && !rc; s = at + strlen("static inline"))
-    rc = codegen_printf(c->t, c->err, "%.*s__device__ static inline", (int)(at - s), s);
-  return rc ? rc : codegen_printf(c->t, c->err, "%s\n", s);
+    rc = codegen_printf(t, err, "%.*s__device__ static inline", (int)(at - s), s);
+  return rc ? rc : codegen_printf(t, err, "%s\n", s);
 }
 
 /* Appends one parameter, starting a new line past 96 columns. */
@@ -89,24 +97,24 @@ static int parameter(codegen_text *t, size_t *line_start, int first, const char 
 static int signature(lower_ctx *c, const char *qualifier, const char *name) {
   const lower_program *p = c->p;
   const char *restrict_kw = p->backend == LOWER_C ? "restrict" : "__restrict__";
-  size_t line_start = c->t->len;
+  size_t line_start = c->n.t->len;
   char text[128];
-  int rc = codegen_printf(c->t, c->err, "%svoid %s(", qualifier, name), first = 1;
+  int rc = codegen_printf(c->n.t, c->n.err, "%svoid %s(", qualifier, name), first = 1;
   for (int b = 0; b < p->n_outputs + p->n_inputs && !rc; b++, first = 0) {
     const lower_buffer *buf = &p->buffers[b];
     snprintf(text, sizeof text, "%s%s *%s %s", buf->role == LOWER_INPUT ? "const " : "",
              ir_dtype_ctype(buf->node->dtype), restrict_kw, buf->name);
-    rc = parameter(c->t, &line_start, first, text, c->err);
+    rc = parameter(c->n.t, &line_start, first, text, c->n.err);
   }
   if (!rc && p->n_temps) {
     snprintf(text, sizeof text, "void *%s scratch", restrict_kw);
-    rc = parameter(c->t, &line_start, 0, text, c->err);
+    rc = parameter(c->n.t, &line_start, 0, text, c->n.err);
   }
   for (int d = 0; d < p->n_dims && !rc; d++) {
-    snprintf(text, sizeof text, "%s %s", c->ix, p->dims[d].name);
-    rc = parameter(c->t, &line_start, 0, text, c->err);
+    snprintf(text, sizeof text, "%s %s", c->n.ix, p->dims[d].name);
+    rc = parameter(c->n.t, &line_start, 0, text, c->n.err);
   }
-  return rc ? rc : codegen_printf(c->t, c->err, ") {\n");
+  return rc ? rc : codegen_printf(c->n.t, c->n.err, ") {\n");
 }
 
 static int temporaries(lower_ctx *c) {
@@ -118,7 +126,7 @@ static int temporaries(lower_ctx *c) {
     if (buf->role != LOWER_TEMP) continue;
     rc = lower_ctx_expr(c, buf->scratch_offset, off, sizeof off, "the scratch offset");
     const char *T = ir_dtype_ctype(buf->node->dtype);
-    if (!rc) rc = lower_ctx_printf(c, "%s *%s = (%s *)((unsigned char *)scratch + %s);\n", T, buf->name, T, off);
+    if (!rc) rc = codegen_line(&c->n, "%s *%s = (%s *)((unsigned char *)scratch + %s);", T, buf->name, T, off);
   }
   return rc;
 }
@@ -128,48 +136,59 @@ static int kernel_comment(lower_ctx *c, int k) {
   const ir_node *n = buf->node;
   const char *order = lower_reduces_serially(n) ? ", order: serial"
                       : ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE ? ", order: lanes" : "";
-  return lower_ctx_printf(c, "/* loop nest %d: %s = %%%d (%s%s) */\n", k, buf->name, n->id,
-                          ir_op_info_of(n->op)->name, order);
+  return codegen_line(&c->n, "/* loop nest %d: %s = %%%d (%s%s) */", k, buf->name, n->id,
+                      ir_op_info_of(n->op)->name, order);
+}
+
+/* A function's body starts at depth 1 with no loop open. */
+static void enter_function(lower_ctx *c) {
+  codegen_nest_init(&c->n, c->n.t, c->n.arena, c->n.ix, 1, c->n.err);
 }
 
 static int functions(lower_ctx *c) {
   const lower_program *p = c->p;
   int rc = UOPC_OK;
   if (p->backend == LOWER_C) {
-    c->depth = 1;
+    enter_function(c);
     rc = signature(c, "", p->entry);
     if (!rc) rc = temporaries(c);
     for (int k = 0; k < p->n_kernels && !rc; k++) {
       rc = kernel_comment(c, k);
       if (!rc) rc = lower_emit_kernel(c, k);
     }
-    return rc ? rc : codegen_printf(c->t, c->err, "}\n");
+    return rc ? rc : codegen_printf(c->n.t, c->n.err, "}\n");
   }
   for (int k = 0; k < p->n_kernels && !rc; k++) {
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", p->entry, k);
-    c->depth = 1;
-    rc = codegen_printf(c->t, c->err, "%s", k ? "\n" : "");
+    enter_function(c);
+    rc = codegen_printf(c->n.t, c->n.err, "%s", k ? "\n" : "");
     if (!rc) rc = signature(c, "extern \"C\" __global__ ", name);
     if (!rc) rc = temporaries(c);
     if (!rc) rc = kernel_comment(c, k);
     if (!rc) rc = lower_emit_kernel(c, k);
-    if (!rc) rc = codegen_printf(c->t, c->err, "}\n");
+    if (!rc) rc = codegen_printf(c->n.t, c->n.err, "}\n");
   }
   return rc;
 }
 
-/* Written once at the index width planned from the element counts; an address
- * that leaves int32 (a strided view) sends it round again at 64 bits. */
+/* The functions first, into their own text, so the prelude knows whether
+ * they call the // and % helpers; then banner + prelude + functions. Written
+ * at the index width planned from the element counts; an address that
+ * leaves int32 (a strided view) sends it round again at 64 bits. */
 int lower_emit_source(lower_program *p, uopc_error *err) {
   for (;;) {
+    codegen_text body = {0};
     codegen_text_fini(&p->source);
-    lower_ctx c = {.p = p, .t = &p->source, .arena = ir_graph_arena((ir_graph *)p->graph), .err = err,
-                   .ix = sym_index_ctype(&p->index)};
-    int rc = banner(&c);
-    if (!rc) rc = prelude(&c);
-    if (!rc) rc = functions(&c);
+    lower_ctx c = {.p = p};
+    codegen_nest_init(&c.n, &body, ir_graph_arena((ir_graph *)p->graph), sym_index_ctype(&p->index), 1, err);
+    int rc = functions(&c);
+    c.n.t = &p->source;
+    if (!rc) rc = banner(&c);
+    if (!rc) rc = prelude(&c, strstr(body.data, "_i64(") != NULL);
+    if (!rc) rc = codegen_printf(&p->source, err, "%s", body.data);
     free(c.memo);
+    codegen_text_fini(&body);
     if (rc || !c.needs64 || p->index.bits == 64) return rc;
     p->index.bits = 64;
   }

@@ -151,11 +151,15 @@ static const sym_expr *simplified(ir_graph *g, const sym_expr *e) {
 
 static int is_const(const sym_expr *e, int64_t v) { return e->kind == SYM_CONST && e->value == v; }
 
-/* 1 when e >= lo holds for every binding within the bounds. */
-static int proved_at_least(const sym_expr *e, int64_t lo) {
+/* 1 when e >= lo holds for every binding within the bounds; 0 when not
+ * proved, or after recording the interval's own error (a lab 23.1 stub says
+ * it is not implemented, and that is what the caller must hear). */
+static int proved_at_least(ir_graph *g, const sym_expr *e, int64_t lo) {
   sym_interval iv;
   uopc_error err;
-  return sym_expr_interval(e, &iv, &err) == UOPC_OK && iv.lo >= lo;
+  if (sym_expr_interval(e, &iv, &err) == UOPC_OK) return iv.lo >= lo;
+  fail(g, err.code, "%s", err.message);
+  return 0;
 }
 
 static int valid_name(const char *s) {
@@ -188,7 +192,7 @@ static const ir_node *input_common(ir_graph *g, const char *name, uopc_dtype dt,
   for (int k = 0; k < rank; k++) {
     if (!(n->shape[k] = simplified(g, shape ? shape[k] : NULL)))
       return shape ? NULL : fail(g, UOPC_E_INVALID, "input '%s': no shape", name);
-    if (!proved_at_least(n->shape[k], 0))
+    if (!proved_at_least(g, n->shape[k], 0))
       return fail(g, UOPC_E_BOUNDS, "input '%s': extent %d may be negative", name, k);
   }
   n->input = g->n_inputs;
@@ -461,7 +465,7 @@ const ir_node *ir_slice(ir_graph *g, const ir_node *x, int axis, int64_t start, 
 static int require_within(ir_graph *g, const char *what, const sym_expr *e, const sym_expr *hi_expr,
                           int64_t hi_slack, const ir_node *x, int axis) {
   const sym_expr *room = hi_expr ? simplified(g, sym_expr_sub(g->arena, hi_expr, e)) : NULL;
-  if (proved_at_least(e, 0) && (!hi_expr || (room && proved_at_least(room, hi_slack)))) return 1;
+  if (proved_at_least(g, e, 0) && (!hi_expr || (room && proved_at_least(g, room, hi_slack)))) return 1;
   char et[128] = "?", nt[128] = "?";
   sym_expr_format(e, et, sizeof et, NULL);
   sym_expr_format(x->shape[axis], nt, sizeof nt, NULL);

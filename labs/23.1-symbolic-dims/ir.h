@@ -135,8 +135,9 @@ const char *ir_dtype_ctype(uopc_dtype dt);
  * Errors: UOPC_E_NOMEM. */
 int ir_print(codegen_text *t, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
              uopc_error *err);
-/* The same with prefix before each line (" *   " inside a banner comment). */
+/* The same with prefix before each line (" *   " inside a banner comment)
+ * and the outputs called names[k] (NULL: out0, out1, ...). */
 int ir_print_prefixed(codegen_text *t, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
-                      const char *prefix, uopc_error *err);
+                      const char *const *names, const char *prefix, uopc_error *err);
 
 #endif

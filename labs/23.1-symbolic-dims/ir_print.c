@@ -70,19 +70,21 @@ static void mark(const ir_node *n, unsigned char *used) {
 }
 
 int ir_print_prefixed(codegen_text *t, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
-                      const char *prefix, uopc_error *err) {
+                      const char *const *names, const char *prefix, uopc_error *err) {
   int count = ir_graph_node_count(g), rc = UOPC_OK;
   unsigned char *used = calloc((size_t)count + 1, 1);
   if (!used) return UOPC_FAIL(err, UOPC_E_NOMEM, "ir_print: out of memory");
   for (int k = 0; k < n_outputs; k++) mark(outputs[k], used);
   for (int id = 0; id < count && !rc; id++)
     if (used[id]) rc = print_node(t, ir_graph_node(g, id), prefix, err);
-  for (int k = 0; k < n_outputs && !rc; k++) rc = codegen_printf(t, err, "%sout%d = %%%d\n", prefix, k, outputs[k]->id);
+  for (int k = 0; k < n_outputs && !rc; k++)
+    rc = names ? codegen_printf(t, err, "%s%s = %%%d\n", prefix, names[k], outputs[k]->id)
+               : codegen_printf(t, err, "%sout%d = %%%d\n", prefix, k, outputs[k]->id);
   free(used);
   return rc;
 }
 
 int ir_print(codegen_text *t, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
              uopc_error *err) {
-  return ir_print_prefixed(t, g, outputs, n_outputs, "", err);
+  return ir_print_prefixed(t, g, outputs, n_outputs, NULL, "", err);
 }

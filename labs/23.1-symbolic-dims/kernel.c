@@ -2,6 +2,7 @@
  * Builders check dtypes and shapes as nodes are added, so the code generator
  * can assume a well-formed graph. */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 #include "kernel.h"
 
@@ -139,5 +140,56 @@ int kernel_sum(kernel_graph *g, const kernel_node *x, const kernel_node **out,
   if (!n->shape[0]) { g->count--; return UOPC_FAIL(err, UOPC_E_NOMEM, "sum: out of memory"); }
   n->src[0] = x;
   *out = n;
+  return UOPC_OK;
+}
+
+/* ---- Into the compiler core's IR. */
+
+static const ir_node *to_ir(ir_graph *g, const kernel_node *n, const ir_node **map) {
+  static const ir_op binary[] = {[KERNEL_ADD] = IR_ADD, [KERNEL_SUB] = IR_SUB, [KERNEL_MUL] = IR_MUL,
+                                 [KERNEL_DIV] = IR_DIV, [KERNEL_MAXIMUM] = IR_MAXIMUM};
+  if (map[n->id]) return map[n->id];
+  const ir_node *a = n->src[0] ? to_ir(g, n->src[0], map) : NULL;
+  const ir_node *b = n->src[1] ? to_ir(g, n->src[1], map) : NULL;
+  switch (n->op) {
+  case KERNEL_SCALAR: map[n->id] = ir_const(g, n->scalar, UOPC_F32); break;
+  case KERNEL_NEG: map[n->id] = ir_unary(g, IR_NEG, a); break;
+  case KERNEL_EXP: map[n->id] = ir_unary(g, IR_EXP, a); break;
+  case KERNEL_SUM: map[n->id] = a ? ir_reduce(g, IR_SUM, a, 1u << (a->rank - 1), 0) : NULL; break;
+  case KERNEL_INPUT: break;            /* declared first, in parameter order */
+  default: map[n->id] = ir_binary(g, binary[n->op], a, b); break;
+  }
+  return map[n->id];
+}
+
+/* A stride dim "<input>_s<k>" in [-2^31, 2^31]: the bounds only feed the
+ * proofs that addresses fit int64 (with extents below 2^31). */
+static const sym_expr *stride_dim(sym_arena *a, const char *input, int k) {
+  sym_dim d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "%.24s_s%c", input, (char)('0' + k % 10));   /* k < KERNEL_MAX_RANK */
+  d.lo = -((int64_t)1 << 31);
+  d.hi = (int64_t)1 << 31;
+  d.multiple_of = 1;
+  return sym_expr_dim(a, &d);
+}
+
+int kernel_graph_to_ir(const kernel_graph *g, const kernel_node *out, ir_graph *ig, int strided,
+                       const ir_node **result, uopc_error *err) {
+  const ir_node *map[KERNEL_MAX_NODES] = {0};
+  sym_arena *a = ir_graph_arena(ig);
+  for (int i = 0; i < g->n_inputs; i++) {
+    const kernel_node *in = g->inputs[i];
+    const sym_expr *shape[KERNEL_MAX_RANK], *strides[KERNEL_MAX_RANK];
+    for (int k = 0; k < in->rank; k++) {
+      shape[k] = sym_expr_copy(a, in->shape[k]);
+      strides[k] = stride_dim(a, in->name, k);
+    }
+    map[in->id] = strided ? ir_input_view(ig, in->name, in->dtype, in->rank, shape, strides, NULL)
+                          : ir_input(ig, in->name, in->dtype, in->rank, shape);
+  }
+  *result = to_ir(ig, out, map);
+  const uopc_error *e = ir_graph_error(ig);
+  if (e->code) return UOPC_FAIL(err, e->code, "kernel graph to IR: %s", e->message);
   return UOPC_OK;
 }

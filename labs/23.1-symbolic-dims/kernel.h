@@ -1,11 +1,11 @@
 /* kernel.h: a small operation graph over f32 tensors with symbolic shapes
  * (lab 23.1). Nodes carry a dtype and a shape of simplified expressions;
- * the code generator (codegen.h) lowers a graph to C. Later labs grow this
- * into the graph IR of the tracer and tensorjit. */
+ * plan_new (plan.h) translates a graph into the compiler core's IR (ir.h),
+ * which every later lab builds on, and lowers it there. */
 #ifndef KERNEL_H
 #define KERNEL_H
 
-#include "sym_expr.h"
+#include "ir.h"
 
 #define KERNEL_MAX_RANK 2
 #define KERNEL_MAX_NODES 64
@@ -64,5 +64,12 @@ int kernel_sum(kernel_graph *g, const kernel_node *x, const kernel_node **out,
 
 /* "add", "exp", ... */
 const char *kernel_op_name(kernel_op op);
+
+/* The graph computing out, rebuilt in the compiler core's IR ig (inputs
+ * first, in parameter order): what plans and lab 23.2's variants lower.
+ * strided = 1 declares each input as a view whose strides are dims named
+ * "<input>_s<k>"; 0 as a contiguous input. Errors: those of ir.h. */
+int kernel_graph_to_ir(const kernel_graph *g, const kernel_node *out, ir_graph *ig, int strided,
+                       const ir_node **result, uopc_error *err);
 
 #endif

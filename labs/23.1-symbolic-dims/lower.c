@@ -6,7 +6,6 @@
  * node is a load. Back-end differences (loop headers, qualifiers, special
  * constants) live in emit.c. Chapter 23.1, "One lowering, two back ends". */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +48,8 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
   if (!p->buffers || !p->kernel_buffer) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
   char name[SYM_NAME_MAX];
   for (int k = 0; k < p->n_outputs; k++) {
-    snprintf(name, sizeof name, "out%d", k);
+    if (p->n_outputs == 1) snprintf(name, sizeof name, "out");   /* one output reads as in lab 23.1 */
+    else snprintf(name, sizeof name, "out%d", k);
     add_buffer(p, LOWER_OUTPUT, outputs[k], name);
   }
   for (int k = 0; k < inputs; k++) add_buffer(p, LOWER_INPUT, ir_graph_input(g, k), ir_graph_input(g, k)->name);
@@ -90,6 +90,20 @@ static void node_dims(const ir_node *n, dim_set *s) {
   if (n->index) sym_expr_each_dim(n->index, add_dim, s);
 }
 
+/* Names the generated text uses for itself. */
+static int reserved(const char *name) {
+  static const char *const words[] = {"LANES", "scratch", "total", "rest", "g", "acc", "acc0", "out"};
+  for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+    if (strcmp(name, words[k]) == 0) return 1;
+  static const char *const prefixes[] = {"i", "r", "t", "out", "tmp"};
+  for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++) {
+    size_t len = strlen(prefixes[k]);
+    if (strncmp(name, prefixes[k], len) == 0 && name[len] && strspn(name + len, "0123456789") == strlen(name + len))
+      return 1;
+  }
+  return 0;
+}
+
 /* Dims in order of first appearance: outputs, inputs, then the rest by id. */
 static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *err) {
   int nodes = ir_graph_node_count(p->graph);
@@ -102,11 +116,19 @@ static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *er
     if (used[id]) node_dims(ir_graph_node(p->graph, id), &s);
   if (s.overflow)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' uses more than %d dims", p->entry, s.cap);
-  for (int k = 0; k < p->n_dims; k++)
+  for (int k = 0; k < p->n_dims; k++) {
+    if (reserved(p->dims[k].name))
+      return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' would shadow a name of the generated text"
+                       " (reserved: LANES, scratch, total, rest, g, acc, acc0, i<k>, r<k>, t<k>, out, out<k>,"
+                       " tmp<k>)", p->dims[k].name);
     for (int b = 0; b < p->n_buffers; b++)
       if (strcmp(p->dims[k].name, p->buffers[b].name) == 0)
-        return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' has the name of a buffer",
-                         p->dims[k].name);
+        return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' has the name of a buffer", p->dims[k].name);
+  }
+  for (int b = p->n_outputs; b < p->n_outputs + p->n_inputs; b++)
+    if (reserved(p->buffers[b].name))
+      return UOPC_FAIL(err, UOPC_E_INVALID, "lower: input '%s' would shadow a name of the generated text",
+                       p->buffers[b].name);
   return UOPC_OK;
 }
 
@@ -246,33 +268,22 @@ int lower_kernel_threads(const lower_program *p, int k, const sym_binding *b, in
   return UOPC_OK;
 }
 
-/* ---- Writing one kernel: values at index vectors. */
-
-int lower_ctx_printf(lower_ctx *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char line[1024];
-  int n = vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof line)
-    return UOPC_FAIL(c->err, UOPC_E_LIMIT, "lower: a generated line of %d characters", n);
-  return codegen_printf(c->t, c->err, "%*s%s", 2 * c->depth, "", line);
-}
+/* ---- Expressions in the text. */
 
 /* The C text of e (simplified) into buf; widens the index type to 64 bits
  * when e's interval leaves int32, and refuses what leaves int64. */
 int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what) {
   const sym_expr *s;
   sym_interval iv;
-  int rc = sym_expr_simplify(c->arena, e, &s, c->err);
-  if (!rc) rc = sym_expr_interval(s, &iv, c->err);
+  int rc = sym_expr_simplify(c->n.arena, e, &s, c->n.err);
+  if (!rc) rc = sym_expr_interval(s, &iv, c->n.err);
   if (rc) return rc;
   if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) {
     char text[256] = "?";
     sym_expr_format(s, text, sizeof text, NULL);
-    return UOPC_FAIL(c->err, UOPC_E_OVERFLOW, "lower: %s %s may pass int64 within the dims' bounds",
+    return UOPC_FAIL(c->n.err, UOPC_E_OVERFLOW, "lower: %s %s may pass int64 within the dims' bounds",
                      what, text);
   }
   if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) c->needs64 = 1;
-  return sym_expr_to_c(s, buf, size, c->err);
+  return sym_expr_to_c(s, buf, size, c->n.err);
 }

@@ -68,4 +68,13 @@ void lower_program_free(lower_program *p);
 int lower_kernel_threads(const lower_program *p, int k, const sym_binding *b, int64_t *threads,
                          uopc_error *err);
 
+/* The one body emitter, for loops written elsewhere (lab 23.2's variants):
+ * appends to n the lines computing node at the index vector idx (one
+ * expression per axis, in n's loop variables) and sets *tmp to the
+ * temporary that holds it. Inputs are read through their strides and
+ * offset; a node that lowering would materialise (a reduction, a matmul)
+ * is refused. Errors: UOPC_E_INVALID, those of sym_expr. */
+int lower_emit_value(codegen_nest *n, lower_backend backend, const ir_node *node, const sym_expr *const *idx,
+                     int *tmp);
+
 #endif

@@ -5,10 +5,7 @@
 
 #include "lower.h"
 
-#define LOWER_EXPR_MAX 1024
-/* A reduction keeps this many partial sums per output element, named LANES
- * in the text, as lab 23.1's row sum does (chapter 23.1, "The order of a sum"). */
-#define LOWER_LANES 32
+#define LOWER_EXPR_MAX CODEGEN_EXPR_MAX
 
 /* A value already computed in this loop body: node at idx is in t<tmp>. */
 typedef struct lower_memo {
@@ -17,27 +14,24 @@ typedef struct lower_memo {
   int tmp;
 } lower_memo;
 
+/* Writing one program: the nest (text, indentation, scopes: codegen.h) and
+ * what the values of the current loop body are. */
 typedef struct lower_ctx {
+  codegen_nest n;
   const lower_program *p;
-  codegen_text *t;
-  sym_arena *arena;
-  uopc_error *err;
-  const char *ix;           /* the index type's C name */
-  const ir_node *root;      /* the node this kernel computes (never loaded) */
-  int depth;                /* indentation, two spaces a level */
+  const ir_node *root;      /* the node this loop nest computes (never loaded) */
   int next_tmp;
   lower_memo *memo;
   int n_memo, cap_memo;
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */
 } lower_ctx;
 
-int lower_ctx_printf(lower_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what);
 
 /* 1 when reduction n keeps its source's last axis: its elements are added
  * one at a time (serially) rather than into lanes. */
 int lower_reduces_serially(const ir_node *n);
-/* Appends kernel k's loop nest (C) or __global__ body (CUDA) to c->t. */
+/* Appends kernel k's loop nest (C) or __global__ body (CUDA). */
 int lower_emit_kernel(lower_ctx *c, int k);
 /* The whole text: banner, prelude, then the function(s). */
 int lower_emit_source(lower_program *p, uopc_error *err);

@@ -14,28 +14,28 @@
 static const sym_expr *simp(lower_ctx *c, const sym_expr *e) {
   const sym_expr *s = NULL;
   if (!e) {
-    if (c->err->code == UOPC_OK) UOPC_FAIL(c->err, UOPC_E_NOMEM, "lower: out of memory");
+    if (c->n.err->code == UOPC_OK) UOPC_FAIL(c->n.err, UOPC_E_NOMEM, "lower: out of memory");
     return NULL;
   }
-  return sym_expr_simplify(c->arena, e, &s, c->err) ? NULL : s;
+  return sym_expr_simplify(c->n.arena, e, &s, c->n.err) ? NULL : s;
 }
 
 /* The variable of `for name in [0, extent)`: a dim bounded by the extent's
  * upper bound, so intervals of the addresses built from it stay sound. */
 static const sym_expr *loop_var(lower_ctx *c, const char *name, const sym_expr *extent) {
   sym_interval iv;
-  if (sym_expr_interval(extent, &iv, c->err)) return NULL;
+  if (sym_expr_interval(extent, &iv, c->n.err)) return NULL;
   sym_dim d;
   memset(&d, 0, sizeof d);
   snprintf(d.name, sizeof d.name, "%s", name);
   d.hi = iv.hi > 1 ? iv.hi - 1 : 0;
   d.multiple_of = 1;
-  return sym_expr_dim(c->arena, &d);
+  return sym_expr_dim(c->n.arena, &d);
 }
 
 static const sym_expr *row_major(lower_ctx *c, const sym_expr *const *idx, const ir_node *n) {
-  const sym_expr *acc = sym_expr_const(c->arena, 0);
-  for (int k = 0; k < n->rank; k++) acc = sym_expr_add(c->arena, sym_expr_mul(c->arena, acc, n->shape[k]), idx[k]);
+  const sym_expr *acc = sym_expr_const(c->n.arena, 0);
+  for (int k = 0; k < n->rank; k++) acc = sym_expr_add(c->n.arena, sym_expr_mul(c->n.arena, acc, n->shape[k]), idx[k]);
   return simp(c, acc);
 }
 
@@ -94,7 +94,7 @@ static int op_text(lower_ctx *c, const ir_node *n, int a, int b, int w, char *bu
     else snprintf(buf, size, "(%s)((%s)t%d %s (%s)t%d)", T, U, a, info->c, U, b);  /* wraps, as NumPy */
     return UOPC_OK;
   default:
-    return UOPC_FAIL(c->err, UOPC_E_UNSUPPORTED, "lower: %s is not elementwise", info->name);
+    return UOPC_FAIL(c->n.err, UOPC_E_UNSUPPORTED, "lower: %s is not elementwise", info->name);
   }
 }
 
@@ -108,7 +108,7 @@ static void broadcast_idx(lower_ctx *c, const ir_node *n, const ir_node *src, co
                           const sym_expr **out) {
   for (int j = 0; j < src->rank; j++) {
     const sym_expr *e = src->shape[j];
-    out[j] = e->kind == SYM_CONST && e->value == 1 ? sym_expr_const(c->arena, 0) : idx[j + n->rank - src->rank];
+    out[j] = e->kind == SYM_CONST && e->value == 1 ? sym_expr_const(c->n.arena, 0) : idx[j + n->rank - src->rank];
   }
 }
 
@@ -116,22 +116,22 @@ static void broadcast_idx(lower_ctx *c, const ir_node *n, const ir_node *src, co
  * is max(extent, 1): an extent 0 means no element is ever read. */
 static int reshape_idx(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, const sym_expr **out) {
   const ir_node *src = n->src[0];
-  const sym_expr *lin = row_major(c, idx, n), *one = sym_expr_const(c->arena, 1);
+  const sym_expr *lin = row_major(c, idx, n), *one = sym_expr_const(c->n.arena, 1);
   for (int j = src->rank - 1; j > 0 && lin; j--) {
-    const sym_expr *d = simp(c, sym_expr_max(c->arena, src->shape[j], one));
-    if (!d) return c->err->code;
-    out[j] = sym_expr_mod(c->arena, lin, d);
-    lin = sym_expr_floordiv(c->arena, lin, d);
+    const sym_expr *d = simp(c, sym_expr_max(c->n.arena, src->shape[j], one));
+    if (!d) return c->n.err->code;
+    out[j] = sym_expr_mod(c->n.arena, lin, d);
+    lin = sym_expr_floordiv(c->n.arena, lin, d);
   }
   if (src->rank > 0) out[0] = lin;
-  if (sym_arena_error(c->arena)->code) return uopc_fail(c->err, sym_arena_error(c->arena)->code, "lower",
-                                                        "%s", sym_arena_error(c->arena)->message);
-  return lin ? UOPC_OK : c->err->code;
+  if (sym_arena_error(c->n.arena)->code) return uopc_fail(c->n.err, sym_arena_error(c->n.arena)->code, "lower",
+                                                        "%s", sym_arena_error(c->n.arena)->message);
+  return lin ? UOPC_OK : c->n.err->code;
 }
 
 static int moved_idx(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, const sym_expr **out) {
   const ir_node *src = n->src[0];
-  sym_arena *a = c->arena;
+  sym_arena *a = c->n.arena;
   switch (n->op) {
   case IR_EXPAND: broadcast_idx(c, n, src, idx, out); return UOPC_OK;
   case IR_RESHAPE: return reshape_idx(c, n, idx, out);
@@ -146,7 +146,7 @@ static int moved_idx(lower_ctx *c, const ir_node *n, const sym_expr *const *idx,
     for (int k = 0, j = 0; k < src->rank; k++) out[k] = k == n->axis ? n->index : idx[j++];
     return UOPC_OK;
   default:
-    return UOPC_FAIL(c->err, UOPC_E_UNSUPPORTED, "lower: %s moves nothing", ir_op_info_of(n->op)->name);
+    return UOPC_FAIL(c->n.err, UOPC_E_UNSUPPORTED, "lower: %s moves nothing", ir_op_info_of(n->op)->name);
   }
 }
 
@@ -161,7 +161,7 @@ static int memo_add(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, 
   if (c->n_memo == c->cap_memo) {
     int cap = c->cap_memo ? 2 * c->cap_memo : 32;
     lower_memo *m = realloc(c->memo, (size_t)cap * sizeof *m);
-    if (!m) return UOPC_FAIL(c->err, UOPC_E_NOMEM, "lower: out of memory");
+    if (!m) return UOPC_FAIL(c->n.err, UOPC_E_NOMEM, "lower: out of memory");
     c->memo = m;
     c->cap_memo = cap;
   }
@@ -177,13 +177,13 @@ static int load(lower_ctx *c, const ir_node *n, const char *name, const sym_expr
   char text[LOWER_EXPR_MAX];
   int rc = lower_ctx_expr(c, addr, text, sizeof text, "the address in");
   if (rc) return rc;
-  return lower_ctx_printf(c, "const %s t%d = %s[%s];\n", ir_dtype_ctype(n->dtype), k, name, text);
+  return codegen_line(&c->n, "const %s t%d = %s[%s];", ir_dtype_ctype(n->dtype), k, name, text);
 }
 
 static const sym_expr *input_address(lower_ctx *c, const ir_node *n, const sym_expr *const *idx) {
   const sym_expr *addr = n->offset;
   for (int k = 0; k < n->rank; k++)
-    addr = sym_expr_add(c->arena, addr, sym_expr_mul(c->arena, n->strides[k], idx[k]));
+    addr = sym_expr_add(c->n.arena, addr, sym_expr_mul(c->n.arena, n->strides[k], idx[k]));
   return addr;
 }
 
@@ -194,7 +194,7 @@ static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, i
     const sym_expr *sidx[UOPC_MAX_RANK];
     rc = moved_idx(c, n, idx, sidx);
     for (int j = 0; j < n->src[0]->rank && !rc; j++)
-      if (!(sidx[j] = simp(c, sidx[j]))) rc = c->err->code;
+      if (!(sidx[j] = simp(c, sidx[j]))) rc = c->n.err->code;
     if (!rc) rc = value(c, n->src[0], sidx, tmp);   /* a move is its source's value */
     return rc;
   }
@@ -208,7 +208,7 @@ static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, i
   *tmp = k;
   if (!rc && n->op == IR_WHERE) rc = op_text(c, n, t[1], t[2], t[0], text, sizeof text);
   else if (!rc) rc = op_text(c, n, t[0], t[1], -1, text, sizeof text);
-  return rc ? rc : lower_ctx_printf(c, "const %s t%d = %s;\n", ir_dtype_ctype(n->dtype), k, text);
+  return rc ? rc : codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), k, text);
 }
 
 static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
@@ -217,12 +217,12 @@ static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int
   int b = n == c->root ? -1 : buffer_index(c->p, n), rc;
   if (n->op != IR_INPUT && n->op != IR_CONST && b < 0 && n != c->root &&
       ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE)
-    return UOPC_FAIL(c->err, UOPC_E_INVALID, "lower: %s %%%d has no buffer", ir_op_info_of(n->op)->name, n->id);
+    return UOPC_FAIL(c->n.err, UOPC_E_INVALID, "lower: %s %%%d has no buffer", ir_op_info_of(n->op)->name, n->id);
   if (n->op == IR_CONST) {     /* a temporary of its own keeps the text uniform */
     char lit[64];
     literal(c, n->value, n->dtype, lit, sizeof lit);
     *tmp = c->next_tmp++;
-    rc = lower_ctx_printf(c, "const %s t%d = %s;\n", ir_dtype_ctype(n->dtype), *tmp, lit);
+    rc = codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), *tmp, lit);
   } else if (n->op == IR_INPUT) {
     *tmp = c->next_tmp++;
     rc = load(c, n, n->name, input_address(c, n, idx), *tmp);
@@ -237,63 +237,64 @@ static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int
 
 /* ---- Loops. */
 
-/* Prints line (which ends in "{\n") and indents what follows. */
-static int open_brace(lower_ctx *c, const char *line) {
-  int rc = lower_ctx_printf(c, "%s", line);
-  c->depth++;
+/* An extent whose upper bound is below 1: its loop never runs. */
+static int always_empty(lower_ctx *c, const sym_expr *extent, int *empty) {
+  sym_interval iv;
+  int rc = sym_expr_interval(extent, &iv, c->n.err);
+  *empty = !rc && iv.hi < 1;
   return rc;
 }
 
-static int close_brace(lower_ctx *c) {
-  c->depth--;
-  return lower_ctx_printf(c, "}\n");
-}
-
-/* The output loops over n's shape into vars: nested `for`s (C), or one
- * grid-stride loop with the axes unravelled from its counter (CUDA). */
-static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int *opened) {
+/* The output loops over n's shape into vars: one codegen_open_loop per axis
+ * (C), or one grid-stride loop with the axes unravelled from its counter
+ * (CUDA). *opened counts the braces to close; *empty says no loop runs. */
+static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int *opened, int *empty) {
   char name[16], ext[LOWER_EXPR_MAX];
   int rc = UOPC_OK;
-  for (int k = 0; k < n->rank && !rc; k++) {
-    snprintf(name, sizeof name, "i%d", k);
-    if (!(vars[k] = loop_var(c, name, n->shape[k]))) return c->err->code;
-  }
+  *opened = 0;
+  *empty = 0;
+  for (int k = 0; k < n->rank && !rc && !*empty; k++) rc = always_empty(c, n->shape[k], empty);
+  if (rc || *empty) return rc ? rc : codegen_line(&c->n, "/* no element: an extent is 0 for every binding */");
   if (c->p->backend == LOWER_C) {
-    for (int k = 0; k < n->rank && !rc; k++) {
-      rc = lower_ctx_expr(c, n->shape[k], ext, sizeof ext, "the extent");
-      if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) {\n", c->ix, k, k, ext, k);
-      c->depth++;
+    for (int k = 0; k < n->rank && !rc; k++, ++*opened) {
+      snprintf(name, sizeof name, "i%d", k);
+      rc = codegen_open_loop(&c->n, name, n->shape[k], &vars[k], c->n.err);
     }
-    *opened = n->rank;
     return rc;
   }
-  const sym_expr *total = sym_expr_const(c->arena, 1);
-  for (int k = 0; k < n->rank; k++) total = sym_expr_mul(c->arena, total, n->shape[k]);
+  const sym_expr *total = sym_expr_const(c->n.arena, 1);
+  for (int k = 0; k < n->rank && !rc; k++) {
+    snprintf(name, sizeof name, "i%d", k);
+    if (!(vars[k] = loop_var(c, name, n->shape[k]))) return c->n.err->code;
+    total = sym_expr_mul(c->n.arena, total, n->shape[k]);
+  }
   rc = lower_ctx_expr(c, total, ext, sizeof ext, "the element count");
-  if (!rc) rc = lower_ctx_printf(c, "const int64_t total = %s;\n", ext);
-  if (!rc) rc = open_brace(c, "for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total;"
-                           " g += (int64_t)gridDim.x * blockDim.x) {\n");
-  if (!rc && n->rank) rc = lower_ctx_printf(c, "int64_t rest = g;\n");
+  if (!rc) rc = codegen_line(&c->n, "const int64_t total = %s;", ext);
+  if (!rc) rc = codegen_open(&c->n, "for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total;"
+                             " g += (int64_t)gridDim.x * blockDim.x) {");
+  *opened = 1;
+  if (!rc && n->rank) rc = codegen_line(&c->n, "int64_t rest = g;");
   for (int k = n->rank - 1; k >= 0 && !rc; k--) {
     rc = lower_ctx_expr(c, n->shape[k], ext, sizeof ext, "the extent");
-    if (!rc && k) rc = lower_ctx_printf(c, "const %s i%d = (%s)(rest %% %s);\n%*srest /= %s;\n", c->ix, k,
-                                        c->ix, ext, 2 * c->depth, "", ext);
-    else if (!rc) rc = lower_ctx_printf(c, "const %s i0 = (%s)rest;\n", c->ix, c->ix);
+    if (!rc && k) rc = codegen_line(&c->n, "const %s i%d = (%s)(rest %% %s);", c->n.ix, k, c->n.ix, ext);
+    if (!rc && k) rc = codegen_line(&c->n, "rest /= %s;", ext);
+    else if (!rc) rc = codegen_line(&c->n, "const %s i0 = (%s)rest;", c->n.ix, c->n.ix);
   }
-  if (!rc && n->rank == 0) rc = lower_ctx_printf(c, "(void)g;\n");
-  *opened = 1;
+  if (!rc && n->rank == 0) rc = codegen_line(&c->n, "(void)g;");
   return rc;
 }
 
-/* A reduction's shape: what it adds (or maxes) and how. */
+/* A reduction: what it adds (or maxes) and how. */
 typedef struct reduction {
+  lower_ctx *c;
   const ir_node *n;
   uopc_dtype acc;                   /* the accumulator's dtype (n's) */
   int is_max;
   const sym_expr *const *outer;     /* the output loops' variables */
-  const sym_expr *idx[UOPC_MAX_RANK];   /* the source's index, the innermost axis filled per body */
+  const sym_expr *idx[UOPC_MAX_RANK];   /* the source's index; the lane axis filled per element */
   int inner;                        /* the reduced axis that goes into the lanes */
   const sym_expr *inner_extent;
+  int tmp_base;                     /* each element block numbers its temporaries from here */
 } reduction;
 
 /* acc = combine(acc, v), acc the text of an lvalue. */
@@ -301,117 +302,147 @@ static int accumulate(lower_ctx *c, const reduction *r, const char *acc, const c
   const char *T = ir_dtype_ctype(r->acc), *U = unsigned_of(r->acc);
   int fl = uopc_dtype_is_float(r->acc);
   if (r->is_max && fl)   /* NumPy's max: a NaN wins */
-    return lower_ctx_printf(c, "%s = (%s > %s || %s != %s) ? %s : %s;\n", acc, v, acc, v, v, v, acc);
-  if (r->is_max) return lower_ctx_printf(c, "%s = %s > %s ? %s : %s;\n", acc, v, acc, v, acc);
-  if (fl) return lower_ctx_printf(c, "%s += %s;\n", acc, v);
-  return lower_ctx_printf(c, "%s = (%s)((%s)%s + (%s)%s);\n", acc, T, U, acc, U, v);
+    return codegen_line(&c->n, "%s = (%s > %s || %s != %s) ? %s : %s;", acc, v, acc, v, v, v, acc);
+  if (r->is_max) return codegen_line(&c->n, "%s = %s > %s ? %s : %s;", acc, v, acc, v, acc);
+  if (fl) return codegen_line(&c->n, "%s += %s;", acc, v);
+  return codegen_line(&c->n, "%s = (%s)((%s)%s + (%s)%s);", acc, T, U, acc, U, v);
 }
 
-/* One element of the reduction at position j of its innermost axis. */
-static int element(lower_ctx *c, reduction *r, const sym_expr *j) {
-  c->n_memo = 0;                     /* a new block: earlier temporaries are out of scope */
+static int combine_cb(void *ctx, codegen_nest *n, const char *acc, const char *value) {
+  reduction *r = ctx;
+  (void)n;
+  return accumulate(r->c, r, acc, value);
+}
+
+/* The value text of temporary t as the accumulator's type. */
+static void as_acc(const reduction *r, uopc_dtype from, int t, char *value, size_t size) {
+  if (r->acc != from) snprintf(value, size, "(%s)t%d", ir_dtype_ctype(r->acc), t);
+  else snprintf(value, size, "t%d", t);
+}
+
+/* The element at position j of the lane axis: codegen_emit_lanes calls it
+ * once for the blocks and once for the tail, each a scope of its own. */
+static int element_cb(void *ctx, codegen_nest *n, const sym_expr *j, char *text, size_t size) {
+  reduction *r = ctx;
+  lower_ctx *c = r->c;
+  (void)n;
+  c->n_memo = 0;
+  c->next_tmp = r->tmp_base;
   int t = -1, rc;
-  char v[32];
   if (r->n->op == IR_MATMUL) {
     const ir_node *a = r->n->src[0], *b = r->n->src[1];
     int rank = r->n->rank, ta = -1, tb = -1;
     const sym_expr *ia[UOPC_MAX_RANK], *ib[UOPC_MAX_RANK];
     for (int k = 0; k < rank - 2; k++) ia[k] = ib[k] = r->outer[k];
     ia[rank - 2] = r->outer[rank - 2];
-    ia[rank - 1] = ib[rank - 2] = j;
     ib[rank - 1] = r->outer[rank - 1];
+    if (!(ia[rank - 1] = ib[rank - 2] = simp(c, j))) return c->n.err->code;
     rc = value(c, a, ia, &ta);
     if (!rc) rc = value(c, b, ib, &tb);
     if (rc) return rc;
     t = c->next_tmp++;
-    char text[LOWER_EXPR_MAX];
+    char expr[LOWER_EXPR_MAX];
     ir_node mul = {.op = IR_MUL, .dtype = a->dtype, .src = {a, b}};
-    rc = op_text(c, &mul, ta, tb, -1, text, sizeof text);
-    if (!rc) rc = lower_ctx_printf(c, "const %s t%d = %s;\n", ir_dtype_ctype(a->dtype), t, text);
-  } else {
-    r->idx[r->inner] = j;
-    const sym_expr *sidx[UOPC_MAX_RANK];
-    for (int k = 0; k < r->n->src[0]->rank; k++)
-      if (!(sidx[k] = simp(c, r->idx[k]))) return c->err->code;
-    rc = value(c, r->n->src[0], sidx, &t);
+    rc = op_text(c, &mul, ta, tb, -1, expr, sizeof expr);
+    if (!rc) rc = codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(a->dtype), t, expr);
+    as_acc(r, a->dtype, t, text, size);
+    return rc;
   }
-  if (rc) return rc;
-  if (r->acc != r->n->src[0]->dtype) snprintf(v, sizeof v, "(%s)t%d", ir_dtype_ctype(r->acc), t);
-  else snprintf(v, sizeof v, "t%d", t);
-  return accumulate(c, r, "acc0[r1]", v);
-}
-
-/* The innermost reduced axis: whole blocks of LANES, then the tail, element
- * j = r0 + r1 into lane r1 (as lab 23.1's row sum). */
-static int lanes(lower_ctx *c, reduction *r) {
-  char n[LOWER_EXPR_MAX];
-  sym_arena *a = c->arena;
-  int rc = lower_ctx_expr(c, r->inner_extent, n, sizeof n, "the reduced extent");
-  const sym_expr *r0 = loop_var(c, "r0", r->inner_extent), *r1 = NULL;
-  sym_dim lanes_dim = {.name = "r1", .lo = 0, .hi = LOWER_LANES - 1, .multiple_of = 1};
-  if (!r0 || !(r1 = sym_expr_dim(a, &lanes_dim))) return c->err->code ? c->err->code : UOPC_E_NOMEM;
-  const sym_expr *j = sym_expr_add(a, r0, r1);
-  if (!rc) rc = lower_ctx_printf(c, "%s r0 = 0;\n", c->ix);
-  if (!rc) rc = lower_ctx_printf(c, "for (; r0 <= %s - LANES; r0 += LANES) {\n", n);
-  c->depth++;
-  if (!rc) rc = lower_ctx_printf(c, "for (%s r1 = 0; r1 < LANES; r1++) {\n", c->ix);
-  c->depth++;
-  if (!rc) rc = element(c, r, j);
-  if (!rc) rc = close_brace(c);
-  if (!rc) rc = close_brace(c);
-  if (!rc) rc = lower_ctx_printf(c, "for (%s r1 = 0; r0 + r1 < %s; r1++) {\n", c->ix, n);
-  c->depth++;
-  if (!rc) rc = element(c, r, j);
-  return rc ? rc : close_brace(c);
+  r->idx[r->inner] = j;
+  const sym_expr *sidx[UOPC_MAX_RANK];
+  for (int k = 0; k < r->n->src[0]->rank; k++)
+    if (!(sidx[k] = simp(c, r->idx[k]))) return c->n.err->code;
+  rc = value(c, r->n->src[0], sidx, &t);
+  as_acc(r, r->n->src[0]->dtype, t, text, size);
+  return rc;
 }
 
 static const char *init_text(lower_ctx *c, const reduction *r, char *buf, size_t size) {
-  if (!r->is_max) snprintf(buf, size, "0");
+  if (!r->is_max) literal(c, 0, r->acc, buf, size);
   else if (r->acc == UOPC_I32) snprintf(buf, size, "INT32_MIN");
   else if (r->acc == UOPC_I64) snprintf(buf, size, "INT64_MIN");
   else literal(c, -INFINITY, r->acc, buf, size);
   return buf;
 }
 
-static int reduce_body(lower_ctx *c, const ir_node *n, const sym_expr *const *outer, const char *store) {
-  reduction r = {.n = n, .acc = n->dtype, .is_max = n->op == IR_MAX, .outer = outer};
+/* Opens a loop over every reduced axis of n but the lane axis (skip: -1 for
+ * none) as r3, r4, ... and fills the source index: reduced axes from those
+ * loops, the others from outer. *empty: some reduced axis has no element. */
+static int open_reduced(lower_ctx *c, const ir_node *n, const sym_expr *const *outer, int skip,
+                        const sym_expr **idx, int *opened, int *empty) {
   const ir_node *src = n->src[0];
-  int opened = 0, rc = UOPC_OK, pos = 0;
-  char init[64], ext[LOWER_EXPR_MAX], name[16];
+  char name[16];
+  int rc = UOPC_OK;
+  *empty = 0;
+  for (int k = 0; k < src->rank && !rc; k++)
+    if (n->axes >> k & 1u) {
+      int e = 0;
+      rc = always_empty(c, src->shape[k], &e);
+      *empty |= e;
+    }
+  for (int k = 0, pos = 0; k < src->rank && !rc; k++) {
+    if (!(n->axes >> k & 1u)) { idx[k] = outer[n->keepdims ? k : pos++]; continue; }
+    if (k == skip || *empty) continue;
+    snprintf(name, sizeof name, "r%d", 3 + *opened);
+    rc = codegen_open_loop(&c->n, name, src->shape[k], &idx[k], c->n.err);
+    if (!rc) ++*opened;
+  }
+  return rc;
+}
+
+static int reduced_count(lower_ctx *c, const ir_node *n, char *buf, size_t size) {
+  const sym_expr *count = sym_expr_const(c->n.arena, 1);
+  for (int k = 0; k < n->src[0]->rank; k++)
+    if (n->axes >> k & 1u) count = sym_expr_mul(c->n.arena, count, n->src[0]->shape[k]);
+  return lower_ctx_expr(c, count, buf, size, "the element count of");
+}
+
+static int store_result(lower_ctx *c, const reduction *r, const char *store, const char *acc) {
+  char count[LOWER_EXPR_MAX];
+  if (r->n->op != IR_MEAN) return codegen_line(&c->n, "%s = %s;", store, acc);
+  int rc = reduced_count(c, r->n, count, sizeof count);
+  return rc ? rc : codegen_line(&c->n, "%s = %s / (%s)(%s);", store, acc, ir_dtype_ctype(r->acc), count);
+}
+
+/* 1 in *empty when a reduced axis of n (or matmul's inner one) never has an element. */
+static int reduced_empty(lower_ctx *c, const ir_node *n, int *empty) {
+  const ir_node *src = n->src[0];
+  int rc = UOPC_OK, e = 0;
+  *empty = 0;
+  for (int k = 0; k < src->rank && !rc; k++)
+    if (n->op == IR_MATMUL ? k == src->rank - 1 : (int)(n->axes >> k & 1u)) {
+      rc = always_empty(c, src->shape[k], &e);
+      *empty |= e;
+    }
+  return rc;
+}
+
+/* The lane form (chapter 23.1, "The order of a sum"): the last reduced axis
+ * through codegen_emit_lanes. Other reduced axes loop around it, each of
+ * their positions (row-major) giving one lane result, added one at a time. */
+static int lanes_body(lower_ctx *c, const ir_node *n, const sym_expr *const *outer, const char *store) {
+  reduction r = {.c = c, .n = n, .acc = n->dtype, .is_max = n->op == IR_MAX, .outer = outer};
+  const ir_node *src = n->src[0];
+  const char *T = ir_dtype_ctype(n->dtype);
+  int opened = 0, empty = 0, others = 0, rc;
+  char init[64];
+  init_text(c, &r, init, sizeof init);
   if (n->op == IR_MATMUL) r.inner_extent = src->shape[src->rank - 1];
-  rc = lower_ctx_printf(c, "%s acc0[LANES];\n", ir_dtype_ctype(r.acc));
-  if (!rc) rc = lower_ctx_printf(c, "for (%s r1 = 0; r1 < LANES; r1++) acc0[r1] = %s;\n", c->ix,
-                                 init_text(c, &r, init, sizeof init));
-  for (int k = 0; k < src->rank && n->op != IR_MATMUL && !rc; k++) {
-    if (!(n->axes >> k & 1u)) { r.idx[k] = outer[n->keepdims ? k : pos++]; continue; }
-    if (n->keepdims) pos++;
-    r.inner = k;                        /* the last reduced axis goes into the lanes */
-    r.inner_extent = src->shape[k];
+  for (int k = 0; k < src->rank && n->op != IR_MATMUL; k++)
+    if (n->axes >> k & 1u) { others += r.inner_extent != NULL; r.inner = k; r.inner_extent = src->shape[k]; }
+  rc = reduced_empty(c, n, &empty);
+  if (!rc && empty) {          /* nothing to add: the identity (a mean: 0/0, NaN as NumPy's) */
+    rc = codegen_line(&c->n, "const %s acc = %s;", T, init);
+    return rc ? rc : store_result(c, &r, store, "acc");
   }
-  for (int k = 0; k < src->rank && n->op != IR_MATMUL && !rc; k++) {
-    if (!(n->axes >> k & 1u) || k == r.inner) continue;
-    snprintf(name, sizeof name, "r%d", 3 + opened);
-    if (!(r.idx[k] = loop_var(c, name, src->shape[k]))) return c->err->code;
-    rc = lower_ctx_expr(c, src->shape[k], ext, sizeof ext, "the reduced extent");
-    if (!rc) rc = lower_ctx_printf(c, "for (%s %s = 0; %s < %s; %s++) {\n", c->ix, name, name, ext, name);
-    c->depth++;
-    opened++;
-  }
-  if (!rc) rc = lanes(c, &r);
-  while (opened-- > 0 && !rc) rc = close_brace(c);
-  if (!rc) rc = lower_ctx_printf(c, "for (%s r1 = LANES / 2; r1 > 0; r1 /= 2) {\n", c->ix);
-  c->depth++;
-  if (!rc) rc = lower_ctx_printf(c, "for (%s r2 = 0; r2 < r1; r2++) {\n", c->ix);
-  c->depth++;
-  if (!rc) rc = accumulate(c, &r, "acc0[r2]", "acc0[r2 + r1]");
-  if (!rc) rc = close_brace(c);
-  if (!rc) rc = close_brace(c);
-  if (rc || n->op != IR_MEAN) return rc ? rc : lower_ctx_printf(c, "%s = acc0[0];\n", store);
-  const sym_expr *count = sym_expr_const(c->arena, 1);
-  for (int k = 0; k < src->rank; k++)
-    if (n->axes >> k & 1u) count = sym_expr_mul(c->arena, count, src->shape[k]);
-  rc = lower_ctx_expr(c, count, ext, sizeof ext, "the element count of");
-  return rc ? rc : lower_ctx_printf(c, "%s = acc0[0] / (%s)(%s);\n", store, ir_dtype_ctype(r.acc), ext);
+  if (!rc && others) rc = codegen_line(&c->n, "%s acc = %s;", T, init);
+  if (!rc && n->op != IR_MATMUL) rc = open_reduced(c, n, outer, r.inner, r.idx, &opened, &empty);
+  r.tmp_base = c->next_tmp;
+  codegen_reducer red = {T, init, element_cb, combine_cb, &r};
+  if (!rc) rc = codegen_emit_lanes(&c->n, r.inner_extent, &red, c->n.err);
+  if (!rc && others) rc = accumulate(c, &r, "acc", "acc0[0]");
+  while (opened-- > 0 && !rc) rc = codegen_close(&c->n);
+  return rc ? rc : store_result(c, &r, store, others ? "acc" : "acc0[0]");
 }
 
 /* ---- Reductions that keep the source's last axis: each output element adds
@@ -422,60 +453,31 @@ int lower_reduces_serially(const ir_node *n) {
   return !(n->axes >> (n->src[0]->rank - 1) & 1u);
 }
 
-/* Opens a loop over every reduced axis of n (r3, r4, ...) and fills the
- * source index: reduced axes from those loops, the others from outer. */
-static int open_reduced(lower_ctx *c, const ir_node *n, const sym_expr *const *outer, const sym_expr **idx,
-                        int *opened) {
-  const ir_node *src = n->src[0];
-  char name[16], ext[LOWER_EXPR_MAX];
-  int rc = UOPC_OK;
-  for (int k = 0, pos = 0; k < src->rank && !rc; k++) {
-    if (!(n->axes >> k & 1u)) { idx[k] = outer[n->keepdims ? k : pos++]; continue; }
-    snprintf(name, sizeof name, "r%d", 3 + *opened);
-    if (!(idx[k] = loop_var(c, name, src->shape[k]))) return c->err->code;
-    rc = lower_ctx_expr(c, src->shape[k], ext, sizeof ext, "the reduced extent");
-    if (!rc) rc = lower_ctx_printf(c, "for (%s %s = 0; %s < %s; %s++) {\n", c->ix, name, name, ext, name);
-    c->depth++;
-    ++*opened;
-  }
-  return rc;
-}
-
-static int reduced_count(lower_ctx *c, const ir_node *n, char *buf, size_t size) {
-  const sym_expr *count = sym_expr_const(c->arena, 1);
-  for (int k = 0; k < n->src[0]->rank; k++)
-    if (n->axes >> k & 1u) count = sym_expr_mul(c->arena, count, n->src[0]->shape[k]);
-  return lower_ctx_expr(c, count, buf, size, "the element count of");
-}
-
-/* acc = combine(acc, the source at idx), the element cast to the accumulator. */
+/* acc = combine(acc, the source at idx), in a body of its own. */
 static int add_source(lower_ctx *c, const reduction *r, const sym_expr **idx, const char *acc) {
   const sym_expr *sidx[UOPC_MAX_RANK];
   int t = -1, rc = UOPC_OK;
   char v[64];
   c->n_memo = 0;
   for (int k = 0; k < r->n->src[0]->rank && !rc; k++)
-    if (!(sidx[k] = simp(c, idx[k]))) rc = c->err->code;
+    if (!(sidx[k] = simp(c, idx[k]))) rc = c->n.err->code;
   if (!rc) rc = value(c, r->n->src[0], sidx, &t);
   if (rc) return rc;
-  if (r->acc != r->n->src[0]->dtype) snprintf(v, sizeof v, "(%s)t%d", ir_dtype_ctype(r->acc), t);
-  else snprintf(v, sizeof v, "t%d", t);
+  as_acc(r, r->n->src[0]->dtype, t, v, sizeof v);
   return accumulate(c, r, acc, v);
 }
 
 /* CUDA: one thread per output element, its own accumulator. */
 static int serial_body(lower_ctx *c, const ir_node *n, const sym_expr *const *outer, const char *store) {
-  reduction r = {.n = n, .acc = n->dtype, .is_max = n->op == IR_MAX, .outer = outer};
+  reduction r = {.c = c, .n = n, .acc = n->dtype, .is_max = n->op == IR_MAX, .outer = outer};
   const sym_expr *idx[UOPC_MAX_RANK];
-  char init[64], count[LOWER_EXPR_MAX];
-  int opened = 0;
-  int rc = lower_ctx_printf(c, "%s acc = %s;\n", ir_dtype_ctype(r.acc), init_text(c, &r, init, sizeof init));
-  if (!rc) rc = open_reduced(c, n, outer, idx, &opened);
-  if (!rc) rc = add_source(c, &r, idx, "acc");
-  while (opened-- > 0 && !rc) rc = close_brace(c);
-  if (rc || n->op != IR_MEAN) return rc ? rc : lower_ctx_printf(c, "%s = acc;\n", store);
-  rc = reduced_count(c, n, count, sizeof count);
-  return rc ? rc : lower_ctx_printf(c, "%s = acc / (%s)(%s);\n", store, ir_dtype_ctype(r.acc), count);
+  char init[64];
+  int opened = 0, empty = 0;
+  int rc = codegen_line(&c->n, "%s acc = %s;", ir_dtype_ctype(r.acc), init_text(c, &r, init, sizeof init));
+  if (!rc) rc = open_reduced(c, n, outer, -1, idx, &opened, &empty);
+  if (!rc && !empty) rc = add_source(c, &r, idx, "acc");
+  while (opened-- > 0 && !rc) rc = codegen_close(&c->n);
+  return rc ? rc : store_result(c, &r, store, "acc");
 }
 
 /* C: the loops interchanged so the kept last axis is innermost (contiguous
@@ -483,36 +485,34 @@ static int serial_body(lower_ctx *c, const ir_node *n, const sym_expr *const *ou
  * of additions per element as serial_body. */
 static int serial_kernel_c(lower_ctx *c, const lower_buffer *buf) {
   const ir_node *n = buf->node;
-  reduction r = {.n = n, .acc = n->dtype, .is_max = n->op == IR_MAX};
+  reduction r = {.c = c, .n = n, .acc = n->dtype, .is_max = n->op == IR_MAX};
   const sym_expr *vars[UOPC_MAX_RANK], *idx[UOPC_MAX_RANK];
-  char ext[LOWER_EXPR_MAX], addr[LOWER_EXPR_MAX], at[LOWER_EXPR_MAX + 64], init[64], count[LOWER_EXPR_MAX];
-  int last = n->rank - 1, opened = 0, rc = UOPC_OK;
-  for (int k = 0; k <= last && !rc; k++) {
-    snprintf(at, sizeof at, "i%d", k);
-    if (!(vars[k] = loop_var(c, at, n->shape[k]))) return c->err->code;
-    rc = lower_ctx_expr(c, n->shape[k], ext, sizeof ext, "the extent");
-    if (k < last && !rc) {
-      rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) {\n", c->ix, k, k, ext, k);
-      c->depth++;
-    }
+  char addr[LOWER_EXPR_MAX], at[LOWER_EXPR_MAX + 64], init[64], name[16], count[LOWER_EXPR_MAX];
+  int last = n->rank - 1, outer = 0, opened = 0, empty = 0, rc = UOPC_OK;
+  for (int k = 0; k <= last && !rc && !empty; k++) rc = always_empty(c, n->shape[k], &empty);
+  if (rc || empty) return rc ? rc : codegen_line(&c->n, "/* no element: an extent is 0 for every binding */");
+  for (int k = 0; k < last && !rc; k++, outer++) {
+    snprintf(name, sizeof name, "i%d", k);
+    rc = codegen_open_loop(&c->n, name, n->shape[k], &vars[k], c->n.err);
   }
   r.outer = vars;
-  if (!rc) rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
-  snprintf(at, sizeof at, "%s[%s]", buf->name, addr);
-  if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) %s = %s;\n", c->ix, last, last, ext, last,
-                                 at, init_text(c, &r, init, sizeof init));
-  if (!rc) rc = open_reduced(c, n, vars, idx, &opened);
-  if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) {\n", c->ix, last, last, ext, last);
-  c->depth++;
-  if (!rc) rc = add_source(c, &r, idx, at);
-  if (!rc) rc = close_brace(c);
-  while (opened-- > 0 && !rc) rc = close_brace(c);
-  if (!rc && n->op == IR_MEAN) {
-    rc = reduced_count(c, n, count, sizeof count);
-    if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) %s /= (%s)(%s);\n", c->ix, last, last,
-                                   ext, last, at, ir_dtype_ctype(r.acc), count);
+  snprintf(name, sizeof name, "i%d", last);
+  init_text(c, &r, init, sizeof init);
+  /* The kept axis is opened three times (set, add, divide), each its own scope. */
+  for (int pass = 0; pass < 3 && !rc; pass++) {
+    if (pass == 1) rc = open_reduced(c, n, vars, -1, idx, &opened, &empty);
+    if (rc || (pass == 1 && empty) || (pass == 2 && n->op != IR_MEAN)) continue;
+    rc = codegen_open_loop(&c->n, name, n->shape[last], &vars[last], c->n.err);
+    if (!rc) rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
+    snprintf(at, sizeof at, "%s[%s]", buf->name, addr);
+    if (!rc && pass == 0) rc = codegen_line(&c->n, "%s = %s;", at, init);
+    if (!rc && pass == 1) rc = add_source(c, &r, idx, at);
+    if (!rc && pass == 2) rc = reduced_count(c, n, count, sizeof count);
+    if (!rc && pass == 2) rc = codegen_line(&c->n, "%s /= (%s)(%s);", at, ir_dtype_ctype(r.acc), count);
+    if (!rc) rc = codegen_close(&c->n);
+    while (pass == 1 && opened-- > 0 && !rc) rc = codegen_close(&c->n);
   }
-  for (int k = 0; k < last && !rc; k++) rc = close_brace(c);
+  while (outer-- > 0 && !rc) rc = codegen_close(&c->n);
   return rc;
 }
 
@@ -520,21 +520,33 @@ int lower_emit_kernel(lower_ctx *c, int k) {
   const lower_buffer *buf = &c->p->buffers[c->p->kernel_buffer[k]];
   const ir_node *n = buf->node;
   const sym_expr *vars[UOPC_MAX_RANK];
-  int opened = 0, rc;
+  int opened = 0, empty = 0, rc;
   char addr[LOWER_EXPR_MAX], store[LOWER_EXPR_MAX + 64];
   c->root = n;
   c->n_memo = 0;
+  c->next_tmp = 0;
   if (lower_reduces_serially(n) && c->p->backend == LOWER_C) return serial_kernel_c(c, buf);
-  rc = open_outer(c, n, vars, &opened);
-  if (!rc) rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
+  rc = open_outer(c, n, vars, &opened, &empty);
+  if (rc || empty) return rc;
+  rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
   snprintf(store, sizeof store, "%s[%s]", buf->name, addr);
   if (!rc && lower_reduces_serially(n)) rc = serial_body(c, n, vars, store);
-  else if (!rc && ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE) rc = reduce_body(c, n, vars, store);
+  else if (!rc && ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE) rc = lanes_body(c, n, vars, store);
   else if (!rc) {
     int t = -1;
     rc = value(c, n, vars, &t);
-    if (!rc) rc = lower_ctx_printf(c, "%s = t%d;\n", store, t);
+    if (!rc) rc = codegen_line(&c->n, "%s = t%d;", store, t);
   }
-  while (opened-- > 0 && !rc) rc = close_brace(c);
+  while (opened-- > 0 && !rc) rc = codegen_close(&c->n);
+  return rc;
+}
+
+int lower_emit_value(codegen_nest *n, lower_backend backend, const ir_node *node, const sym_expr *const *idx,
+                     int *tmp) {
+  lower_program none = {.backend = backend};   /* no buffers: only inputs and fused values */
+  lower_ctx c = {.n = *n, .p = &none};
+  int rc = value(&c, node, idx, tmp);
+  n->t = c.n.t;
+  free(c.memo);
   return rc;
 }

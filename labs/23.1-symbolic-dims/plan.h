@@ -6,7 +6,8 @@
 #ifndef PLAN_H
 #define PLAN_H
 
-#include "codegen.h"
+#include "kernel.h"
+#include "lower.h"
 
 /* The process counter this lab adds (see uopc/counters.h). */
 #define PLAN_C_BUILT "plans built"
@@ -25,7 +26,8 @@ typedef struct plan plan;
 /* Lowers out's graph, compiles it through uopc (or finds it in the disk
  * cache) and counts "plans built". name is the kernel's entry name; opts may
  * be NULL. The caller owns *out (plan_free). The graph may be freed after.
- * Errors: those of codegen_kernel_new and uopc_program_new. */
+ * Errors: UOPC_E_INVALID (the output is not a node of g, or a scalar),
+ * those of lower_program_new and uopc_program_new. */
 int plan_new(plan **out, const kernel_graph *g, const kernel_node *output,
              const char *name, const uopc_program_options *opts, uopc_error *err);
 void plan_free(plan *p);

@@ -67,13 +67,39 @@ int variant_codegen_banner(codegen_text *t, const variant_spec *spec, const char
   return rc;
 }
 
-/* The body at element addr of x, writing out[out_addr]: 23.1's values. */
-static int emit_body(codegen_text *t, const variant_spec *spec, const char *addr,
-                     const char *out_addr, const char *indent, uopc_error *err) {
-  codegen_values v;
-  codegen_values_init(&v, addr, indent);
-  int tmp = 0, rc = codegen_emit_value(t, &v, spec->out, &tmp, err);
-  return rc ? rc : codegen_printf(t, err, "%sout[%s] = t%d;\n", indent, out_addr, tmp);
+/* A loop variable below extent (bounds for the intervals of addresses). */
+static const sym_expr *loop_var(sym_arena *a, const char *name, int64_t hi) {
+  sym_dim d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "%s", name);
+  d.hi = hi > 0 ? hi - 1 : 0;
+  d.multiple_of = 1;
+  return sym_expr_dim(a, &d);
+}
+
+/* out[out_addr] = the operation at one element of x, written by the compiler
+ * core's one value emitter (lower_emit_value) on the graph in the core's IR:
+ * fast = 1 reads contiguous x at i0 * 16 + i1, fast = 0 reads x at i0
+ * through its runtime stride x_s0. */
+static int emit_body(codegen_text *t, const variant_spec *spec, int fast, const char *out_addr, int depth,
+                     uopc_error *err) {
+  ir_graph *g = NULL;
+  const ir_node *out = NULL;
+  int rc = ir_graph_new(&g, err), tmp = 0;
+  if (!rc) rc = kernel_graph_to_ir(spec->graph, spec->out, g, !fast, &out, err);
+  if (!rc) {
+    sym_arena *a = ir_graph_arena(g);
+    const sym_expr *i0 = loop_var(a, "i0", fast ? spec->n->hi / VARIANT_LANES : spec->n->hi), *idx;
+    idx = fast ? sym_expr_add(a, sym_expr_mul(a, i0, sym_expr_const(a, VARIANT_LANES)),
+                              loop_var(a, "i1", VARIANT_LANES)) : i0;
+    codegen_nest n;
+    codegen_nest_init(&n, t, a, "int64_t", depth, err);
+    rc = sym_expr_simplify(a, idx, &idx, err);
+    if (!rc) rc = lower_emit_value(&n, LOWER_C, out, &idx, &tmp);
+    if (!rc) rc = codegen_line(&n, "out[%s] = t%d;", out_addr, tmp);
+  }
+  ir_graph_free(g);
+  return rc;
 }
 
 int variant_codegen_generic(variant_source *src, const variant_spec *spec, uopc_error *err) {
@@ -84,7 +110,7 @@ int variant_codegen_generic(variant_source *src, const variant_spec *spec, uopc_
   if (!rc) rc = codegen_printf(t, err, "void %s(float *out, const float *x, int64_t %s, int64_t out_s0, "
                                "int64_t x_s0) {\n", entry, spec->n->name);
   if (!rc) rc = codegen_printf(t, err, "  for (int64_t i0 = 0; i0 < %s; i0++) {\n", spec->n->name);
-  if (!rc) rc = emit_body(t, spec, "i0 * x_s0", "i0 * out_s0", "    ", err);
+  if (!rc) rc = emit_body(t, spec, 0, "i0 * out_s0", 2, err);
   if (!rc) rc = codegen_printf(t, err, "  }\n}\n");
   if (rc) variant_source_fini(src);
   return rc;

@@ -1,14 +1,17 @@
 /* variant_codegen.h: the C source of one dispatch variant (lab 23.2).
  * The operation is a lab 23.1 kernel graph with one input x (a pointwise
- * expression); its loop body comes from 23.1's codegen_emit_value. The loops
- * around it are written here, because 23.1's loop nest knows only contiguous
- * buffers indexed alike: the generic variant reads x and writes out through
- * their own runtime strides, and the fast variant walks 16-lane blocks of
- * aligned memory with no tail loop. Chapter 23.2, "Two kernels". */
+ * expression); its loop body comes from the compiler core's one value
+ * emitter (lower_emit_value), on the graph rebuilt in the core's IR. The
+ * loops around it are written here: the generic variant reads x and writes
+ * out through their own runtime strides, out possibly x itself (the core's
+ * programs write contiguous outputs that alias nothing), and the fast variant
+ * walks 16-lane blocks of aligned memory with no tail loop. Chapter 23.2,
+ * "Two kernels". */
 #ifndef VARIANT_CODEGEN_H
 #define VARIANT_CODEGEN_H
 
-#include "codegen.h"
+#include "kernel.h"
+#include "lower.h"
 #include "guard.h"
 #include "spec_key.h"
 

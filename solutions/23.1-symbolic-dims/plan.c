@@ -1,6 +1,7 @@
 /* plan.c: one compiled kernel for every binding within the bounds (lab 23.1).
- * A plan copies what it needs from the graph (its dims, each buffer's shape
- * into its own arena) and owns its program, so the graph can go. */
+ * A plan translates the lab's kernel graph into the compiler core's IR, which
+ * it owns with the lowered program (the core writes the text, its loops
+ * through codegen.c), so the kernel graph can go. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +9,12 @@
 #include "plan.h"
 
 struct plan {
-  codegen_kernel kernel;                         /* entry, dims, index, source */
-  sym_arena *arena;                              /* the buffers' shapes */
+  ir_graph *graph;                               /* the kernel graph in the core's IR */
+  lower_program *low;                            /* entry, dims, index, source */
   int n_buffers;                                 /* out, then the inputs */
   char names[PLAN_MAX_BUFFERS][SYM_NAME_MAX];
   int rank[PLAN_MAX_BUFFERS];
-  const sym_expr *shape[PLAN_MAX_BUFFERS][KERNEL_MAX_RANK];
+  const sym_expr *shape[PLAN_MAX_BUFFERS][KERNEL_MAX_RANK];   /* in graph's arena */
   /* Each extent as the launch reads it: the index of the plan dim it is, or
    * EXTENT_CONST (extent_value), or EXTENT_EXPR (evaluated under a binding).
    * Plain dims and constants, the common case, cost a multiply per launch. */
@@ -31,36 +32,45 @@ static void classify_extent(plan *p, int b, int k) {
   p->extent_dim[b][k] = EXTENT_EXPR;
   p->extent_value[b][k] = e->kind == SYM_CONST ? e->value : 0;
   if (e->kind == SYM_CONST) p->extent_dim[b][k] = EXTENT_CONST;
-  for (int d = 0; d < p->kernel.n_dims && e->kind == SYM_DIM; d++)
-    if (sym_dim_same(&e->dim, &p->kernel.dims[d])) p->extent_dim[b][k] = d;
+  for (int d = 0; d < p->low->n_dims && e->kind == SYM_DIM; d++)
+    if (sym_dim_same(&e->dim, &p->low->dims[d])) p->extent_dim[b][k] = d;
   if (p->extent_dim[b][k] == EXTENT_EXPR) p->has_expr_extent = 1;
 }
 
-static int keep_shape(plan *p, const char *name, const kernel_node *n, uopc_error *err) {
+static void keep_shape(plan *p, const char *name, const ir_node *n) {
   int b = p->n_buffers++;
   snprintf(p->names[b], sizeof p->names[b], "%s", name);
   p->rank[b] = n->rank;
-  for (int k = 0; k < n->rank; k++)
-    if (!(p->shape[b][k] = sym_expr_copy(p->arena, n->shape[k])))
-      return UOPC_FAIL(err, UOPC_E_NOMEM, "plan: no memory for the shape of '%s'", name);
-  for (int k = 0; k < n->rank; k++) classify_extent(p, b, k);
-  return UOPC_OK;
+  for (int k = 0; k < n->rank; k++) {
+    p->shape[b][k] = n->shape[k];
+    classify_extent(p, b, k);
+  }
 }
 
-static int build_program(plan *p, const uopc_program_options *opts, uopc_error *err) {
-  return uopc_program_new(&p->program, p->kernel.source.data, p->kernel.entry,
-                          p->kernel.signature, opts, err);
+static int check_graph(const kernel_graph *g, const kernel_node *out, const char *name, uopc_error *err) {
+  if (!g || !out || out < g->nodes || out >= g->nodes + g->count)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "plan '%s': the output is not a node of the graph", name ? name : "?");
+  if (out->rank == 0)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "plan '%s': the output '%s' is a scalar, not a tensor",
+                     name ? name : "?", kernel_op_name(out->op));
+  return UOPC_OK;
 }
 
 int plan_new(plan **out, const kernel_graph *g, const kernel_node *output,
              const char *name, const uopc_program_options *opts, uopc_error *err) {
+  int rc = check_graph(g, output, name, err);
+  if (rc) return rc;
   plan *p = calloc(1, sizeof *p);
   if (!p) return UOPC_FAIL(err, UOPC_E_NOMEM, "plan '%s': out of memory", name ? name : "?");
-  int rc = codegen_kernel_new(&p->kernel, g, output, name, err);
-  if (!rc) rc = sym_arena_new(&p->arena, err);
-  if (!rc) rc = keep_shape(p, "out", output, err);
-  for (int i = 0; i < g->n_inputs && !rc; i++) rc = keep_shape(p, g->inputs[i]->name, g->inputs[i], err);
-  if (!rc) rc = build_program(p, opts, err);
+  const ir_node *result = NULL;
+  rc = ir_graph_new(&p->graph, err);
+  if (!rc) rc = kernel_graph_to_ir(g, output, p->graph, 0, &result, err);
+  if (!rc) rc = lower_program_new(&p->low, p->graph, &result, 1, name, LOWER_C, err);
+  if (!rc) {
+    keep_shape(p, "out", result);
+    for (int i = 0; i < g->n_inputs; i++) keep_shape(p, g->inputs[i]->name, ir_graph_input(p->graph, i));
+    rc = uopc_program_new(&p->program, p->low->source.data, p->low->entry, p->low->signature, opts, err);
+  }
   if (rc) { plan_free(p); return rc; }
   uopc_counter_add(PLAN_C_BUILT, 1);
   *out = p;
@@ -70,16 +80,16 @@ int plan_new(plan **out, const kernel_graph *g, const kernel_node *output,
 void plan_free(plan *p) {
   if (!p) return;
   uopc_program_free(p->program);
-  sym_arena_free(p->arena);
-  codegen_kernel_fini(&p->kernel);
+  lower_program_free(p->low);
+  ir_graph_free(p->graph);
   free(p);
 }
 
-const char *plan_name(const plan *p) { return p->kernel.entry; }
-int plan_dim_count(const plan *p) { return p->kernel.n_dims; }
-const sym_dim *plan_dim(const plan *p, int k) { return &p->kernel.dims[k]; }
-const sym_index_plan *plan_index(const plan *p) { return &p->kernel.index; }
-const char *plan_source(const plan *p) { return p->kernel.source.data; }
+const char *plan_name(const plan *p) { return p->low->entry; }
+int plan_dim_count(const plan *p) { return p->low->n_dims; }
+const sym_dim *plan_dim(const plan *p, int k) { return &p->low->dims[k]; }
+const sym_index_plan *plan_index(const plan *p) { return &p->low->index; }
+const char *plan_source(const plan *p) { return p->low->source.data; }
 const uopc_program *plan_program(const plan *p) { return p->program; }
 
 int plan_resolve_dims(const plan *p, const sym_binding *b, int64_t *values,
@@ -135,27 +145,27 @@ int plan_launch(plan *p, const sym_binding *b, plan_buffer out,
   if (!p || n_inputs != p->n_buffers - 1 || (n_inputs && !inputs))
     return UOPC_FAIL(err, UOPC_E_INVALID, "kernel '%s' takes %d inputs, %d given",
                      p ? plan_name(p) : "?", p ? p->n_buffers - 1 : 0, n_inputs);
-  int64_t values[CODEGEN_MAX_DIMS];
+  int64_t values[UOPC_SIGNATURE_MAX];
   int rc = plan_resolve_dims(p, b, values, err);
   if (rc) return rc;
   sym_binding own;                       /* the checked values, by the plan's dims, for */
   own.count = 0;                         /* extents that are expressions (not sym_binding_init: */
-  for (int k = 0; p->has_expr_extent && k < p->kernel.n_dims && !rc; k++)   /* its memset is 1 KB) */
+  for (int k = 0; p->has_expr_extent && k < p->low->n_dims && !rc; k++)   /* its memset is 1 KB) */
     rc = sym_dim_bind(&own, plan_dim(p, k), values[k], err);
   for (int k = 0; k < p->n_buffers && !rc; k++)
     rc = check_buffer(p, k, k ? &inputs[k - 1] : &out, values, &own, err);
   if (rc) return rc;
   void *ptrs[PLAN_MAX_BUFFERS];
-  int32_t narrow[CODEGEN_MAX_DIMS];      /* exact: the plan proved each fits */
-  void *args[PLAN_MAX_BUFFERS + CODEGEN_MAX_DIMS];
+  int32_t narrow[UOPC_SIGNATURE_MAX];      /* exact: the plan proved each fits */
+  void *args[PLAN_MAX_BUFFERS + UOPC_SIGNATURE_MAX];
   int n = 0;
   for (int k = 0; k < p->n_buffers; k++) {
     ptrs[k] = k ? inputs[k - 1].data : out.data;
     args[n++] = &ptrs[k];
   }
-  for (int k = 0; k < p->kernel.n_dims; k++) {
+  for (int k = 0; k < p->low->n_dims; k++) {
     narrow[k] = (int32_t)values[k];
-    args[n++] = p->kernel.index.bits == 32 ? (void *)&narrow[k] : (void *)&values[k];
+    args[n++] = p->low->index.bits == 32 ? (void *)&narrow[k] : (void *)&values[k];
   }
   uopc_program_call(p->program, args);
   return UOPC_OK;
@@ -164,7 +174,7 @@ int plan_launch(plan *p, const sym_binding *b, plan_buffer out,
 void plan_describe(const plan *p, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "plan %s: dims%s", plan_name(p),
                                 plan_dim_count(p) ? "" : " none");
-  for (int k = 0; k < p->kernel.n_dims && used < size; k++) {
+  for (int k = 0; k < p->low->n_dims && used < size; k++) {
     const sym_dim *d = plan_dim(p, k);
     used += (size_t)snprintf(buf + used, size - used, "%s %s in [%" PRId64 ", %" PRId64 "]",
                              k ? "," : "", d->name, d->lo, d->hi);
