@@ -2,12 +2,15 @@
  *   the dispatcher's overhead per call (argument checks, guard checks,
  *   counting) with 1 and with 8 variants, against a direct call of the same
  *   kernel, at n = 16 so that the kernel itself costs little;
- *   the fast path against the generic kernel at 16M elements.
+ *   the fast path against the generic kernel at 16M elements;
+ *   the variant cache (vcache.h) on the same op with 1 and 8 exact-size
+ *   variants: its selection and exec_run's binder over a direct call.
  * Prints `bench 23.2 <case> n=<n> ns=<ns per call>` and `ratio 23.2 ...`
  * lines; each figure is the best of several repetitions. */
 #include <stdio.h>
 #include <time.h>
 #include "dispatch.h"
+#include "vcache.h"
 
 enum { REPS = 7, CALLS = 1000000 };
 
@@ -111,10 +114,78 @@ static int bench_kernels(int64_t n, uopc_error *err) {
   return 0;
 }
 
+/* ---- The variant cache (vcache.h) on the same op, as a graph of the core. */
+
+static int build_square_plus_one(void *ctx, ir_graph *g, const ir_node *const *in, const vcache_spec *spec,
+                                 const ir_node **out, uopc_error *err) {
+  (void)ctx, (void)spec, (void)err;
+  out[0] = ir_binary(g, IR_ADD, ir_binary(g, IR_MUL, in[0], in[0]), ir_const(g, 1.0, UOPC_F32));
+  return UOPC_OK;
+}
+
+typedef void (*exact_fn)(float *, const float *);   /* an exact-size variant takes no dims */
+
+/* Best ns per call: vcache_call (which=0), exec_run on the chosen variant
+ * (1), or its kernel called directly (2). */
+static double best_vcache(vcache *c, vcache_variant *v, uopc_tensor *x, uopc_tensor *out, int which) {
+  uopc_error err;
+  const uopc_tensor *ins[] = {x};
+  uopc_tensor *outs[] = {out};
+  exact_fn fn = (exact_fn)uopc_program_entry(exec_program(v->exec));
+  float *xp = uopc_tensor_data(x), *op = uopc_tensor_data(out);
+  double best = 1e30;
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now_ns();
+    for (int i = 0; i < CALLS; i++) {
+      if (which == 0) vcache_call(c, outs, 1, ins, 1, &err);
+      else if (which == 1) exec_run(v->exec, outs, 1, ins, 1, &err);
+      else fn(op, xp);
+    }
+    double t = (now_ns() - t0) / CALLS;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* variants exact-size variants (lengths 16, 32, ...; the call's is last). */
+static int bench_vcache(int variants, uopc_error *err) {
+  vcache c;
+  vcache_options o = {.op = "vsq", .n_inputs = 1, .n_outputs = 1, .inputs = {"x"}, .build = build_square_plus_one,
+                      .policy = {.exact_sizes = 1, .max_variants = variants + 1}};
+  uopc_tensor x = {0}, out = {0};
+  vcache_variant *v = NULL;
+  int rc = vcache_init(&c, &o, err);
+  for (int64_t k = 1; !rc && k <= variants; k++) {
+    int64_t len = 16 * k;
+    const uopc_tensor *ins[] = {&x};
+    uopc_tensor *outs[] = {&out};
+    uopc_tensor_release(&x);
+    uopc_tensor_release(&out);
+    rc = uopc_tensor_empty(&x, UOPC_F32, 1, &len, err);
+    if (!rc) rc = uopc_tensor_empty(&out, UOPC_F32, 1, &len, err);
+    if (!rc) rc = vcache_choose(&c, outs, 1, ins, 1, &v, err);
+  }
+  if (!rc && c.count != variants) rc = UOPC_FAIL(err, UOPC_E_INVALID, "expected %d variants, got %d", variants, c.count);
+  if (!rc) {
+    double call = best_vcache(&c, v, &x, &out, 0), run = best_vcache(&c, v, &x, &out, 1);
+    double direct = best_vcache(&c, v, &x, &out, 2);
+    printf("bench 23.2 vcache_%d_variants n=%lld ns=%.1f\n", variants, (long long)(16 * variants), call);
+    printf("bench 23.2 vcache_exec_run_%d_variants n=%lld ns=%.1f\n", variants, (long long)(16 * variants), run);
+    printf("ratio 23.2 vcache_%d_variants overhead=%.1f ns (selection %.1f ns, exec_run %.1f ns)\n", variants,
+           call - direct, call - run, run - direct);
+  }
+  uopc_tensor_release(&x);
+  uopc_tensor_release(&out);
+  vcache_fini(&c);
+  return rc ? fail(err) : 0;
+}
+
 int main(void) {
   uopc_error err = {0};
   int rc = bench_overhead(1, &err);
   if (!rc) rc = bench_overhead(8, &err);
   if (!rc) rc = bench_kernels(1 << 24, &err);
+  if (!rc) rc = bench_vcache(1, &err);
+  if (!rc) rc = bench_vcache(8, &err);
   return rc;
 }

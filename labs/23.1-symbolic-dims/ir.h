@@ -123,6 +123,13 @@ const ir_node *ir_matmul(ir_graph *g, const ir_node *a, const ir_node *b);
 
 /* ---- Questions and text. */
 
+/* A structural hash of what outputs compute in g: ops, dtypes, shapes,
+ * parameters (constants by their bits) and operands, never node ids, so the
+ * same graph built in another order hashes alike. 0 only when out of memory
+ * (a node of another graph hashes as 0 in its place). Variant keys (lab
+ * 23.2) carry it. */
+uint64_t ir_graph_hash(const ir_graph *g, const ir_node *const *outputs, int n_outputs);
+
 /* "(n, 3)" for messages; "()" for a scalar. */
 void ir_shape_format(const ir_node *n, char *buf, size_t size);
 /* dtype name for the printer and messages: "f32", ..., "bool". */

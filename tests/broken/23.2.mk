@@ -3,8 +3,9 @@
 # suite that must catch the wrong dispatch it allows.
 
 # The reference's student files and the lab's own (given) files.
-B232_SRC := $(wildcard solutions/23.2-guarded-dispatch/*.c) labs/23.2-guarded-dispatch/guard_plan.c \
-  labs/23.2-guarded-dispatch/dispatch_ffi.c
+B232_STUDENT := $(wildcard solutions/23.2-guarded-dispatch/*.c)
+B232_SRC := $(B232_STUDENT) $(filter-out %/main.c $(addprefix labs/23.2-guarded-dispatch/,$(notdir $(B232_STUDENT))),\
+  $(wildcard labs/23.2-guarded-dispatch/*.c))
 B232_DEPS := $(B232_SRC) $(wildcard labs/23.2-guarded-dispatch/*.h) $(UOPC_LIB) $(call lab_lib,23.1)
 
 # Without the divisibility guard, n = 33 reaches the fast kernel, which has no
@@ -30,3 +31,18 @@ $(B232A)/test_dispatch: tests/23.2/test_dispatch.c $(B232A)/liblab23_2.so
 	$(call broken_test_link,23.2)
 BROKEN_BINS += $(B232A)/test_dispatch
 BROKEN_EXPECT += $(B232A)/test_dispatch:test_dispatch_misaligned_view_takes_generic_path
+
+# The variant cache (vcache_spec.c) without the guard of a constant extent:
+# a length-7 call passes the guards of the variant built for length 1, whose
+# code computes one element. The test checks the decision before it runs.
+# This guard is in given code, which a submission never changes, so the
+# grader's self-check does not replay it (BROKEN_GIVEN_EXPECT, not
+# BROKEN_EXPECT); `make test` requires the failure all the same.
+B232C := $(BROKEN)/23.2-no-constant-guard
+$(B232C)/liblab23_2.so: $(B232_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DVCACHE_NO_CONSTANT_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -llab23_1 -luopc
+$(B232C)/test_vcache: tests/23.2/test_vcache.c $(B232C)/liblab23_2.so
+	$(call broken_test_link,23.2)
+BROKEN_BINS += $(B232C)/test_vcache
+BROKEN_GIVEN_EXPECT += $(B232C)/test_vcache:test_vcache_length_7_does_not_reuse_the_length_1_variant
