@@ -494,7 +494,7 @@ static int require_within(ir_graph *g, const char *what, const sym_expr *e, cons
   if (proved_at_least(e, 0) && (!hi_expr || (room && proved_at_least(room, hi_slack)))) return 1;
   char et[128] = "?", nt[128] = "?";
   sym_expr_format(e, et, sizeof et, NULL);
-  sym_expr_format(x->shape[axis], nt, sizeof nt, NULL);
+  sym_expr_format(hi_expr ? hi_expr : x->shape[axis], nt, sizeof nt, NULL);
   fail(g, UOPC_E_BOUNDS, "%s %s may fall outside [0, %s%s] of axis %d (not proved from the dims'"
        " bounds)", what, et, nt, hi_slack ? " - 1" : "", axis);
   return 0;
