@@ -174,8 +174,9 @@ static int memo_add(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, 
 
 /* `const T t<k> = buffer[address];` for an input view or a materialised node. */
 static int load(lower_ctx *c, const ir_node *n, const char *name, const sym_expr *addr, int k) {
-  char text[LOWER_EXPR_MAX];
-  int rc = lower_ctx_expr(c, addr, text, sizeof text, "the address in");
+  char text[LOWER_EXPR_MAX], what[64];
+  snprintf(what, sizeof what, "%s '%s': the address", n->op == IR_INPUT ? "input" : "buffer", name);
+  int rc = lower_ctx_expr(c, addr, text, sizeof text, what);
   if (rc) return rc;
   return lower_ctx_printf(c, "const %s t%d = %s[%s];\n", ir_dtype_ctype(n->dtype), k, name, text);
 }
@@ -422,11 +423,12 @@ int lower_emit_kernel(lower_ctx *c, int k) {
   const ir_node *n = buf->node;
   const sym_expr *vars[UOPC_MAX_RANK];
   int opened = 0, rc;
-  char addr[LOWER_EXPR_MAX], store[LOWER_EXPR_MAX + 64];
+  char addr[LOWER_EXPR_MAX], store[LOWER_EXPR_MAX + 64], what[64];
   c->root = n;
   c->n_memo = 0;
+  snprintf(what, sizeof what, "buffer '%s': the address", buf->name);
   rc = open_outer(c, n, vars, &opened);
-  if (!rc) rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
+  if (!rc) rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, what);
   snprintf(store, sizeof store, "%s[%s]", buf->name, addr);
   if (!rc && ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE) rc = reduce_body(c, n, vars, store);
   else if (!rc) {
