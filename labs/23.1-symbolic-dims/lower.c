@@ -90,6 +90,50 @@ static void node_dims(const ir_node *n, dim_set *s) {
   if (n->index) sym_expr_each_dim(n->index, add_dim, s);
 }
 
+/* Names the generated text declares or uses itself (chapter 23.1, "Reading
+ * the generated code"): a parameter named so would not compile, or would
+ * shadow one of them (a dim 'g' read inside CUDA's loop over g). */
+static const char *const GENERATED[] = {
+  "scratch", "acc0", "LANES", "total", "g", "rest", "floordiv_i64", "mod_i64", "min_i64", "max_i64",
+  "int32_t", "int64_t", "uint8_t", "uint32_t", "uint64_t", "INT32_MIN", "INT64_MIN", "INT64_C",
+  "blockIdx", "blockDim", "gridDim", "threadIdx",
+  /* C11 keywords, then C++ keywords that can appear in CUDA C++ */
+  "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+  "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+  "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+  "volatile", "while", "and", "bool", "catch", "class", "delete", "explicit", "false", "friend",
+  "mutable", "namespace", "new", "not", "nullptr", "operator", "or", "private", "protected", "public",
+  "template", "this", "throw", "true", "try", "typename", "using", "virtual", "xor",
+};
+
+/* 1 when name is "<prefix><digits>". */
+static int numbered(const char *name, const char *prefix) {
+  size_t len = strlen(prefix);
+  if (strncmp(name, prefix, len) != 0 || !name[len]) return 0;
+  for (const char *p = name + len; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  return 1;
+}
+
+static int generated_name(const char *name) {
+  static const char *const numbered_prefixes[] = {"out", "tmp", "t", "i", "r"};
+  for (size_t k = 0; k < sizeof numbered_prefixes / sizeof *numbered_prefixes; k++)
+    if (numbered(name, numbered_prefixes[k])) return 1;
+  for (size_t k = 0; k < sizeof GENERATED / sizeof *GENERATED; k++)
+    if (strcmp(name, GENERATED[k]) == 0) return 1;
+  for (int op = 0; op < IR_OP_COUNT; op++) {      /* expf, exp, fabs, ... */
+    const char *fn = ir_op_info_of((ir_op)op)->c;
+    size_t len = fn && fn[0] >= 'a' && fn[0] <= 'z' ? strlen(fn) : 0;
+    if (len && strncmp(name, fn, len) == 0 && (!name[len] || (name[len] == 'f' && !name[len + 1]))) return 1;
+  }
+  return name[0] == '_' && (name[1] == '_' || (name[1] >= 'A' && name[1] <= 'Z'));   /* reserved in C */
+}
+
+static int check_name(const char *what, const char *name, uopc_error *err) {
+  if (!generated_name(name)) return UOPC_OK;
+  return UOPC_FAIL(err, UOPC_E_INVALID, "lower: %s '%s' has a name the generated code uses; rename it", what, name);
+}
+
 /* Dims in order of first appearance: outputs, inputs, then the rest by id. */
 static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *err) {
   int nodes = ir_graph_node_count(p->graph);
@@ -102,6 +146,10 @@ static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *er
     if (used[id]) node_dims(ir_graph_node(p->graph, id), &s);
   if (s.overflow)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' uses more than %d dims", p->entry, s.cap);
+  for (int b = p->n_outputs; b < p->n_outputs + p->n_inputs; b++)
+    if (check_name("input", p->buffers[b].name, err)) return err->code;
+  for (int k = 0; k < p->n_dims; k++)
+    if (check_name("dim", p->dims[k].name, err)) return err->code;
   for (int k = 0; k < p->n_dims; k++)
     for (int b = 0; b < p->n_buffers; b++)
       if (strcmp(p->dims[k].name, p->buffers[b].name) == 0)
