@@ -9,6 +9,10 @@
 /* A reduction keeps this many partial sums per output element, named LANES
  * in the text, as lab 23.1's row sum does (chapter 23.1, "The order of a sum"). */
 #define LOWER_LANES 32
+/* Elementwise ops fused into one value nest at most this deep: each level is
+ * a recursion of the lowering, so a deeper chain is refused (UOPC_E_LIMIT)
+ * rather than run out of stack. */
+#define LOWER_NESTING_MAX 4096
 
 /* A value already computed in this loop body: node at idx is in t<tmp>. */
 typedef struct lower_memo {
@@ -26,6 +30,7 @@ typedef struct lower_ctx {
   const ir_node *root;      /* the node this kernel computes (never loaded) */
   int depth;                /* indentation, two spaces a level */
   int next_tmp;
+  int nesting;              /* values being computed, one inside the other */
   lower_memo *memo;
   int n_memo, cap_memo;
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */

@@ -188,15 +188,33 @@ static const sym_expr *input_address(lower_ctx *c, const ir_node *n, const sym_e
   return addr;
 }
 
+/* `const T t<k> = <op>;` over the operands' temporaries t. Kept out of
+ * compute so that its line buffer is not on the stack of every level of a
+ * nested expression. */
+__attribute__((noinline)) static int emit_op(lower_ctx *c, const ir_node *n, const int *t, int *tmp) {
+  char text[LOWER_EXPR_MAX];
+  int k = c->next_tmp++, rc;
+  *tmp = k;
+  if (n->op == IR_WHERE) rc = op_text(c, n, t[1], t[2], t[0], text, sizeof text);
+  else rc = op_text(c, n, t[0], t[1], -1, text, sizeof text);
+  return rc ? rc : lower_ctx_printf(c, "const %s t%d = %s;\n", ir_dtype_ctype(n->dtype), k, text);
+}
+
 static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
   const ir_op_info *info = ir_op_info_of(n->op);
   int t[3] = {-1, -1, -1}, rc = UOPC_OK;
+  if (++c->nesting > LOWER_NESTING_MAX) {
+    c->nesting--;
+    return UOPC_FAIL(c->err, UOPC_E_LIMIT, "lower: %%%d nests elementwise ops more than %d deep",
+                     c->root->id, LOWER_NESTING_MAX);
+  }
   if (info->kind == IR_KIND_MOVE) {
     const sym_expr *sidx[UOPC_MAX_RANK];
     rc = moved_idx(c, n, idx, sidx);
     for (int j = 0; j < n->src[0]->rank && !rc; j++)
       if (!(sidx[j] = simp(c, sidx[j]))) rc = c->err->code;
     if (!rc) rc = value(c, n->src[0], sidx, tmp);   /* a move is its source's value */
+    c->nesting--;
     return rc;
   }
   for (int i = 0; i < info->arity && !rc; i++) {
@@ -204,12 +222,8 @@ static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, i
     broadcast_idx(c, n, n->src[i], idx, sidx);
     rc = value(c, n->src[i], sidx, &t[i]);
   }
-  char text[LOWER_EXPR_MAX];
-  int k = c->next_tmp++;
-  *tmp = k;
-  if (!rc && n->op == IR_WHERE) rc = op_text(c, n, t[1], t[2], t[0], text, sizeof text);
-  else if (!rc) rc = op_text(c, n, t[0], t[1], -1, text, sizeof text);
-  return rc ? rc : lower_ctx_printf(c, "const %s t%d = %s;\n", ir_dtype_ctype(n->dtype), k, text);
+  c->nesting--;
+  return rc ? rc : emit_op(c, n, t, tmp);
 }
 
 static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
