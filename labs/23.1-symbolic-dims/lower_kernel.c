@@ -280,6 +280,10 @@ static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int
       c->depth++;
     }
     *opened = n->rank;
+    if (n->rank == 0) {       /* a block of its own: two scalar reductions both declare acc0 */
+      *opened = 1;
+      return open_brace(c, "{\n");
+    }
     return rc;
   }
   const sym_expr *total = sym_expr_const(c->arena, 1);
