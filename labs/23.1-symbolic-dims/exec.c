@@ -158,6 +158,14 @@ int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape
 
 /* ---- Running. */
 
+/* "(2, 5)"; "()" for a scalar. */
+static void shape_text(const int64_t *shape, int rank, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "(");
+  for (int k = 0; k < rank && used < size; k++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", k ? ", " : "", (long long)shape[k]);
+  if (used < size) snprintf(buf + used, size - used, ")");
+}
+
 static int check_output(const exec *e, int k, const uopc_tensor *t, const sym_binding *b, uopc_error *err) {
   const ir_node *n = e->low->buffers[k].node;
   int64_t shape[UOPC_MAX_RANK];
@@ -169,8 +177,12 @@ static int check_output(const exec *e, int k, const uopc_tensor *t, const sym_bi
                      uopc_dtype_name(n->dtype));
   int same = t->rank == rank;
   for (int a = 0; a < rank && same; a++) same = t->shape[a] == shape[a];
-  if (!same) return UOPC_FAIL(err, UOPC_E_BOUNDS, "output %d has the wrong shape for this call (rank %d,"
-                              " axis 0 %lld)", k, t->rank, t->rank ? (long long)t->shape[0] : 0LL);
+  if (!same) {
+    char got[256], want[256];
+    shape_text(t->shape, t->rank, got, sizeof got);
+    shape_text(shape, rank, want, sizeof want);
+    return UOPC_FAIL(err, UOPC_E_BOUNDS, "output %d has shape %s, this call makes %s", k, got, want);
+  }
   if (!uopc_tensor_is_contiguous(t))
     return UOPC_FAIL(err, UOPC_E_LAYOUT, "output %d is not contiguous; the program writes packed rows", k);
   return UOPC_OK;
