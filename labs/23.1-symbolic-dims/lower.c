@@ -69,12 +69,24 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
   return UOPC_OK;
 }
 
-typedef struct dim_set { lower_program *p; int cap, overflow; } dim_set;
+typedef struct dim_set {
+  lower_program *p;
+  int cap, overflow;
+  sym_dim clash[2];      /* the first two dims of one name with different bounds */
+  int clashed;
+} dim_set;
 
 static void add_dim(const sym_dim *d, void *ctx) {
   dim_set *s = ctx;
-  for (int k = 0; k < s->p->n_dims; k++)
-    if (strcmp(s->p->dims[k].name, d->name) == 0) return;
+  for (int k = 0; k < s->p->n_dims; k++) {
+    if (strcmp(s->p->dims[k].name, d->name) != 0) continue;
+    if (!s->clashed && !sym_dim_same(&s->p->dims[k], d)) {
+      s->clash[0] = s->p->dims[k];
+      s->clash[1] = *d;
+      s->clashed = 1;
+    }
+    return;
+  }
   if (s->p->n_dims == s->cap) { s->overflow = 1; return; }
   s->p->dims[s->p->n_dims++] = *d;
 }
@@ -137,7 +149,7 @@ static int check_name(const char *what, const char *name, uopc_error *err) {
 /* Dims in order of first appearance: outputs, inputs, then the rest by id. */
 static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *err) {
   int nodes = ir_graph_node_count(p->graph);
-  dim_set s = {p, UOPC_SIGNATURE_MAX, 0};
+  dim_set s = {.p = p, .cap = UOPC_SIGNATURE_MAX};
   if (!(p->dims = calloc((size_t)s.cap, sizeof *p->dims)))
     return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
   for (int b = 0; b < p->n_buffers; b++)
@@ -146,6 +158,16 @@ static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *er
     if (used[id]) node_dims(ir_graph_node(p->graph, id), &s);
   if (s.overflow)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' uses more than %d dims", p->entry, s.cap);
+  /* One parameter carries one value, which the binder checks against one
+   * dim's bounds: a proof made from the other's bounds would not hold. */
+  if (s.clashed) {
+    char text[2][96];
+    for (int k = 0; k < 2; k++)
+      snprintf(text[k], sizeof text[k], "[%lld, %lld] multiple of %lld", (long long)s.clash[k].lo,
+               (long long)s.clash[k].hi, (long long)s.clash[k].multiple_of);
+    return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' appears as %s and as %s", s.clash[0].name, text[0],
+                     text[1]);
+  }
   for (int b = p->n_outputs; b < p->n_outputs + p->n_inputs; b++)
     if (check_name("input", p->buffers[b].name, err)) return err->code;
   for (int k = 0; k < p->n_dims; k++)

@@ -56,7 +56,8 @@ typedef struct lower_program {
  * identifier saying the operation and the variant) for backend. The caller
  * owns *out and frees it with lower_program_free; g must outlive it.
  * Errors: UOPC_E_INVALID (no outputs, a foreign node, a bad entry, an input
- * or dim named like the generated code's own names: out0, t3, g, float...),
+ * or dim named like the generated code's own names: out0, t3, g, float...,
+ * two dims of one name with different bounds),
  * UOPC_E_OVERFLOW (an address or element count past int64, naming the
  * buffer), UOPC_E_LIMIT (more parameters than UOPC_SIGNATURE_MAX - 1,
  * elementwise ops nested more than 4096 deep), UOPC_E_NOMEM, those of
