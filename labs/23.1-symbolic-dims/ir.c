@@ -224,6 +224,11 @@ const ir_node *ir_input_view(ir_graph *g, const char *name, uopc_dtype dt, int r
 
 const ir_node *ir_const(ir_graph *g, double value, uopc_dtype dt) {
   if (!valid_dtype(dt)) return fail(g, UOPC_E_DTYPE, "const: dtype %d is not a uopc dtype", dt);
+  /* The lowering converts an integer constant with a C cast, undefined for
+   * NaN and out-of-range values (NumPy's np.int32(1e10) raises too). */
+  if ((dt == UOPC_I32 && !(value > -2147483649.0 && value < 2147483648.0)) ||
+      (dt == UOPC_I64 && !(value >= -9223372036854775808.0 && value < 9223372036854775808.0)))
+    return fail(g, UOPC_E_BOUNDS, "const: %.17g does not fit %s", value, ir_dtype_name(dt));
   ir_node *n = append(g, IR_CONST, dt, 0);
   if (n) n->value = value;
   return n;
