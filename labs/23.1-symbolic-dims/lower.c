@@ -329,20 +329,35 @@ int lower_ctx_printf(lower_ctx *c, const char *fmt, ...) {
   return codegen_printf(c->t, c->err, "%*s%s", 2 * c->depth, "", line);
 }
 
+/* *width = 64 when a part of e may leave int32, 65 when one may leave int64.
+ * The C text computes every part in the index type, so every part must fit,
+ * not only the whole (and an interval that saturated and then shrank, as
+ * i0*s - o, still says that a part passed int64). */
+static int part_width(const sym_expr *e, int *width, uopc_error *err) {
+  sym_interval iv;
+  int rc = sym_expr_interval(e, &iv, err);
+  if (rc) return rc;
+  if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) *width = 65;
+  else if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) *width = *width > 64 ? *width : 64;
+  if (e->kind == SYM_CONST || e->kind == SYM_DIM || *width > 64) return UOPC_OK;
+  rc = part_width(e->a, width, err);
+  return rc ? rc : part_width(e->b, width, err);
+}
+
 /* The C text of e (simplified) into buf; widens the index type to 64 bits
- * when e's interval leaves int32, and refuses what leaves int64. */
+ * when a part of e may leave int32, and refuses what may leave int64. */
 int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what) {
   const sym_expr *s;
-  sym_interval iv;
+  int width = 32;
   int rc = sym_expr_simplify(c->arena, e, &s, c->err);
-  if (!rc) rc = sym_expr_interval(s, &iv, c->err);
+  if (!rc) rc = part_width(s, &width, c->err);
   if (rc) return rc;
-  if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) {
+  if (width > 64) {
     char text[256] = "?";
     sym_expr_format(s, text, sizeof text, NULL);
     return UOPC_FAIL(c->err, UOPC_E_OVERFLOW, "lower: %s %s may pass int64 within the dims' bounds",
                      what, text);
   }
-  if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) c->needs64 = 1;
+  if (width == 64) c->needs64 = 1;
   return sym_expr_to_c(s, buf, size, c->err);
 }

@@ -221,6 +221,18 @@ static void test_lower_refuses_an_address_past_int64_naming_the_input(void **sta
   expect_lower_error(c, &y, 1, UOPC_E_OVERFLOW, "input 'x': the address i0*s may pass int64");
 }
 
+/* i0*s can pass int64 although the whole address, less a positive offset,
+ * has an interval that ends just below INT64_MAX: every part is computed. */
+static void test_lower_refuses_an_address_whose_part_passes_int64(void **state) {
+  core *c = *state;
+  const sym_expr *n = dim(c, "n", 1, INT64_C(1) << 40), *s = dim(c, "s", 1, INT64_C(1) << 40);
+  const sym_expr *o = dim(c, "o", 1, 10);
+  const sym_expr *minus_o = sym_expr_sub(c->a, cst(c, 0), o);
+  const ir_node *x = ok_node(c, ir_input_view(c->g, "x", UOPC_F32, 1, SHAPE(n), SHAPE(s), minus_o), "view");
+  const ir_node *y = ok_node(c, ir_unary(c->g, IR_NEG, x), "neg");
+  expect_lower_error(c, &y, 1, UOPC_E_OVERFLOW, "input 'x': the address i0*s - o may pass int64");
+}
+
 /* ---- What lowering refuses. */
 
 static void test_lower_refuses_no_outputs(void **state) {
@@ -529,6 +541,7 @@ int main(void) {
     T(test_lower_index_stays_32_bit_for_a_small_strided_view),
     T(test_lower_refuses_an_element_count_past_int64),
     T(test_lower_refuses_an_address_past_int64_naming_the_input),
+    T(test_lower_refuses_an_address_whose_part_passes_int64),
     T(test_lower_refuses_no_outputs),
     T(test_lower_refuses_a_node_of_another_graph),
     T(test_lower_refuses_an_entry_that_is_not_an_identifier),
