@@ -95,7 +95,7 @@ $(BUILD)/tests/uopc/%: tests/uopc/%.c $(UOPC_LIB)
 define TEST_RULES
 $(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
+	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
 $(foreach l,$(LAB_IDS),$(eval $(call TEST_RULES,$(l))))
 

@@ -44,10 +44,11 @@ const uopc_program *exec_program(const exec *e) { return e->program; }
 
 typedef struct site { const char *input; const char *what; int axis; } site;
 
-/* Binds e = value: a dim is bound (or must equal its earlier value), a
- * constant must match; anything else is checked after every dim is bound. */
-static int bind_one(const site *s, const sym_expr *e, int64_t value, sym_binding *b, int *deferred,
-                    uopc_error *err) {
+/* Binds e = value: a dim is bound (or must equal its earlier value, bound at
+ * origin[k] for binding k), a constant must match; anything else is checked
+ * after every dim is bound. */
+static int bind_one(const site *s, const sym_expr *e, int64_t value, sym_binding *b, site *origin,
+                    int *deferred, uopc_error *err) {
   if (e->kind == SYM_CONST) {
     if (e->value == value) return UOPC_OK;
     return UOPC_FAIL(err, UOPC_E_BOUNDS, "input '%s' %s %d is %lld, the graph needs %lld", s->input, s->what,
@@ -56,12 +57,15 @@ static int bind_one(const site *s, const sym_expr *e, int64_t value, sym_binding
   if (e->kind != SYM_DIM) { *deferred = 1; return UOPC_OK; }
   int at = sym_binding_find(b, e->dim.name);
   if (at >= 0 && b->values[at] != value)
-    return UOPC_FAIL(err, UOPC_E_BOUNDS, "input '%s' %s %d is %lld, but dim '%s' is %lld from an earlier"
-                     " extent", s->input, s->what, s->axis, (long long)value, e->dim.name,
-                     (long long)b->values[at]);
+    return UOPC_FAIL(err, UOPC_E_BOUNDS, "input '%s' %s %d is %lld, but dim '%s' is %lld from input '%s'"
+                     " %s %d", s->input, s->what, s->axis, (long long)value, e->dim.name,
+                     (long long)b->values[at], origin[at].input, origin[at].what, origin[at].axis);
   if (at >= 0) return UOPC_OK;
   uopc_error inner;
-  if (sym_dim_bind(b, &e->dim, value, &inner) == UOPC_OK) return UOPC_OK;
+  if (sym_dim_bind(b, &e->dim, value, &inner) == UOPC_OK) {
+    origin[sym_binding_find(b, e->dim.name)] = *s;
+    return UOPC_OK;
+  }
   return UOPC_FAIL(err, inner.code, "input '%s' %s %d: %s", s->input, s->what, s->axis, inner.message);
 }
 
@@ -77,23 +81,23 @@ static int check_one(const site *s, const sym_expr *e, int64_t value, const sym_
 }
 
 /* pass 0 binds, pass 1 checks what pass 0 deferred. */
-static int bind_input(const ir_node *n, const uopc_tensor *t, int pass, sym_binding *b, int *deferred,
-                      uopc_error *err) {
+static int bind_input(const ir_node *n, const uopc_tensor *t, int pass, sym_binding *b, site *origin,
+                      int *deferred, uopc_error *err) {
   int rc = UOPC_OK;
   for (int k = 0; k < n->rank && !rc; k++) {
     site s = {n->name, "axis", k};
     rc = pass ? (n->shape[k]->kind > SYM_DIM ? check_one(&s, n->shape[k], t->shape[k], b, err) : UOPC_OK)
-              : bind_one(&s, n->shape[k], t->shape[k], b, deferred, err);
+              : bind_one(&s, n->shape[k], t->shape[k], b, origin, deferred, err);
   }
   for (int k = 0; k < n->rank && !rc && !n->contiguous; k++) {
     site s = {n->name, "stride", k};
     rc = pass ? (n->strides[k]->kind > SYM_DIM ? check_one(&s, n->strides[k], t->strides[k], b, err) : UOPC_OK)
-              : bind_one(&s, n->strides[k], t->strides[k], b, deferred, err);
+              : bind_one(&s, n->strides[k], t->strides[k], b, origin, deferred, err);
   }
   site s = {n->name, "offset", 0};
   if (!rc && !(n->offset->kind == SYM_CONST && n->offset->value == 0))
     rc = pass ? (n->offset->kind > SYM_DIM ? check_one(&s, n->offset, t->offset, b, err) : UOPC_OK)
-              : bind_one(&s, n->offset, t->offset, b, deferred, err);
+              : bind_one(&s, n->offset, t->offset, b, origin, deferred, err);
   return rc;
 }
 
@@ -132,11 +136,12 @@ int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym
   if (n_inputs != p->n_inputs || (n_inputs && !inputs))
     return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' takes %d inputs, not %d", p->entry, p->n_inputs, n_inputs);
   sym_binding_init(b);
+  site origin[SYM_BINDING_MAX];
   int deferred = 0, rc = UOPC_OK;
   for (int i = 0; i < n_inputs && !rc; i++) rc = check_input(p->buffers[p->n_outputs + i].node, inputs[i], err);
   for (int pass = 0; pass < 2 && !rc; pass++)
     for (int i = 0; i < n_inputs && !rc && (pass == 0 || deferred); i++)
-      rc = bind_input(p->buffers[p->n_outputs + i].node, inputs[i], pass, b, &deferred, err);
+      rc = bind_input(p->buffers[p->n_outputs + i].node, inputs[i], pass, b, origin, &deferred, err);
   return rc ? rc : check_bound(p, b, err);
 }
 
@@ -153,6 +158,14 @@ int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape
 
 /* ---- Running. */
 
+/* "(2, 5)"; "()" for a scalar. */
+static void shape_text(const int64_t *shape, int rank, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "(");
+  for (int k = 0; k < rank && used < size; k++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", k ? ", " : "", (long long)shape[k]);
+  if (used < size) snprintf(buf + used, size - used, ")");
+}
+
 static int check_output(const exec *e, int k, const uopc_tensor *t, const sym_binding *b, uopc_error *err) {
   const ir_node *n = e->low->buffers[k].node;
   int64_t shape[UOPC_MAX_RANK];
@@ -164,8 +177,12 @@ static int check_output(const exec *e, int k, const uopc_tensor *t, const sym_bi
                      uopc_dtype_name(n->dtype));
   int same = t->rank == rank;
   for (int a = 0; a < rank && same; a++) same = t->shape[a] == shape[a];
-  if (!same) return UOPC_FAIL(err, UOPC_E_BOUNDS, "output %d has the wrong shape for this call (rank %d,"
-                              " axis 0 %lld)", k, t->rank, t->rank ? (long long)t->shape[0] : 0LL);
+  if (!same) {
+    char got[256], want[256];
+    shape_text(t->shape, t->rank, got, sizeof got);
+    shape_text(shape, rank, want, sizeof want);
+    return UOPC_FAIL(err, UOPC_E_BOUNDS, "output %d has shape %s, this call makes %s", k, got, want);
+  }
   if (!uopc_tensor_is_contiguous(t))
     return UOPC_FAIL(err, UOPC_E_LAYOUT, "output %d is not contiguous; the program writes packed rows", k);
   return UOPC_OK;

@@ -228,6 +228,11 @@ const ir_node *ir_input_view(ir_graph *g, const char *name, uopc_dtype dt, int r
 
 const ir_node *ir_const(ir_graph *g, double value, uopc_dtype dt) {
   if (!valid_dtype(dt)) return fail(g, UOPC_E_DTYPE, "const: dtype %d is not a uopc dtype", dt);
+  /* The lowering converts an integer constant with a C cast, undefined for
+   * NaN and out-of-range values (NumPy's np.int32(1e10) raises too). */
+  if ((dt == UOPC_I32 && !(value > -2147483649.0 && value < 2147483648.0)) ||
+      (dt == UOPC_I64 && !(value >= -9223372036854775808.0 && value < 9223372036854775808.0)))
+    return fail(g, UOPC_E_BOUNDS, "const: %.17g does not fit %s", value, ir_dtype_name(dt));
   ir_node *n = append(g, IR_CONST, dt, 0);
   if (n) n->value = value;
   return n;
@@ -363,10 +368,40 @@ const ir_node *ir_expand(ir_graph *g, const ir_node *x, int rank, const sym_expr
   return moved(g, IR_EXPAND, x, rank, to);
 }
 
+/* Flattens the product e: constant factors multiply into *k, the others are
+ * appended to f. 0 when they are more than cap or *k overflows. */
+static int factors(const sym_expr *e, int64_t *k, const sym_expr **f, int *n, int cap) {
+  if (e->kind == SYM_MUL) return factors(e->a, k, f, n, cap) && factors(e->b, k, f, n, cap);
+  if (e->kind == SYM_CONST) return !__builtin_mul_overflow(*k, e->value, k);
+  if (*n == cap) return 0;
+  f[(*n)++] = e;
+  return 1;
+}
+
+/* The element count in one form for every order of the same factors: the
+ * simplifier keeps a product of non-constants as written, so (n*4)*m and
+ * (m*n)*4 would differ. The factors are sorted and multiplied in that order,
+ * the constant last; an unusual shape falls back to the plain product. */
 static const sym_expr *numel(ir_graph *g, int rank, const sym_expr *const *shape) {
-  const sym_expr *n = sym_expr_const(g->arena, 1);
-  for (int k = 0; k < rank; k++) n = sym_expr_mul(g->arena, n, shape[k]);
-  return simplified(g, n);
+  const sym_expr *f[4 * UOPC_MAX_RANK], *p = sym_expr_const(g->arena, 1);
+  int64_t k = 1;
+  int n = 0, ok = 1;
+  for (int a = 0; a < rank; a++) {
+    const sym_expr *e = simplified(g, shape[a]);
+    if (!e) return NULL;
+    ok = ok && factors(e, &k, f, &n, 4 * UOPC_MAX_RANK);
+  }
+  if (!ok) {
+    for (int a = 0; a < rank; a++) p = sym_expr_mul(g->arena, p, shape[a]);
+    return simplified(g, p);
+  }
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && sym_expr_compare(f[j - 1], f[j]) > 0; j--) {
+      const sym_expr *t = f[j]; f[j] = f[j - 1]; f[j - 1] = t;
+    }
+  p = n ? f[0] : p;
+  for (int i = 1; i < n; i++) p = sym_expr_mul(g->arena, p, f[i]);
+  return simplified(g, sym_expr_mul(g->arena, p, sym_expr_const(g->arena, k)));
 }
 
 const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape) {
@@ -468,7 +503,7 @@ static int require_within(ir_graph *g, const char *what, const sym_expr *e, cons
   if (proved_at_least(g, e, 0) && (!hi_expr || (room && proved_at_least(g, room, hi_slack)))) return 1;
   char et[128] = "?", nt[128] = "?";
   sym_expr_format(e, et, sizeof et, NULL);
-  sym_expr_format(x->shape[axis], nt, sizeof nt, NULL);
+  sym_expr_format(hi_expr ? hi_expr : x->shape[axis], nt, sizeof nt, NULL);
   fail(g, UOPC_E_BOUNDS, "%s %s may fall outside [0, %s%s] of axis %d (not proved from the dims'"
        " bounds)", what, et, nt, hi_slack ? " - 1" : "", axis);
   return 0;

@@ -71,7 +71,9 @@ const ir_node *ir_input(ir_graph *g, const char *name, uopc_dtype dt, int rank,
 const ir_node *ir_input_view(ir_graph *g, const char *name, uopc_dtype dt, int rank,
                              const sym_expr *const *shape, const sym_expr *const *strides,
                              const sym_expr *offset);
-/* A scalar constant of dtype dt (a rank-0 node; broadcast like any other). */
+/* A scalar constant of dtype dt (a rank-0 node; broadcast like any other);
+ * an integer dtype truncates value toward zero. Errors: UOPC_E_DTYPE,
+ * UOPC_E_BOUNDS (NaN or a value outside an integer dtype's range). */
 const ir_node *ir_const(ir_graph *g, double value, uopc_dtype dt);
 
 /* Elementwise ops (kinds UNARY, MATH, BINARY, COMPARE). Operands broadcast

@@ -69,12 +69,24 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
   return UOPC_OK;
 }
 
-typedef struct dim_set { lower_program *p; int cap, overflow; } dim_set;
+typedef struct dim_set {
+  lower_program *p;
+  int cap, overflow;
+  sym_dim clash[2];      /* the first two dims of one name with different bounds */
+  int clashed;
+} dim_set;
 
 static void add_dim(const sym_dim *d, void *ctx) {
   dim_set *s = ctx;
-  for (int k = 0; k < s->p->n_dims; k++)
-    if (strcmp(s->p->dims[k].name, d->name) == 0) return;
+  for (int k = 0; k < s->p->n_dims; k++) {
+    if (strcmp(s->p->dims[k].name, d->name) != 0) continue;
+    if (!s->clashed && !sym_dim_same(&s->p->dims[k], d)) {
+      s->clash[0] = s->p->dims[k];
+      s->clash[1] = *d;
+      s->clashed = 1;
+    }
+    return;
+  }
   if (s->p->n_dims == s->cap) { s->overflow = 1; return; }
   s->p->dims[s->p->n_dims++] = *d;
 }
@@ -90,24 +102,54 @@ static void node_dims(const ir_node *n, dim_set *s) {
   if (n->index) sym_expr_each_dim(n->index, add_dim, s);
 }
 
-/* Names the generated text uses for itself. */
-static int reserved(const char *name) {
-  static const char *const words[] = {"LANES", "scratch", "total", "rest", "g", "acc", "acc0", "out"};
-  for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
-    if (strcmp(name, words[k]) == 0) return 1;
-  static const char *const prefixes[] = {"i", "r", "t", "out", "tmp"};
-  for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++) {
-    size_t len = strlen(prefixes[k]);
-    if (strncmp(name, prefixes[k], len) == 0 && name[len] && strspn(name + len, "0123456789") == strlen(name + len))
-      return 1;
+/* Names the generated text declares or uses itself (chapter 23.1, "Reading
+ * the generated code"): a parameter named so would not compile, or would
+ * shadow one of them (a dim 'g' read inside CUDA's loop over g). */
+static const char *const GENERATED[] = {
+  "scratch", "acc", "acc0", "LANES", "total", "g", "rest", "floordiv_i64", "mod_i64", "min_i64", "max_i64",
+  "int32_t", "int64_t", "uint8_t", "uint32_t", "uint64_t", "INT32_MIN", "INT64_MIN", "INT64_C",
+  "blockIdx", "blockDim", "gridDim", "threadIdx",
+  /* C11 keywords, then C++ keywords that can appear in CUDA C++ */
+  "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+  "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+  "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+  "volatile", "while", "and", "bool", "catch", "class", "delete", "explicit", "false", "friend",
+  "mutable", "namespace", "new", "not", "nullptr", "operator", "or", "private", "protected", "public",
+  "template", "this", "throw", "true", "try", "typename", "using", "virtual", "xor",
+};
+
+/* 1 when name is "<prefix><digits>". */
+static int numbered(const char *name, const char *prefix) {
+  size_t len = strlen(prefix);
+  if (strncmp(name, prefix, len) != 0 || !name[len]) return 0;
+  for (const char *p = name + len; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  return 1;
+}
+
+static int generated_name(const char *name) {
+  static const char *const numbered_prefixes[] = {"out", "tmp", "t", "i", "r"};
+  for (size_t k = 0; k < sizeof numbered_prefixes / sizeof *numbered_prefixes; k++)
+    if (numbered(name, numbered_prefixes[k])) return 1;
+  for (size_t k = 0; k < sizeof GENERATED / sizeof *GENERATED; k++)
+    if (strcmp(name, GENERATED[k]) == 0) return 1;
+  for (int op = 0; op < IR_OP_COUNT; op++) {      /* expf, exp, fabs, ... */
+    const char *fn = ir_op_info_of((ir_op)op)->c;
+    size_t len = fn && fn[0] >= 'a' && fn[0] <= 'z' ? strlen(fn) : 0;
+    if (len && strncmp(name, fn, len) == 0 && (!name[len] || (name[len] == 'f' && !name[len + 1]))) return 1;
   }
-  return 0;
+  return name[0] == '_' && (name[1] == '_' || (name[1] >= 'A' && name[1] <= 'Z'));   /* reserved in C */
+}
+
+static int check_name(const char *what, const char *name, uopc_error *err) {
+  if (!generated_name(name)) return UOPC_OK;
+  return UOPC_FAIL(err, UOPC_E_INVALID, "lower: %s '%s' has a name the generated code uses; rename it", what, name);
 }
 
 /* Dims in order of first appearance: outputs, inputs, then the rest by id. */
 static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *err) {
   int nodes = ir_graph_node_count(p->graph);
-  dim_set s = {p, UOPC_SIGNATURE_MAX, 0};
+  dim_set s = {.p = p, .cap = UOPC_SIGNATURE_MAX};
   if (!(p->dims = calloc((size_t)s.cap, sizeof *p->dims)))
     return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
   for (int b = 0; b < p->n_buffers; b++)
@@ -116,19 +158,24 @@ static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *er
     if (used[id]) node_dims(ir_graph_node(p->graph, id), &s);
   if (s.overflow)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' uses more than %d dims", p->entry, s.cap);
-  for (int k = 0; k < p->n_dims; k++) {
-    if (reserved(p->dims[k].name))
-      return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' would shadow a name of the generated text"
-                       " (reserved: LANES, scratch, total, rest, g, acc, acc0, i<k>, r<k>, t<k>, out, out<k>,"
-                       " tmp<k>)", p->dims[k].name);
+  /* One parameter carries one value, which the binder checks against one
+   * dim's bounds: a proof made from the other's bounds would not hold. */
+  if (s.clashed) {
+    char text[2][96];
+    for (int k = 0; k < 2; k++)
+      snprintf(text[k], sizeof text[k], "[%lld, %lld] multiple of %lld", (long long)s.clash[k].lo,
+               (long long)s.clash[k].hi, (long long)s.clash[k].multiple_of);
+    return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' appears as %s and as %s", s.clash[0].name, text[0],
+                     text[1]);
+  }
+  for (int b = p->n_outputs; b < p->n_outputs + p->n_inputs; b++)
+    if (check_name("input", p->buffers[b].name, err)) return err->code;
+  for (int k = 0; k < p->n_dims; k++)
+    if (check_name("dim", p->dims[k].name, err)) return err->code;
+  for (int k = 0; k < p->n_dims; k++)
     for (int b = 0; b < p->n_buffers; b++)
       if (strcmp(p->dims[k].name, p->buffers[b].name) == 0)
         return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' has the name of a buffer", p->dims[k].name);
-  }
-  for (int b = p->n_outputs; b < p->n_outputs + p->n_inputs; b++)
-    if (reserved(p->buffers[b].name))
-      return UOPC_FAIL(err, UOPC_E_INVALID, "lower: input '%s' would shadow a name of the generated text",
-                       p->buffers[b].name);
   return UOPC_OK;
 }
 
@@ -270,20 +317,35 @@ int lower_kernel_threads(const lower_program *p, int k, const sym_binding *b, in
 
 /* ---- Expressions in the text. */
 
+/* *width = 64 when a part of e may leave int32, 65 when one may leave int64.
+ * The C text computes every part in the index type, so every part must fit,
+ * not only the whole (and an interval that saturated and then shrank, as
+ * i0*s - o, still says that a part passed int64). */
+static int part_width(const sym_expr *e, int *width, uopc_error *err) {
+  sym_interval iv;
+  int rc = sym_expr_interval(e, &iv, err);
+  if (rc) return rc;
+  if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) *width = 65;
+  else if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) *width = *width > 64 ? *width : 64;
+  if (e->kind == SYM_CONST || e->kind == SYM_DIM || *width > 64) return UOPC_OK;
+  rc = part_width(e->a, width, err);
+  return rc ? rc : part_width(e->b, width, err);
+}
+
 /* The C text of e (simplified) into buf; widens the index type to 64 bits
- * when e's interval leaves int32, and refuses what leaves int64. */
+ * when a part of e may leave int32, and refuses what may leave int64. */
 int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what) {
   const sym_expr *s;
-  sym_interval iv;
+  int width = 32;
   int rc = sym_expr_simplify(c->n.arena, e, &s, c->n.err);
-  if (!rc) rc = sym_expr_interval(s, &iv, c->n.err);
+  if (!rc) rc = part_width(s, &width, c->n.err);
   if (rc) return rc;
-  if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) {
+  if (width > 64) {
     char text[256] = "?";
     sym_expr_format(s, text, sizeof text, NULL);
     return UOPC_FAIL(c->n.err, UOPC_E_OVERFLOW, "lower: %s %s may pass int64 within the dims' bounds",
                      what, text);
   }
-  if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) c->needs64 = 1;
+  if (width == 64) c->needs64 = 1;
   return sym_expr_to_c(s, buf, size, c->n.err);
 }

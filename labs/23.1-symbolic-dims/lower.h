@@ -55,10 +55,13 @@ typedef struct lower_program {
 /* Lowers the graph computing outputs to a program named entry (a C
  * identifier saying the operation and the variant) for backend. The caller
  * owns *out and frees it with lower_program_free; g must outlive it.
- * Errors: UOPC_E_INVALID (no outputs, a foreign node, a bad entry),
+ * Errors: UOPC_E_INVALID (no outputs, a foreign node, a bad entry, an input
+ * or dim named like the generated code's own names: out0, t3, g, float...,
+ * two dims of one name with different bounds),
  * UOPC_E_OVERFLOW (an address or element count past int64, naming the
- * buffer), UOPC_E_LIMIT (more parameters than UOPC_SIGNATURE_MAX - 1),
- * UOPC_E_NOMEM, those of sym_expr. */
+ * buffer), UOPC_E_LIMIT (more parameters than UOPC_SIGNATURE_MAX - 1,
+ * elementwise ops nested more than 4096 deep), UOPC_E_NOMEM, those of
+ * sym_expr. */
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
 void lower_program_free(lower_program *p);

@@ -6,6 +6,10 @@
 #include "lower.h"
 
 #define LOWER_EXPR_MAX CODEGEN_EXPR_MAX
+/* Elementwise ops fused into one value nest at most this deep: each level is
+ * a recursion of the lowering, so a deeper chain is refused (UOPC_E_LIMIT)
+ * rather than run out of stack. */
+#define LOWER_NESTING_MAX 4096
 
 /* A value already computed in this loop body: node at idx is in t<tmp>. */
 typedef struct lower_memo {
@@ -21,6 +25,7 @@ typedef struct lower_ctx {
   const lower_program *p;
   const ir_node *root;      /* the node this loop nest computes (never loaded) */
   int next_tmp;
+  int nesting;              /* values being computed, one inside the other */
   lower_memo *memo;
   int n_memo, cap_memo;
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */

@@ -174,8 +174,9 @@ static int memo_add(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, 
 
 /* `const T t<k> = buffer[address];` for an input view or a materialised node. */
 static int load(lower_ctx *c, const ir_node *n, const char *name, const sym_expr *addr, int k) {
-  char text[LOWER_EXPR_MAX];
-  int rc = lower_ctx_expr(c, addr, text, sizeof text, "the address in");
+  char text[LOWER_EXPR_MAX], what[64];
+  snprintf(what, sizeof what, "%s '%s': the address", n->op == IR_INPUT ? "input" : "buffer", name);
+  int rc = lower_ctx_expr(c, addr, text, sizeof text, what);
   if (rc) return rc;
   return codegen_line(&c->n, "const %s t%d = %s[%s];", ir_dtype_ctype(n->dtype), k, name, text);
 }
@@ -187,15 +188,33 @@ static const sym_expr *input_address(lower_ctx *c, const ir_node *n, const sym_e
   return addr;
 }
 
+/* `const T t<k> = <op>;` over the operands' temporaries t. Kept out of
+ * compute so that its line buffer is not on the stack of every level of a
+ * nested expression. */
+__attribute__((noinline)) static int emit_op(lower_ctx *c, const ir_node *n, const int *t, int *tmp) {
+  char text[LOWER_EXPR_MAX];
+  int k = c->next_tmp++, rc;
+  *tmp = k;
+  if (n->op == IR_WHERE) rc = op_text(c, n, t[1], t[2], t[0], text, sizeof text);
+  else rc = op_text(c, n, t[0], t[1], -1, text, sizeof text);
+  return rc ? rc : codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), k, text);
+}
+
 static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
   const ir_op_info *info = ir_op_info_of(n->op);
   int t[3] = {-1, -1, -1}, rc = UOPC_OK;
+  if (++c->nesting > LOWER_NESTING_MAX) {
+    c->nesting--;
+    return UOPC_FAIL(c->n.err, UOPC_E_LIMIT, "lower: %%%d nests elementwise ops more than %d deep",
+                     c->root->id, LOWER_NESTING_MAX);
+  }
   if (info->kind == IR_KIND_MOVE) {
     const sym_expr *sidx[UOPC_MAX_RANK];
     rc = moved_idx(c, n, idx, sidx);
     for (int j = 0; j < n->src[0]->rank && !rc; j++)
       if (!(sidx[j] = simp(c, sidx[j]))) rc = c->n.err->code;
     if (!rc) rc = value(c, n->src[0], sidx, tmp);   /* a move is its source's value */
+    c->nesting--;
     return rc;
   }
   for (int i = 0; i < info->arity && !rc; i++) {
@@ -203,12 +222,8 @@ static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, i
     broadcast_idx(c, n, n->src[i], idx, sidx);
     rc = value(c, n->src[i], sidx, &t[i]);
   }
-  char text[LOWER_EXPR_MAX];
-  int k = c->next_tmp++;
-  *tmp = k;
-  if (!rc && n->op == IR_WHERE) rc = op_text(c, n, t[1], t[2], t[0], text, sizeof text);
-  else if (!rc) rc = op_text(c, n, t[0], t[1], -1, text, sizeof text);
-  return rc ? rc : codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), k, text);
+  c->nesting--;
+  return rc ? rc : emit_op(c, n, t, tmp);
 }
 
 static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
@@ -259,6 +274,10 @@ static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int
     for (int k = 0; k < n->rank && !rc; k++, ++*opened) {
       snprintf(name, sizeof name, "i%d", k);
       rc = codegen_open_loop(&c->n, name, n->shape[k], &vars[k], c->n.err);
+    }
+    if (n->rank == 0) {       /* a block of its own: two scalar reductions both declare acc0 */
+      *opened = 1;
+      return codegen_open(&c->n, "{");
     }
     return rc;
   }
@@ -521,14 +540,15 @@ int lower_emit_kernel(lower_ctx *c, int k) {
   const ir_node *n = buf->node;
   const sym_expr *vars[UOPC_MAX_RANK];
   int opened = 0, empty = 0, rc;
-  char addr[LOWER_EXPR_MAX], store[LOWER_EXPR_MAX + 64];
+  char addr[LOWER_EXPR_MAX], store[LOWER_EXPR_MAX + 64], what[64];
   c->root = n;
   c->n_memo = 0;
   c->next_tmp = 0;
+  snprintf(what, sizeof what, "buffer '%s': the address", buf->name);
   if (lower_reduces_serially(n) && c->p->backend == LOWER_C) return serial_kernel_c(c, buf);
   rc = open_outer(c, n, vars, &opened, &empty);
   if (rc || empty) return rc;
-  rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, "the address in");
+  rc = lower_ctx_expr(c, row_major(c, vars, n), addr, sizeof addr, what);
   snprintf(store, sizeof store, "%s[%s]", buf->name, addr);
   if (!rc && lower_reduces_serially(n)) rc = serial_body(c, n, vars, store);
   else if (!rc && ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE) rc = lanes_body(c, n, vars, store);
