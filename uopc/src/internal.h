@@ -1,7 +1,8 @@
 /* internal.h: the runtime's internal modules (not for labs).
  * sha256 (hashing through OpenSSL's libcrypto), spawn (run a program from an
  * argument vector and capture its output), cache (the disk cache's directory,
- * entries and atomic publication), compiler (a compiler's identity). */
+ * entries and atomic publication), compiler (a compiler's identity), and the
+ * helpers that tensor.c shares with tensor_view.c and tensor_copy.c. */
 #ifndef UOPC_INTERNAL_H
 #define UOPC_INTERNAL_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include "uopc/error.h"
 #include "uopc/fault.h"
+#include "uopc/tensor.h"
 
 /* ---- sha256.c ---- */
 typedef struct uopc_hash uopc_hash;   /* an incremental SHA-256 */
@@ -105,5 +107,20 @@ int uopc_compiler_identify(const uopc_cache *c, const char *name, uopc_compiler 
 /* Writes the first GPU's PTX target ("compute_90") into arch and returns 1;
  * returns 0 when no driver or device is usable. */
 int uopc_cuda_device_arch(char *arch, size_t size);
+
+/* ---- tensor.c (for tensor_view.c and tensor_copy.c) ---- */
+/* A shape as Python prints a tuple, for messages: "(2, 3)", "(6,)", "()". */
+typedef struct uopc_dims_text { char s[8 + UOPC_MAX_RANK * 24]; } uopc_dims_text;
+uopc_dims_text uopc_tensor_dims_text(int rank, const int64_t *d);
+/* The checks of a new shape, reported under the public function's name fn.
+ * Errors: UOPC_E_INVALID (rank, NULL shape, negative dim), UOPC_E_OVERFLOW. */
+int uopc_tensor_check_rank(const char *fn, int rank, const int64_t *shape, uopc_error *err);
+int uopc_tensor_checked_numel(const char *fn, int rank, const int64_t *shape, size_t itemsize,
+                              int64_t *numel, uopc_error *err);
+void uopc_tensor_packed_strides(int rank, const int64_t *shape, int64_t *strides);
+/* Sets rank, shape and strides, zeroing the unused slots. */
+void uopc_tensor_set_layout(uopc_tensor *t, int rank, const int64_t *shape, const int64_t *strides);
+/* One more reference to x's storage (a new view of it). */
+void uopc_tensor_share_storage(const uopc_tensor *x);
 
 #endif
