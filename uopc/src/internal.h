@@ -117,7 +117,6 @@ uopc_dims_text uopc_tensor_dims_text(int rank, const int64_t *d);
 int uopc_tensor_check_rank(const char *fn, int rank, const int64_t *shape, uopc_error *err);
 int uopc_tensor_checked_numel(const char *fn, int rank, const int64_t *shape, size_t itemsize,
                               int64_t *numel, uopc_error *err);
-void uopc_tensor_packed_strides(int rank, const int64_t *shape, int64_t *strides);
 /* Sets rank, shape and strides, zeroing the unused slots. */
 void uopc_tensor_set_layout(uopc_tensor *t, int rank, const int64_t *shape, const int64_t *strides);
 /* One more reference to x's storage (a new view of it). */

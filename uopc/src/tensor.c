@@ -102,16 +102,6 @@ static int check_new(const char *fn, uopc_tensor *out, int dt, int rank, const i
 
 /* ---- storage and creation -------------------------------------------------- */
 
-/* Row-major packed strides. A zero dim counts as 1 in the running product (as
- * NumPy did for years) so an empty tensor's strides stay within checked_numel. */
-void uopc_tensor_packed_strides(int rank, const int64_t *shape, int64_t *strides) {
-  int64_t s = 1;
-  for (int i = rank - 1; i >= 0; i--) {
-    strides[i] = s;
-    if (shape[i] > 0) s *= shape[i];
-  }
-}
-
 /* Sets rank, shape and strides, clearing the unused slots so that two equal
  * views are equal byte for byte. */
 void uopc_tensor_set_layout(uopc_tensor *t, int rank, const int64_t *shape, const int64_t *strides) {
@@ -159,36 +149,22 @@ int uopc_tensor_empty(uopc_tensor *out, uopc_dtype dt, int rank, const int64_t *
     free(base);
     return rc;
   }
-  uopc_tensor_packed_strides(rank, shape, strides);
+  uopc_layout_packed_strides(rank, shape, strides);
   out->storage = s;
   out->dtype = dt;
   uopc_tensor_set_layout(out, rank, shape, strides);
   return UOPC_OK;
 }
 
-/* The lowest and highest element offsets, from element 0, that a non-empty
- * view reaches: each dim adds stride * (n - 1) to one end or the other. */
-static int span(const char *fn, const uopc_tensor *x, int64_t *lo, int64_t *hi, uopc_error *err) {
-  *lo = *hi = 0;
-  for (int i = 0; i < x->rank; i++) {
-    int64_t reach;
-    int overflow = __builtin_mul_overflow(x->strides[i], x->shape[i] - 1, &reach);
-    int64_t *end = reach < 0 ? lo : hi;
-    if (overflow || __builtin_add_overflow(*end, reach, end))
-      return uopc_fail(err, UOPC_E_OVERFLOW, fn,
-                       "dim %d: stride %lld over %lld elements reaches past int64",
-                       i, (long long)x->strides[i], (long long)x->shape[i]);
-  }
-  return UOPC_OK;
-}
-
-/* For wrap: how far below elem0 the lowest addressable byte lies (first <= 0)
- * and how many bytes the view spans, with every product checked. */
+/* For wrap, of a non-empty view: how far below elem0 the lowest addressable
+ * byte lies (first <= 0) and how many bytes the view spans, every product
+ * checked. */
 static int byte_extent(const char *fn, const uopc_tensor *x, void *elem0, int64_t *first,
                        int64_t *nbytes, uopc_error *err) {
   int64_t lo, hi, count, size = (int64_t)uopc_dtype_size(x->dtype);
-  int rc = span(fn, x, &lo, &hi, err);
-  if (rc) return rc;
+  if (uopc_layout_span(x->rank, x->shape, x->strides, &lo, &hi) < 0)
+    return uopc_fail(err, UOPC_E_OVERFLOW, fn, "shape %s with strides %s reaches elements past int64",
+                     uopc_tensor_dims_text(x->rank, x->shape).s, uopc_tensor_dims_text(x->rank, x->strides).s);
   uintptr_t addr;
   if (__builtin_sub_overflow(hi, lo, &count) || __builtin_add_overflow(count, 1, &count) ||
       __builtin_mul_overflow(count, size, nbytes) ||
@@ -253,45 +229,27 @@ int64_t uopc_tensor_numel(const uopc_tensor *x) {
   return n;
 }
 
+/* The queries below are layout.h's predicates applied to a tensor. */
 
 int uopc_tensor_is_contiguous(const uopc_tensor *x) {
-  if (uopc_tensor_numel(x) == 0) return 1;
-  int64_t expected = 1;
-  for (int i = x->rank - 1; i >= 0; i--) {
-    if (x->shape[i] == 1) continue;
-    if (x->strides[i] != expected) return 0;
-    expected *= x->shape[i];
-  }
-  return 1;
+  return uopc_layout_is_contiguous(x->rank, x->shape, x->strides);
 }
 
 int uopc_tensor_is_aligned(const uopc_tensor *x, size_t bytes) {
   void *p = uopc_tensor_data(x);
-  if (!p || bytes == 0 || (bytes & (bytes - 1))) return 0;
-  return (uintptr_t)p % bytes == 0;
+  return p && uopc_layout_is_aligned(p, bytes);
 }
 
-/* [*first, *end) are the bytes a live, non-empty view reaches; 0 otherwise. A
- * hand-built view whose span overflows is taken to reach everything. */
-static int byte_range(const uopc_tensor *x, uintptr_t *first, uintptr_t *end) {
-  if (!x || !x->storage || uopc_tensor_numel(x) == 0) return 0;
-  int64_t lo, hi, size = (int64_t)uopc_dtype_size(x->dtype);
-  if (span(__func__, x, &lo, &hi, NULL)) {
-    *first = 0, *end = UINTPTR_MAX;
-    return 1;
-  }
-  uintptr_t p = (uintptr_t)uopc_tensor_data(x);
-  *first = p + (uintptr_t)lo * (uintptr_t)size;  /* unsigned: wraps as intended */
-  *end = p + (uintptr_t)(hi + 1) * (uintptr_t)size;
-  return 1;
+uopc_layout_bytes uopc_tensor_byte_range(const uopc_tensor *x) {
+  if (!x || !x->storage) return (uopc_layout_bytes){0, 0};
+  return uopc_layout_byte_range(x->rank, x->shape, x->strides, uopc_dtype_size(x->dtype),
+                                uopc_tensor_data(x));
 }
 
 /* Addresses, not storage pointers: two wraps of one NumPy buffer are separate
  * storages over the same bytes. */
 int uopc_tensor_may_overlap(const uopc_tensor *a, const uopc_tensor *b) {
-  uintptr_t a0, a1, b0, b1;
-  if (!byte_range(a, &a0, &a1) || !byte_range(b, &b0, &b1)) return 0;
-  return a0 < b1 && b0 < a1;
+  return uopc_layout_overlap(uopc_tensor_byte_range(a), uopc_tensor_byte_range(b));
 }
 
 int uopc_tensor_same_view(const uopc_tensor *a, const uopc_tensor *b) {

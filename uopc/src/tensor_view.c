@@ -212,7 +212,7 @@ int uopc_tensor_reshape(uopc_tensor *out, const uopc_tensor *x, int rank, const 
       (rc = resolve_shape(__func__, &v, rank, shape, dims, err)))
     return rc;
   /* Packed input (empty included) keeps packed strides, as NumPy's does. */
-  if (uopc_tensor_is_contiguous(&v)) uopc_tensor_packed_strides(rank, dims, strides);
+  if (uopc_tensor_is_contiguous(&v)) uopc_layout_packed_strides(rank, dims, strides);
   else if (!nocopy_strides(&v, rank, dims, strides))
     return UOPC_FAIL(err, UOPC_E_LAYOUT,
                      "shape %s with strides %s cannot be viewed as shape %s: "

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "uopc/error.h"
+#include "uopc/layout.h"
 
 /* UOPC_BOOL is one byte holding 0 or 1, as NumPy's bool_ (comparisons, masks). */
 typedef enum uopc_dtype { UOPC_F32, UOPC_F64, UOPC_I32, UOPC_I64, UOPC_BOOL } uopc_dtype;
@@ -98,10 +99,16 @@ static inline void *uopc_tensor_data(const uopc_tensor *x) {
   if (!x || !x->storage) return NULL;
   return x->storage->base + x->offset * (int64_t)uopc_dtype_size(x->dtype);
 }
-/* Row-major contiguous: strides equal the packed strides (dims of size 1 ignored). */
+/* The layout predicates of layout.h, applied to a tensor. */
+/* Row-major contiguous: strides equal the packed strides (dims of size 1
+ * ignored); an empty tensor is contiguous. */
 int uopc_tensor_is_contiguous(const uopc_tensor *x);
-/* Element 0's address is a multiple of bytes (a power of two). */
+/* Element 0's address is a multiple of bytes (a power of two); 0 for a
+ * released tensor. */
 int uopc_tensor_is_aligned(const uopc_tensor *x, size_t bytes);
+/* The bytes [lo, hi) the view reaches: none (lo == hi) when it is empty or
+ * released. */
+uopc_layout_bytes uopc_tensor_byte_range(const uopc_tensor *x);
 /* 1 when the two views can reach a common byte (conservative: compares the
  * byte ranges they span); 0 when they certainly cannot. */
 int uopc_tensor_may_overlap(const uopc_tensor *a, const uopc_tensor *b);
