@@ -19,6 +19,7 @@ typedef struct storage {
   size_t nbytes;        /* bytes covered from head.base */
   int refs;             /* atomic: views may be released on any thread */
   int owned;            /* 1: head.base is ours to free; 0: borrowed (wrap) */
+  uint64_t version;     /* atomic: writes through any view, 0 when created (23.3) */
 } storage;
 
 static storage *private_of(const uopc_storage *s) { return (storage *)s; }
@@ -260,6 +261,18 @@ int uopc_tensor_same_view(const uopc_tensor *a, const uopc_tensor *b) {
     if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->strides[i] != b->strides[i]))
       return 0;
   return 1;
+}
+
+/* Release and acquire: a reader that sees a new version also sees the bytes
+ * written before it was bumped, on any thread. */
+uint64_t uopc_tensor_version(const uopc_tensor *x) {
+  if (!x || !x->storage) return 0;
+  return __atomic_load_n(&private_of(x->storage)->version, __ATOMIC_ACQUIRE);
+}
+
+void uopc_tensor_bump_version(const uopc_tensor *written) {
+  if (written && written->storage)
+    __atomic_add_fetch(&private_of(written->storage)->version, 1, __ATOMIC_RELEASE);
 }
 
 int uopc_tensor_storage_refs(const uopc_tensor *x) {

@@ -43,9 +43,8 @@ static int check_copy(const char *fn, const uopc_tensor *out, const uopc_tensor 
   return UOPC_OK;
 }
 
-int uopc_tensor_copy(uopc_tensor *out, const uopc_tensor *x, uopc_error *err) {
-  int rc = check_copy(__func__, out, x, err);
-  if (rc || uopc_tensor_same_view(out, x)) return rc;
+/* The copy proper, out and x being different views. */
+static int copy_views(uopc_tensor *out, const uopc_tensor *x, uopc_error *err) {
   if (!uopc_tensor_may_overlap(out, x)) {
     copy_elems(out, x);
     return UOPC_OK;
@@ -53,11 +52,21 @@ int uopc_tensor_copy(uopc_tensor *out, const uopc_tensor *x, uopc_error *err) {
   /* NumPy's result is as if x were read in full before out is written:
    * stage x in a temporary rather than reason about copy order. */
   uopc_tensor tmp;
-  if ((rc = uopc_tensor_empty(&tmp, x->dtype, x->rank, x->shape, err))) return rc;
+  int rc = uopc_tensor_empty(&tmp, x->dtype, x->rank, x->shape, err);
+  if (rc) return rc;
   copy_elems(&tmp, x);
   copy_elems(out, &tmp);
   uopc_tensor_release(&tmp);
   return UOPC_OK;
+}
+
+int uopc_tensor_copy(uopc_tensor *out, const uopc_tensor *x, uopc_error *err) {
+  int rc = check_copy(__func__, out, x, err);
+  if (rc == UOPC_OK && !uopc_tensor_same_view(out, x)) rc = copy_views(out, x, err);
+  /* A copy is a write even when it changes no byte, as an in-place op is in
+   * PyTorch: whoever recorded out's version must look again. */
+  if (rc == UOPC_OK) uopc_tensor_bump_version(out);
+  return rc;
 }
 
 static void *elem_ptr(const uopc_tensor *x, int64_t i) {
@@ -107,4 +116,5 @@ void uopc_tensor_set(uopc_tensor *x, int64_t i, double v) {
   case UOPC_I64: memcpy(p, &i64, sizeof i64); break;
   case UOPC_BOOL: *(unsigned char *)p = v != 0; break;   /* NaN is true, as in NumPy */
   }
+  uopc_tensor_bump_version(x);
 }
