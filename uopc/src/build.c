@@ -123,6 +123,8 @@ static int publish(uopc_build *b, const char *staging, const char *log, uopc_err
     return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for the manifest of '%s'", b->entry);
   }
   if (*log && join(path, staging, "compile.log", NULL) == UOPC_OK) uopc_write_file(path, log, strlen(log), NULL);
+  if (join(path, staging, b->backend->artifact, NULL) == UOPC_OK)
+    uopc_compiler_version_in(path, b->version, sizeof b->version);
   describe(b, description, 8192);
   int rc = uopc_cache_publish(&b->cache, staging, b->entry, b->key, b->backend->artifact, description,
                               b->artifact_path, err);
@@ -206,11 +208,10 @@ static int spawn_compile(const uopc_build *b, const char *staging, char *log, si
 /* gcc: $UOPC_CC's choice or program.c's, else gcc on PATH. */
 static int find_c_compiler(uopc_build *b, uopc_error *err) {
   uopc_compiler cc;
-  int rc = uopc_compiler_identify(&b->cache, b->compiler_name ? b->compiler_name : "gcc", &cc, err);
+  int rc = uopc_compiler_identify(b->compiler_name ? b->compiler_name : "gcc", &cc, err);
   if (rc) return rc;
   snprintf(b->compiler, sizeof b->compiler, "%s", cc.path);
-  snprintf(b->identity, sizeof b->identity, "%s", cc.path);
-  snprintf(b->version, sizeof b->version, "%s", cc.version);
+  snprintf(b->identity, sizeof b->identity, "%s", cc.identity);
   return UOPC_OK;
 }
 
@@ -229,10 +230,10 @@ static int find_nvcc(uopc_build *b, uopc_error *err) {
   char path[PATH_MAX];
   uopc_compiler nvcc;
   if (find_nvcc_path(path) != UOPC_OK) return UOPC_FAIL(err, UOPC_E_NO_CUDA, "no CUDA compiler: " NVCC_NOT_FOUND);
-  int rc = uopc_compiler_identify(&b->cache, path, &nvcc, err);
+  int rc = uopc_compiler_identify(path, &nvcc, err);
   if (rc) return rc;
   snprintf(b->compiler, sizeof b->compiler, "%s", nvcc.path);
-  snprintf(b->identity, sizeof b->identity, "nvcc %s %s", nvcc.path, nvcc.version);
+  snprintf(b->identity, sizeof b->identity, "%s", nvcc.identity);
   return UOPC_OK;
 }
 

@@ -98,14 +98,19 @@ int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err);
 
 /* ---- compiler.c ---- */
 typedef struct uopc_compiler {
-  char path[PATH_MAX];   /* resolved absolute path */
-  char version[1024];    /* `<compiler> --version`, its lines joined by "; " */
+  char path[PATH_MAX];             /* resolved absolute path */
+  char identity[PATH_MAX + 64];    /* "<path> (<size> bytes, mtime <s>.<ns>)", keyed */
 } uopc_compiler;
-/* Finds name (PATH search) and its version. The version output is memoised in
- * the cache directory under the binary's path, size, mtime and inode, so a warm
- * process spawns nothing. Errors: UOPC_E_INVALID (not found), UOPC_E_IO. */
-int uopc_compiler_identify(const uopc_cache *c, const char *name, uopc_compiler *out,
-                           uopc_error *err);
+/* Finds name (PATH search) and describes the binary found: no process is
+ * spawned. Errors: UOPC_E_INVALID (not found), UOPC_E_IO. */
+int uopc_compiler_identify(const char *name, uopc_compiler *out, uopc_error *err);
+/* "<path> (<size> bytes, mtime <s>.<ns>)" for any compiler file (a library too).
+ * Errors: UOPC_E_IO (no such file), UOPC_E_INVALID (too long). */
+int uopc_compiler_describe_file(const char *path, char *out, size_t size, uopc_error *err);
+/* The version the compiler wrote into its artifact: the first string of a
+ * shared object's .comment, or PTX's "Cuda compilation tools" line; "" when
+ * there is none. For the manifest: it is read after the build, never keyed. */
+void uopc_compiler_version_in(const char *artifact_path, char *out, size_t size);
 
 /* ---- nvrtc.c: NVRTC, the in-process CUDA compiler, opened with dlopen ---- */
 /* 1 when libnvrtc loaded (tried once per process, thread-safe); 0 otherwise. */
@@ -170,8 +175,8 @@ struct uopc_build {
   /* The result, from the pipeline. */
   uopc_cache cache;
   char compiler[PATH_MAX];       /* the compiler run, or "NVRTC" */
-  char identity[PATH_MAX + 1200];/* what the key holds of the compiler */
-  char version[1024];            /* the compiler's version for the manifest; "" unknown */
+  char identity[PATH_MAX + 128]; /* what the key holds of the compiler */
+  char version[256];             /* the version in the artifact, for the manifest; "" unknown */
   char key[65];
   char dir[PATH_MAX];            /* the entry: <cache>/<entry>-<key> */
   char artifact_path[PATH_MAX];  /* <dir>/<artifact> */

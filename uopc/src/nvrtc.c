@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "internal.h"
 
 /* ---- NVRTC, declared by hand ------------------------------------------- */
@@ -49,7 +48,7 @@ static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 static struct {
   nvrtc_api api;
   int loaded;
-  char identity[PATH_MAX + 96];  /* "nvrtc 13.0 <real path> (<size> bytes, mtime <t>)" */
+  char identity[PATH_MAX + 96];  /* "nvrtc 13.0 <real path> (<size> bytes, mtime <s>.<ns>)" */
   char reason[256];              /* why not, when not loaded */
 } nvrtc;
 
@@ -57,18 +56,17 @@ static struct {
 
 /* nvrtcVersion has no patch level, and the library's file name may not have
  * one either (libnvrtc.so.13): its size and time stand in for it, as they do
- * in compiler.c. Hashing the bytes would cost more (over 100 MB). */
+ * for spawned compilers (compiler.c). Hashing the bytes would cost more (over
+ * 100 MB). */
 static void describe_nvrtc(const char *path) {
   int major = 0, minor = 0;
   nvrtc.api.version(&major, &minor);
   Dl_info info;
-  char real[PATH_MAX];
+  char real[PATH_MAX], file[PATH_MAX + 64];
   const char *where = dladdr((void *)nvrtc.api.version, &info) && info.dli_fname ? info.dli_fname : path;
   if (realpath(where, real)) where = real;
-  struct stat st = {0};
-  stat(where, &st);
-  snprintf(nvrtc.identity, sizeof nvrtc.identity, "nvrtc %d.%d %s (%lld bytes, mtime %lld)", major,
-           minor, where, (long long)st.st_size, (long long)st.st_mtim.tv_sec);
+  if (uopc_compiler_describe_file(where, file, sizeof file, NULL) != UOPC_OK) snprintf(file, sizeof file, "%s", where);
+  snprintf(nvrtc.identity, sizeof nvrtc.identity, "nvrtc %d.%d %s", major, minor, file);
 }
 
 static int try_nvrtc(const char *path) {
