@@ -105,11 +105,15 @@ static int fail_compile(const uopc_build *b, const char *staging, const char *lo
   return UOPC_E_COMPILE;
 }
 
-/* The manifest's description: how the artifact was made. */
+/* The manifest's description: how the artifact was made, every keyed setting
+ * included, so that the command can be repeated by hand. */
 static void describe(const uopc_build *b, char *out, size_t size) {
+  const uopc_backend *be = b->backend;
   int n = snprintf(out, size, "compiler=%s\n", b->identity);
   if (*b->version && n < (int)size) n += snprintf(out + n, size - n, "compiler_version=%s\n", b->version);
+  if (be->mode && n < (int)size) n += snprintf(out + n, size - n, "mode=%s\n", be->mode);
   if (n < (int)size) n += snprintf(out + n, size - n, "flags=%s\n", b->flags);
+  if (be->libs && n < (int)size) n += snprintf(out + n, size - n, "libs=%s\n", be->libs);
   for (int i = 0; i < b->n_fields && n < (int)size; i++)
     n += snprintf(out + n, size - n, "%s=%s\n", b->fields[i].label, b->fields[i].value);
 }
