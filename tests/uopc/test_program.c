@@ -245,6 +245,53 @@ static void test_program_scalar_arguments_reach_the_kernel(void **state) {
   uopc_program_free(p);
 }
 
+/* The whole of <dir>/<name> as a NUL-terminated string, or fails the test. */
+static char *read_entry_file(const char *dir, const char *name) {
+  char path[4200], *text = NULL;
+  size_t cap = 0;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  if (!f) fail_msg("cannot open '%s'", path);
+  if (getdelim(&text, &cap, '\0', f) < 0) fail_msg("'%s' is empty", path);
+  fclose(f);
+  return text;
+}
+
+/* The manifest says how the object was made: the compiler as one stat saw it
+ * (no process is spawned to ask), the version gcc wrote into kernel.so, and
+ * every keyed setting. */
+static void test_program_manifest_names_compiler_version_and_settings(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(build_and_run("manifest", &p, &err), err);
+  char *text = read_entry_file(uopc_program_dir(p), "manifest");
+  assert_contains(text, "\ncompiler=/");
+  assert_contains(text, " bytes, mtime ");
+  assert_contains(text, "\ncompiler_version=");
+  assert_true(strstr(text, "\ncompiler_version=\n") == NULL);
+  assert_contains(text, "\nflags=-std=c11 -ffp-contract=off");
+  assert_contains(text, "\ntarget=");
+  assert_contains(text, "\nsignature=ppp\n");
+  assert_contains(text, uopc_program_key(p));
+  free(text);
+  uopc_program_free(p);
+}
+
+/* What the compiler said about a source it accepted stays with the entry. */
+static void test_program_warnings_are_kept_in_compile_log(void **state) {
+  (void)state;
+  char source[512];
+  snprintf(source, sizeof source, "#warning \"a kept warning\"\n%s", SQUARE);
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, source, "square", "ppp", NULL, &err), err);
+  char *text = read_entry_file(uopc_program_dir(p), "compile.log");
+  assert_contains(text, "a kept warning");
+  free(text);
+  uopc_program_free(p);
+}
+
 static void test_counters_json_is_written_at_exit(void **state) {
   (void)state;
   char path[4200];
@@ -282,6 +329,8 @@ int main(void) {
     cmocka_unit_test(test_program_rejects_bad_entry_and_signature),
     cmocka_unit_test(test_program_flags_change_the_key),
     cmocka_unit_test(test_program_scalar_arguments_reach_the_kernel),
+    cmocka_unit_test(test_program_manifest_names_compiler_version_and_settings),
+    cmocka_unit_test(test_program_warnings_are_kept_in_compile_log),
     cmocka_unit_test(test_counters_json_is_written_at_exit),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);

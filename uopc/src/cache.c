@@ -106,7 +106,7 @@ void uopc_remove_tree(const char *path) {
 }
 
 /* Moves an entry aside before deleting it, so that no reader ever sees it half removed. */
-static void discard_entry(const uopc_cache *c, const char *entry_dir) {
+static void discard_dir(const uopc_cache *c, const char *entry_dir) {
   char trash[PATH_MAX];
   if (join(trash, NULL, "%s/%s", c->dir, "tmp/trash-XXXXXX") || !mkdtemp(trash)) {
     uopc_remove_tree(entry_dir);
@@ -114,6 +114,11 @@ static void discard_entry(const uopc_cache *c, const char *entry_dir) {
   }
   if (rename(entry_dir, trash) != 0) rmdir(trash);   /* someone else discarded it already */
   else uopc_remove_tree(trash);
+}
+
+void uopc_cache_discard(const uopc_cache *c, const char *entry, const char *key) {
+  char dir[PATH_MAX];
+  if (uopc_cache_entry_dir(c, entry, key, dir, NULL) == UOPC_OK) discard_dir(c, dir);
 }
 
 /* Finds "name=value" on its own line of a manifest; copies the value. */
@@ -160,7 +165,7 @@ int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
               entry_is_whole(manifest, key, artifact, artifact_path);
   free(manifest);
   if (!whole) {
-    discard_entry(c, dir);
+    discard_dir(c, dir);
     uopc_counter_add(UOPC_C_CORRUPTED_REBUILT, 1);
     uopc_counter_add(UOPC_C_DISK_CACHE_MISSES, 1);
     return 0;

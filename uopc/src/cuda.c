@@ -1,8 +1,9 @@
 /* cuda.c: CUDA C programs, loaded and launched through the driver API.
  * libcuda is opened with dlopen, never linked, so the runtime builds and its
  * CPU paths run on machines without CUDA; the few driver types used are
- * declared here instead of including cuda.h. Compiling to PTX is nvrtc.c's
- * job. Introduced in 23.6 ("Running on the GPU"). */
+ * declared here instead of including cuda.h. The PTX comes from the build
+ * pipeline (build.c), with the NVRTC or nvcc back end; this file picks the
+ * target, then loads and launches. Introduced in 23.6 ("Running on the GPU"). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -12,6 +13,12 @@
 #include <string.h>
 #include "uopc/uopc.h"
 #include "internal.h"
+
+/* The one language option, the same for both compilers (part of the key). */
+#define CXX_STD "-std=c++17"
+/* Without a GPU to ask, as cuda.h promises: Hopper's, so that a compile-only
+ * check builds (and keys) exactly what an H100 or H200 would load. */
+#define DEFAULT_ARCH "compute_90"
 
 /* ---- the driver API, declared by hand ---------------------------------- */
 typedef int CUresult;
@@ -187,19 +194,58 @@ static int use_driver(uopc_error *err) {
   return UOPC_OK;
 }
 
-/* For nvrtc.c: the GPU's virtual architecture, "compute_90"; 0 without one.
- * (Declared there until internal.h gains a cuda.c section.) */
-int uopc_cuda_device_arch(char *arch, size_t size) {
-  pthread_once(&driver_once, open_driver);
-  if (driver.status != UOPC_OK) return 0;
-  snprintf(arch, size, "compute_%d%d", driver.major, driver.minor);
-  return 1;
-}
-
 int uopc_cuda_available(uopc_error *err) {
   pthread_once(&driver_once, open_driver);
   if (driver.status != UOPC_OK) return UOPC_FAIL(err, driver.status, "%s", driver.reason);
   return uopc_cuda_compiler_available(err);
+}
+
+int uopc_cuda_compiler_available(uopc_error *err) {
+  const uopc_backend *backend;
+  return uopc_build_ptx_backend(0, &backend, err);
+}
+
+/* ---- compiling ------------------------------------------------------------- */
+
+/* opts->arch as given ("sm_90", "compute_80", "sm_90a"), or the GPU's, or
+ * the default; a real arch is turned into its virtual one, since we make PTX. */
+static int choose_arch(const char *arch, char out[32], uopc_error *err) {
+  if (!arch) {
+    pthread_once(&driver_once, open_driver);
+    if (driver.status == UOPC_OK) snprintf(out, 32, "compute_%d%d", driver.major, driver.minor);
+    else snprintf(out, 32, "%s", DEFAULT_ARCH);
+    return UOPC_OK;
+  }
+  const char *v = strncmp(arch, "sm_", 3) == 0 ? arch + 3
+                : strncmp(arch, "compute_", 8) == 0 ? arch + 8 : NULL;
+  size_t digits = v ? strspn(v, "0123456789") : 0;
+  int ok = digits >= 2 && digits <= 3 && (v[digits] == '\0' ||
+           (v[digits] >= 'a' && v[digits] <= 'z' && v[digits + 1] == '\0'));
+  if (!ok)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "arch '%s' is not sm_NN or compute_NN "
+                     "(e.g. sm_90, compute_80, sm_90a)", arch);
+  snprintf(out, 32, "compute_%s", v);
+  return UOPC_OK;
+}
+
+int uopc_cuda_compile(const char *source, const char *entry,
+                      const uopc_cuda_options *opts, char *ptx_path,
+                      size_t ptx_path_size, uopc_error *err) {
+  static const uopc_cuda_options defaults;
+  if (!opts) opts = &defaults;
+  if (ptx_path && ptx_path_size == 0) return UOPC_FAIL(err, UOPC_E_INVALID, "ptx_path_size is 0");
+  uopc_build b = {.source = source, .entry = entry, .cache_dir = opts->cache_dir};
+  char arch[32];
+  int rc = uopc_build_check_names(source, entry, err);
+  if (!rc) rc = choose_arch(opts->arch, arch, err);
+  if (!rc) rc = uopc_build_ptx_backend(opts->force_nvcc, &b.backend, err);
+  if (rc) return rc;
+  snprintf(b.flags, sizeof b.flags, "-arch=%s " CXX_STD, arch);
+  if ((rc = uopc_build_run(&b, err))) return rc;
+  if (ptx_path && (size_t)snprintf(ptx_path, ptx_path_size, "%s", b.artifact_path) >= ptx_path_size)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "ptx_path_size %zu is too small for '%s' (%zu bytes)",
+                     ptx_path_size, b.artifact_path, strlen(b.artifact_path) + 1);
+  return UOPC_OK;
 }
 
 /* ---- programs ------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 /* internal.h: the runtime's internal modules (not for labs).
  * sha256 (hashing through OpenSSL's libcrypto), spawn (run a program from an
  * argument vector and capture its output), cache (the disk cache's directory,
- * entries and atomic publication), compiler (a compiler's identity). */
+ * entries and atomic publication), compiler (a compiler's identity), and the
+ * helpers that tensor.c shares with tensor_view.c and tensor_copy.c. */
 #ifndef UOPC_INTERNAL_H
 #define UOPC_INTERNAL_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include "uopc/error.h"
 #include "uopc/fault.h"
+#include "uopc/tensor.h"
 
 /* ---- sha256.c ---- */
 typedef struct uopc_hash uopc_hash;   /* an incremental SHA-256 */
@@ -76,6 +78,10 @@ int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *ent
                        const char *key, const char *artifact, const char *description,
                        char artifact_path[PATH_MAX], uopc_error *err);
 
+/* Moves the entry <entry>-<key> aside, then removes it, so that no reader
+ * ever sees it half removed. */
+void uopc_cache_discard(const uopc_cache *c, const char *entry, const char *key);
+
 /* Removes a directory tree (staging dirs, corrupted entries). */
 void uopc_remove_tree(const char *path);
 
@@ -92,18 +98,122 @@ int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err);
 
 /* ---- compiler.c ---- */
 typedef struct uopc_compiler {
-  char path[PATH_MAX];   /* resolved absolute path */
-  char version[1024];    /* `<compiler> --version`, its lines joined by "; " */
+  char path[PATH_MAX];             /* resolved absolute path */
+  char identity[PATH_MAX + 64];    /* "<path> (<size> bytes, mtime <s>.<ns>)", keyed */
 } uopc_compiler;
-/* Finds name (PATH search) and its version. The version output is memoised in
- * the cache directory under the binary's path, size, mtime and inode, so a warm
- * process spawns nothing. Errors: UOPC_E_INVALID (not found), UOPC_E_IO. */
-int uopc_compiler_identify(const uopc_cache *c, const char *name, uopc_compiler *out,
-                           uopc_error *err);
+/* Finds name (PATH search) and describes the binary found: no process is
+ * spawned. Errors: UOPC_E_INVALID (not found), UOPC_E_IO. */
+int uopc_compiler_identify(const char *name, uopc_compiler *out, uopc_error *err);
+/* "<path> (<size> bytes, mtime <s>.<ns>)" for any compiler file (a library too).
+ * Errors: UOPC_E_IO (no such file), UOPC_E_INVALID (too long). */
+int uopc_compiler_describe_file(const char *path, char *out, size_t size, uopc_error *err);
+/* The version the compiler wrote into its artifact: the first string of a
+ * shared object's .comment, or PTX's "Cuda compilation tools" line; "" when
+ * there is none. For the manifest: it is read after the build, never keyed. */
+void uopc_compiler_version_in(const char *artifact_path, char *out, size_t size);
 
-/* ---- cuda.c (for nvrtc.c) ---- */
-/* Writes the first GPU's PTX target ("compute_90") into arch and returns 1;
- * returns 0 when no driver or device is usable. */
-int uopc_cuda_device_arch(char *arch, size_t size);
+/* ---- nvrtc.c: NVRTC, the in-process CUDA compiler, opened with dlopen ---- */
+/* 1 when libnvrtc loaded (tried once per process, thread-safe); 0 otherwise. */
+int uopc_nvrtc_ready(void);
+/* What the key holds of the loaded NVRTC: "nvrtc 13.0 <path> (<size> bytes,
+ * mtime <t>)"; or, when it did not load, why not. */
+const char *uopc_nvrtc_identity(void);
+const char *uopc_nvrtc_why_not(void);
+/* Compiles source (named name in diagnostics) with the options into PTX at
+ * ptx_path. UOPC_E_COMPILE: rejected, with NVRTC's log in log (err untouched);
+ * on success log holds any warnings. Other errors (memory, I/O) in err. */
+int uopc_nvrtc_compile(const char *source, const char *name, int n_options,
+                       const char *const *options, const char *ptx_path, char *log,
+                       size_t size, uopc_error *err);
+
+/* ---- build.c: the one build pipeline ----
+ * source -> key -> cache lookup -> on a miss: stage, compile, verify, publish.
+ * What differs between compilers is a back end: gcc (C to a shared object),
+ * NVRTC and nvcc (CUDA C to PTX). program.c and cuda.c only load what a build
+ * produced. */
+#define UOPC_ENTRY_MAX 64        /* "calls <entry>" then fits a counter name */
+#define UOPC_BUILD_FIELDS 4
+
+typedef struct uopc_build uopc_build;
+
+/* A back end: how one kind of source becomes one artifact. */
+typedef struct uopc_backend {
+  const char *name;          /* "gcc", "NVRTC", "nvcc": for debug lines */
+  const char *kind;          /* keyed: "c" or "cuda ptx" */
+  const char *source_name;   /* "kernel.c", "kernel.cu" */
+  const char *artifact;      /* "kernel.so", "kernel.ptx" */
+  const char *mode;          /* keyed; a spawned compiler's arguments before the flags */
+  const char *libs;          /* keyed; a spawned compiler's arguments after the source */
+  /* Finds the compiler (b->compiler_name, or the back end's own default) and
+   * fills b->compiler and b->identity. Errors: UOPC_E_INVALID, UOPC_E_NO_CUDA. */
+  int (*find)(uopc_build *b, uopc_error *err);
+  /* Compiles staging/source_name into staging/artifact. UOPC_E_COMPILE means
+   * rejected, with the diagnostics in log (err untouched: the message needs
+   * where the source is kept); on success log holds any warnings. Other errors
+   * (memory, I/O, spawning) in err. */
+  int (*compile)(const uopc_build *b, const char *staging, char *log, size_t size,
+                 uopc_error *err);
+  /* NULL, or checks a fresh artifact; reports as compile does. */
+  int (*verify)(const uopc_build *b, const char *artifact_path, char *log, size_t size,
+                uopc_error *err);
+} uopc_backend;
+
+extern const uopc_backend uopc_backend_gcc;     /* C to kernel.so, gcc spawned */
+extern const uopc_backend uopc_backend_nvrtc;   /* CUDA C to kernel.ptx, in process */
+extern const uopc_backend uopc_backend_nvcc;    /* CUDA C to kernel.ptx, nvcc spawned */
+
+struct uopc_build {
+  /* The request, from the caller. */
+  const uopc_backend *backend;
+  const char *source;            /* the text exactly as compiled */
+  const char *entry;             /* checked by uopc_build_check_names */
+  const char *compiler_name;     /* NULL: the back end's default */
+  const char *cache_dir;         /* NULL: the default (uopc_cache_open) */
+  char flags[512];               /* the compiler's options, space-separated; keyed */
+  int n_fields;                  /* more keyed settings, also lines of the manifest */
+  struct { const char *label, *value; } fields[UOPC_BUILD_FIELDS];
+  /* The result, from the pipeline. */
+  uopc_cache cache;
+  char compiler[PATH_MAX];       /* the compiler run, or "NVRTC" */
+  char identity[PATH_MAX + 128]; /* what the key holds of the compiler */
+  char version[256];             /* the version in the artifact, for the manifest; "" unknown */
+  char key[65];
+  char dir[PATH_MAX];            /* the entry: <cache>/<entry>-<key> */
+  char artifact_path[PATH_MAX];  /* <dir>/<artifact> */
+  int cached;                    /* 1: found on disk, not compiled */
+};
+
+/* The checks every build request passes first: source not NULL, entry a C
+ * identifier of at most UOPC_ENTRY_MAX characters. Errors: UOPC_E_INVALID. */
+int uopc_build_check_names(const char *source, const char *entry, uopc_error *err);
+/* Adds a keyed setting (label=value in the manifest); label and value must
+ * outlive the build. Errors: UOPC_E_LIMIT past UOPC_BUILD_FIELDS. */
+int uopc_build_field(uopc_build *b, const char *label, const char *value, uopc_error *err);
+/* The pipeline: opens the cache, finds the compiler, computes the key, looks
+ * it up, and on a miss builds and publishes the entry. Fills the result part
+ * of b. Errors: UOPC_E_UNSAFE_CACHE, UOPC_E_IO, UOPC_E_NOMEM, UOPC_E_INVALID
+ * or UOPC_E_NO_CUDA (no compiler), UOPC_E_COMPILE (the diagnostics, and where
+ * the failed source is kept). */
+int uopc_build_run(uopc_build *b, uopc_error *err);
+/* For a found artifact that verified but will not load: discards the entry,
+ * counts a corrupted entry rebuilt, and builds it again. Errors: as above. */
+int uopc_build_again(uopc_build *b, uopc_error *err);
+/* The PTX back end: NVRTC when it loads and force_nvcc is 0, else nvcc when
+ * found. Errors: UOPC_E_NO_CUDA, naming why neither. */
+int uopc_build_ptx_backend(int force_nvcc, const uopc_backend **out, uopc_error *err);
+
+/* ---- tensor.c (for tensor_view.c and tensor_copy.c) ---- */
+/* A shape as Python prints a tuple, for messages: "(2, 3)", "(6,)", "()". */
+typedef struct uopc_dims_text { char s[8 + UOPC_MAX_RANK * 24]; } uopc_dims_text;
+uopc_dims_text uopc_tensor_dims_text(int rank, const int64_t *d);
+/* The checks of a new shape, reported under the public function's name fn.
+ * Errors: UOPC_E_INVALID (rank, NULL shape, negative dim), UOPC_E_OVERFLOW. */
+int uopc_tensor_check_rank(const char *fn, int rank, const int64_t *shape, uopc_error *err);
+int uopc_tensor_checked_numel(const char *fn, int rank, const int64_t *shape, size_t itemsize,
+                              int64_t *numel, uopc_error *err);
+/* Sets rank, shape and strides, zeroing the unused slots. */
+void uopc_tensor_set_layout(uopc_tensor *t, int rank, const int64_t *shape, const int64_t *strides);
+/* One more reference to x's storage (a new view of it). */
+void uopc_tensor_share_storage(const uopc_tensor *x);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "uopc/error.h"
+#include "uopc/layout.h"
 
 /* UOPC_BOOL is one byte holding 0 or 1, as NumPy's bool_ (comparisons, masks). */
 typedef enum uopc_dtype { UOPC_F32, UOPC_F64, UOPC_I32, UOPC_I64, UOPC_BOOL } uopc_dtype;
@@ -98,10 +99,16 @@ static inline void *uopc_tensor_data(const uopc_tensor *x) {
   if (!x || !x->storage) return NULL;
   return x->storage->base + x->offset * (int64_t)uopc_dtype_size(x->dtype);
 }
-/* Row-major contiguous: strides equal the packed strides (dims of size 1 ignored). */
+/* The layout predicates of layout.h, applied to a tensor. */
+/* Row-major contiguous: strides equal the packed strides (dims of size 1
+ * ignored); an empty tensor is contiguous. */
 int uopc_tensor_is_contiguous(const uopc_tensor *x);
-/* Element 0's address is a multiple of bytes (a power of two). */
+/* Element 0's address is a multiple of bytes (a power of two); 0 for a
+ * released tensor. */
 int uopc_tensor_is_aligned(const uopc_tensor *x, size_t bytes);
+/* The bytes [lo, hi) the view reaches: none (lo == hi) when it is empty or
+ * released. */
+uopc_layout_bytes uopc_tensor_byte_range(const uopc_tensor *x);
 /* 1 when the two views can reach a common byte (conservative: compares the
  * byte ranges they span); 0 when they certainly cannot. */
 int uopc_tensor_may_overlap(const uopc_tensor *a, const uopc_tensor *b);
@@ -111,16 +118,30 @@ int uopc_tensor_same_view(const uopc_tensor *a, const uopc_tensor *b);
 /* The storage's reference count (tests check sharing with it). */
 int uopc_tensor_storage_refs(const uopc_tensor *x);
 
+/* --- Versions (23.3): a storage counts the writes made through its views. */
+
+/* x's storage version: 0 when created, one more for each write through any
+ * view of it (uopc_tensor_set, uopc_tensor_copy into it, bump_version below).
+ * Views share it; reads and making views leave it alone. Two wraps of one
+ * buffer are two storages, with a counter each. 0 for a released tensor. */
+uint64_t uopc_tensor_version(const uopc_tensor *x);
+/* Records a write through written (a released tensor is ignored). Code that
+ * writes a tensor's bytes itself, such as a caller that ran a compiled
+ * kernel into an output, calls it once the write is done. Thread-safe. */
+void uopc_tensor_bump_version(const uopc_tensor *written);
+
 /* --- Copies. */
 
 /* out[...] = x[...] for equal shapes and dtypes, any layouts; handles overlap
- * as NumPy does (as if through a temporary).
+ * as NumPy does (as if through a temporary). Counts as one write of out's
+ * storage (its version), even when no byte changes.
  * Errors: UOPC_E_INVALID, UOPC_E_DTYPE, UOPC_E_NOMEM (the temporary). */
 int uopc_tensor_copy(uopc_tensor *out, const uopc_tensor *x, uopc_error *err);
 
 /* Element i in row-major logical order, converted to double (tests, fallbacks). */
 double uopc_tensor_get(const uopc_tensor *x, int64_t i);
-/* Stores v converted to x's dtype at logical row-major position i. */
+/* Stores v converted to x's dtype at logical row-major position i: one write
+ * of x's storage (its version); outside [0, numel) nothing happens. */
 void uopc_tensor_set(uopc_tensor *x, int64_t i, double v);
 
 /* --- For foreign callers (the Python harness through ctypes): heap handles. */

@@ -5,6 +5,7 @@
 #include "uopc/error.h"
 #include "uopc/counters.h"
 #include "uopc/debug.h"
+#include "uopc/layout.h"
 #include "uopc/tensor.h"
 #include "uopc/program.h"
 #include "uopc/cuda.h"

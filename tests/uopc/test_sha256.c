@@ -1,0 +1,60 @@
+/* test_sha256.c: the runtime's SHA-256 (uopc/src/sha256.c, an internal
+ * module), against FIPS 180-4's examples and against Python's hashlib for the
+ * labelled-field encoding that cache keys rely on. */
+#include "testutil.h"
+#include "../../uopc/src/internal.h"
+
+static void hash_text_file(const char *text, size_t n, char hex[65]) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/input", testutil_cache_dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(text, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_hash_file(path, hex, &err), err);
+}
+
+static void test_sha256_file_matches_fips_examples(void **state) {
+  (void)state;
+  char hex[65];
+  hash_text_file("abc", 3, hex);
+  assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  hash_text_file("", 0, hex);
+  assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  /* two blocks: the 448-bit message of FIPS 180-4's examples */
+  const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  hash_text_file(two, strlen(two), hex);
+  assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+/* Each field is its label, a NUL, its length as 8 little-endian bytes and its
+ * bytes: hashlib.sha256(b"kind\0" + pack("<Q", 1) + b"c" + b"source\0" + ...). */
+static void test_sha256_fields_are_labelled_and_length_prefixed(void **state) {
+  (void)state;
+  uopc_hash *h;
+  uopc_error err = {0};
+  char hex[65];
+  assert_uopc_ok(uopc_hash_new(&h, &err), err);
+  uopc_hash_str(h, "kind", "c");
+  uopc_hash_str(h, "source", "int x;");
+  uopc_hash_finish(h, hex);
+  assert_string_equal(hex, "87f3c110c3b006ac970637ff13dce9823eb38d9001482b68bde089b9d5ddc522");
+}
+
+static void test_sha256_file_reports_a_missing_file(void **state) {
+  (void)state;
+  char hex[65];
+  uopc_error err = {0};
+  assert_uopc_code(uopc_hash_file("/nonexistent/uopc-input", hex, &err), UOPC_E_IO, err);
+  assert_contains(err.message, "/nonexistent/uopc-input");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_sha256_file_matches_fips_examples),
+    cmocka_unit_test(test_sha256_fields_are_labelled_and_length_prefixed),
+    cmocka_unit_test(test_sha256_file_reports_a_missing_file),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}
