@@ -244,6 +244,8 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
     d32[d] = (int32_t)d64[d];            /* the plan chose 32 bits only when every bound fits */
     args[n++] = p->index.bits == 32 ? (void *)&d32[d] : (void *)&d64[d];
   }
-  if (!rc) uopc_program_call(e->program, args);
-  return rc;
+  if (rc) return rc;
+  uopc_program_call(e->program, args);
+  for (int k = 0; k < n_outputs; k++) uopc_tensor_bump_version(outputs[k]);   /* written (23.3) */
+  return UOPC_OK;
 }

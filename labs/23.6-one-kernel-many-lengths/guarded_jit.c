@@ -150,7 +150,9 @@ int guarded_jit_call(guarded_jit *jit, const uopc_tensor *x, uopc_tensor *out, u
     uopc_debug(3, "square_plus_one: length %lld, %s, strides x %lld out %lld -> %s", (long long)x->shape[0],
                uopc_dtype_name(x->dtype), (long long)x->strides[0], (long long)out->strides[0],
                compiled ? "compiled kernel (every guard holds)" : "layout fallback (a guard failed)");
-  return compiled ? run_compiled(jit, x->shape[0], xp, op, err) : run_fallback(jit, x, out, err);
+  rc = compiled ? run_compiled(jit, x->shape[0], xp, op, err) : run_fallback(jit, x, out, err);
+  if (rc == UOPC_OK) uopc_tensor_bump_version(out);   /* either path wrote out (23.3 reads versions) */
+  return rc;
 }
 
 guarded_jit *guarded_jit_new(int64_t maximum, uopc_error *err) {

@@ -1359,6 +1359,29 @@ static void test_exec_counts_programs_built(void **state) {
   exec_free(e);
 }
 
+/* A run writes its outputs: their storage versions move (23.3 relies on it),
+ * the inputs' stay. */
+static void test_exec_run_bumps_output_versions(void **state) {
+  core *c = *state;
+  exec *e = add_program(c, 64);
+  int64_t n = 5;
+  buf ins[2], out;
+  in_new(&ins[0], UOPC_F32, 1, &n);
+  in_new(&ins[1], UOPC_F32, 1, &n);
+  buf_new(&out, UOPC_F32, 1, &n);
+  uint64_t x0 = uopc_tensor_version(&ins[0].t), o0 = uopc_tensor_version(&out.t);
+  uopc_error err = {0};
+  assert_uopc_ok(run(e, &out, 1, ins, 2, &err), err);
+  assert_uopc_ok(run(e, &out, 1, ins, 2, &err), err);
+  if (uopc_tensor_version(&out.t) != o0 + 2)
+    fail_msg("two runs: expected out's version %llu, got %llu", (unsigned long long)(o0 + 2),
+             (unsigned long long)uopc_tensor_version(&out.t));
+  assert_int_equal(uopc_tensor_version(&ins[0].t), x0);
+  free_bufs(ins, 2);
+  buf_free(&out);
+  exec_free(e);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
   const struct CMUnitTest tests[] = {
@@ -1401,6 +1424,7 @@ int main(void) {
     T(test_exec_run_rejects_an_output_overlapping_an_input),
     T(test_exec_run_rejects_outputs_sharing_memory),
     T(test_exec_counts_programs_built),
+    T(test_exec_run_bumps_output_versions),
   };
 #undef T
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);

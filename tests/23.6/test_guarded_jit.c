@@ -71,6 +71,33 @@ static void test_guarded_jit_chapter_example_counts(void **state) {
   guarded_jit_fini(&jit);
 }
 
+/* Both paths write out: its storage version moves once a call (23.3 relies
+ * on it), x's does not. */
+static void test_guarded_jit_call_bumps_the_output_version(void **state) {
+  (void)state;
+  guarded_jit jit;
+  uopc_error err = {0};
+  assert_uopc_ok(guarded_jit_init(&jit, 64, NULL, &err), err);
+  static const int64_t steps[] = {1, 2};   /* compiled, then the fallback */
+  for (int k = 0; k < 2; k++) {
+    uopc_tensor base = {0}, x = {0}, buf = {0}, out = {0};
+    arange_view(&base, &x, UOPC_F32, 9, 0, steps[k]);
+    poisoned_output(&buf, &out, UOPC_F32, x.shape[0]);
+    uint64_t xv = uopc_tensor_version(&x), ov = uopc_tensor_version(&out);
+    assert_uopc_ok(guarded_jit_call(&jit, &x, &out, &err), err);
+    assert_int_equal(jit.last_path, k ? GUARDED_JIT_FALLBACK : GUARDED_JIT_COMPILED);
+    if (uopc_tensor_version(&out) != ov + 1 || uopc_tensor_version(&x) != xv)
+      fail_msg("step %lld: versions out %llu -> %llu (expected +1), x %llu -> %llu (expected unchanged)",
+               (long long)steps[k], (unsigned long long)ov, (unsigned long long)uopc_tensor_version(&out),
+               (unsigned long long)xv, (unsigned long long)uopc_tensor_version(&x));
+    uopc_tensor_release(&out);
+    uopc_tensor_release(&buf);
+    uopc_tensor_release(&x);
+    uopc_tensor_release(&base);
+  }
+  guarded_jit_fini(&jit);
+}
+
 /* x[::2]: the kernel would read x's neighbours, not every second element. */
 static void test_guarded_jit_strided_view_matches_eager(void **state) {
   (void)state;
@@ -184,6 +211,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_guarded_jit_chapter_example_counts),
     cmocka_unit_test(test_guarded_jit_strided_view_matches_eager),
+    cmocka_unit_test(test_guarded_jit_call_bumps_the_output_version),
     cmocka_unit_test(test_guarded_jit_reversed_view_takes_fallback),
     cmocka_unit_test(test_guarded_jit_f64_keeps_its_dtype),
     cmocka_unit_test(test_guarded_jit_serves_every_length_with_one_variant),
