@@ -11,9 +11,9 @@ core_reference.py computes NumPy's answer from the description alone, with a bou
 outputs sit between poisoned margins that must survive, inputs must be left as they were, and
 the process counters must show one program per graph, however many calls. The generated C and
 CUDA source must hold no dim's upper bound as a number, and the CUDA source must compile (NVRTC
-or nvcc, compile only) when a compiler exists. Then exec_run's rejections and the builders'
-errors, with their exact codes. The last line is `N passed, N failed`, counting cases (a graph's
-build, source checks and each call are cases).
+or nvcc, compile only) when a compiler exists. Then fixed graphs that once failed, exec_run's
+rejections and the builders' errors, with their exact codes. The last line is
+`N passed, N failed`, counting cases (a graph's build, source checks and each call are cases).
 """
 import argparse
 import ctypes
@@ -405,6 +405,27 @@ def one_graph(ctx, run):
     run.close()
 
 
+# ---- regressions: graphs that once failed -------------------------------------------------
+
+def scalar_reductions(b, rng):
+  """sum, max and mean over every axis: three loop nests without loops in one C function, each
+  with its own acc0 and r0."""
+  b.dim("n", 1, 53, 1, "size")
+  b.dim("m", 1, 59, 1, "size")
+  x = b.input("x", F32, [("dim", "n"), ("dim", "m")], iv=(-4, 4))
+  y = b.cast(x, F64, x.iv, False)
+  return b.finish([b.reduce("sum", x, [0, 1], False, (-1e4, 1e4), False),
+                   b.reduce("max", x, [0, 1], False, x.iv, False),
+                   b.reduce("mean", y, [0, 1], False, y.iv, False)])
+
+
+REGRESSIONS = {"two scalar reductions": scalar_reductions}
+def check_regressions(ctx):
+  for k, (label, make) in enumerate(REGRESSIONS.items()):
+    one_graph(ctx, GraphRun(ctx, label, np.random.default_rng([ctx.seed, 1000 + k]), make))
+  return ", ".join(REGRESSIONS)
+
+
 # ---- rejections ----------------------------------------------------------------------
 
 def small_graph(core, max_reduce=False):
@@ -558,6 +579,7 @@ def main(argv=None):
     if not report.failed:
       report.run("random graphs", check_graphs, ctx)
       if args.only is None:
+        report.run("regressions", check_regressions, ctx)
         report.run("rejections", check_rejections, ctx)
         report.run("builder errors", check_builder_errors, ctx)
   finally:

@@ -259,6 +259,10 @@ static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int
     if (!(vars[k] = loop_var(c, name, n->shape[k]))) return c->err->code;
   }
   if (c->p->backend == LOWER_C) {
+    if (n->rank == 0) {   /* no loop: a block keeps a reduction's acc0 and r0 to this nest */
+      *opened = 1;
+      return open_brace(c, "{\n");
+    }
     for (int k = 0; k < n->rank && !rc; k++) {
       rc = lower_ctx_expr(c, n->shape[k], ext, sizeof ext, "the extent");
       if (!rc) rc = lower_ctx_printf(c, "for (%s i%d = 0; i%d < %s; i%d++) {\n", c->ix, k, k, ext, k);
