@@ -419,7 +419,19 @@ def scalar_reductions(b, rng):
                    b.reduce("mean", y, [0, 1], False, y.iv, False)])
 
 
-REGRESSIONS = {"two scalar reductions": scalar_reductions}
+def inner_merges(b, rng):
+  """(b, n, k, m) to (b, n*k, m) and (b, n, k*m): element counts whose products group unlike the
+  input's, b*n*k*m built as ((b*n)*k)*m."""
+  for name, hi in (("b", 53), ("n", 59), ("k", 61), ("m", 67)):
+    b.dim(name, 0, hi, 1, "size")
+  dims = [("dim", d) for d in "bnkm"]
+  x = b.input("x", F64, dims, iv=(-4, 4))
+  inner = b.reshape(x, [dims[0], ("mul", dims[1], dims[2]), dims[3]])
+  last = b.reshape(x, [dims[0], dims[1], ("mul", dims[2], dims[3])])
+  return b.finish([inner, b.unary("neg", last, x.iv)])
+
+
+REGRESSIONS = {"two scalar reductions": scalar_reductions, "reshapes merging inner axes": inner_merges}
 def check_regressions(ctx):
   for k, (label, make) in enumerate(REGRESSIONS.items()):
     one_graph(ctx, GraphRun(ctx, label, np.random.default_rng([ctx.seed, 1000 + k]), make))

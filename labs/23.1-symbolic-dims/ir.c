@@ -365,6 +365,41 @@ static const sym_expr *numel(ir_graph *g, int rank, const sym_expr *const *shape
   return simplified(g, n);
 }
 
+/* Appends e's factors to f (splitting products, multiplying constants into
+ * *c); the new count, or -1 past max factors or on overflow. */
+static int factors(const sym_expr *e, const sym_expr **f, int n, int max, int64_t *c) {
+  if (e->kind == SYM_MUL) {
+    n = factors(e->a, f, n, max, c);
+    return n < 0 ? n : factors(e->b, f, n, max, c);
+  }
+  if (e->kind == SYM_CONST) return __builtin_mul_overflow(*c, e->value, c) ? -1 : n;
+  if (n == max) return -1;
+  f[n] = e;
+  return n + 1;
+}
+
+static int by_structure(const void *x, const void *y) {
+  return sym_expr_compare(*(const sym_expr *const *)x, *(const sym_expr *const *)y);
+}
+
+/* 1 when two products of simplified extents have the same constant and the
+ * same other factors in any grouping: the simplifier keeps a product's
+ * grouping, so (n, k, m) -> (n, k*m) compares m*(k*n) with n*(k*m). */
+static int same_product(const sym_expr *a, const sym_expr *b) {
+  enum { MAX_FACTORS = 64 };
+  const sym_expr *fa[MAX_FACTORS], *fb[MAX_FACTORS];
+  int64_t ca = 1, cb = 1;
+  int na = factors(a, fa, 0, MAX_FACTORS, &ca), nb = factors(b, fb, 0, MAX_FACTORS, &cb);
+  if (na < 0 || nb < 0 || ca != cb) return 0;
+  if (ca == 0) return 1;
+  if (na != nb) return 0;
+  qsort(fa, (size_t)na, sizeof *fa, by_structure);
+  qsort(fb, (size_t)nb, sizeof *fb, by_structure);
+  for (int k = 0; k < na; k++)
+    if (fa[k] != fb[k]) return 0;     /* hash-consed: equal structure is one node */
+  return 1;
+}
+
 const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape) {
   if (!x) return NULL;
   if (rank < 0 || rank > UOPC_MAX_RANK)
@@ -372,7 +407,7 @@ const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_exp
   const sym_expr *a = numel(g, x->rank, x->shape), *b = numel(g, rank, shape);
   const sym_expr *diff = a && b ? simplified(g, sym_expr_sub(g->arena, a, b)) : NULL;
   if (!diff) return NULL;
-  if (!is_const(diff, 0)) {
+  if (!is_const(diff, 0) && !same_product(a, b)) {
     char xs[256], ts[256], at[128] = "?", bt[128] = "?";
     ir_shape_format(x, xs, sizeof xs);
     shape_text(rank, shape, ts, sizeof ts);

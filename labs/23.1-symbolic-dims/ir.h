@@ -89,8 +89,9 @@ const ir_node *ir_cast(ir_graph *g, const ir_node *x, uopc_dtype to);
 /* x broadcast to shape (NumPy's broadcast_to). Errors: UOPC_E_INVALID. */
 const ir_node *ir_expand(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape);
 /* The same elements in row-major order under a new shape whose element count
- * simplifies to x's. A reshape is a value here: a view that would need a copy
- * is the tensor layer's concern (uopc_tensor_reshape says UOPC_E_LAYOUT).
+ * simplifies to x's, or is the same product of factors in another grouping
+ * ((n, k, m) to (n, k*m)). A reshape is a value here: a view that would need
+ * a copy is the tensor layer's concern (uopc_tensor_reshape says UOPC_E_LAYOUT).
  * Errors: UOPC_E_INVALID (counts not provably equal). */
 const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape);
 /* Out axis k is x's axis perm[k]. Errors: UOPC_E_INVALID (not a permutation). */
