@@ -27,7 +27,7 @@ import numpy as np
 
 from harness import ffi
 from harness.common import NOT_IMPLEMENTED, Report, progress, start_check, strides_of
-from harness.core_graphs import F32, F64, FLOATS, BuildError, Builder, Generator
+from harness.core_graphs import F32, F64, FLOATS, INF, BuildError, Builder, Generator
 from harness.core_reference import PAD, POISON, evaluate, poisoned
 
 LAB = "23.1 core"
@@ -432,10 +432,48 @@ def inner_merges(b, rng):
 
 
 REGRESSIONS = {"two scalar reductions": scalar_reductions, "reshapes merging inner axes": inner_merges}
+# Names the generated code declares or calls, as an input's name (x + 1 over n, or, for tmp0,
+# x + sum(y), whose sum is the temporary tmp0) and as a dim's: each must be refused when the
+# graph is lowered (UOPC_E_INVALID), never fail to compile or compile to something else.
+TAKEN_NAMES = {"input": ("out0", "tmp0", "i0", "t3", "r1", "acc0", "scratch", "LANES", "g", "total", "rest",
+                         "floordiv_i64", "expf", "sqrt"),
+               "dim": ("LANES", "acc0", "scratch", "g", "total", "rest", "max_i64", "tanhf")}
+
+
 def check_regressions(ctx):
   for k, (label, make) in enumerate(REGRESSIONS.items()):
     one_graph(ctx, GraphRun(ctx, label, np.random.default_rng([ctx.seed, 1000 + k]), make))
-  return ", ".join(REGRESSIONS)
+  for role, names in TAKEN_NAMES.items():
+    for name in names:
+      ctx.cases.run(f"{role} named {name}", taken_name, ctx, role, name)
+  return f"{', '.join(REGRESSIONS)}; {sum(map(len, TAKEN_NAMES.values()))} names the generated code uses"
+
+
+def taken_name(ctx, role, name):
+  core, case = ctx.core, f"{role} named '{name}' seed={ctx.seed}"
+  b = Builder(core.rt, core.lib)
+  try:
+    dim = name if role == "dim" else "n"
+    b.dim(dim, 1, 53, 1, "size")
+    x = b.input(name if role == "input" else "x", F32, [("dim", dim)], iv=(-4, 4))
+    if name == "tmp0":
+      total = b.reduce("sum", b.input("y", F32, [("dim", dim)]), [0], False, (-INF, INF), False)
+      out = b.binary("add", x, total, (-INF, INF))
+    else:
+      out = b.binary("add", x, b.const(1.0, F32), (-3, 5))
+    b.finish([out])
+    for backend in (ffi.LOWER_C, ffi.LOWER_CUDA):
+      lp, err = ctypes.POINTER(ffi.LowerProgram)(), ffi.Error()
+      status = core.lib.lower_program_new(ctypes.byref(lp), b.g, b.outputs_array(), 1, b"names", backend,
+                                          ctypes.byref(err))
+      if status == 0:
+        core.lib.lower_program_free(lp)
+      if core.rt.error_name(err.code) != "UOPC_E_INVALID" or f"'{name}'" not in err.message.decode():
+        ctx.cases.fail(case, f"lower_program_new({'LOWER_CUDA' if backend else 'LOWER_C'}): expected "
+                             f"UOPC_E_INVALID naming '{name}', got {core.failure(err) if status else 'success'}",
+                       "graph:", *("  " + line for line in b.desc.text.splitlines()))
+  finally:
+    b.close()
 
 
 # ---- rejections ----------------------------------------------------------------------

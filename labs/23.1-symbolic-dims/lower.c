@@ -90,6 +90,46 @@ static void node_dims(const ir_node *n, dim_set *s) {
   if (n->index) sym_expr_each_dim(n->index, add_dim, s);
 }
 
+/* Names the generated text declares or calls (emit.c, lower_kernel.c, the
+ * helpers, the CUDA prelude), and its loop variables i<k>, r<k> and
+ * temporaries t<k>: an input or dim named like one would not compile, or
+ * would silently mean something else (a dim named LANES). */
+static const char *const GENERATED[] = {
+  "acc0", "LANES", "scratch", "g", "total", "rest", "floordiv_i64", "mod_i64", "min_i64", "max_i64",
+  "int32_t", "int64_t", "uint32_t", "uint64_t", "uint8_t", "INT32_MIN", "INT64_MIN", "INT64_C",
+  "blockIdx", "blockDim", "threadIdx", "gridDim"};
+
+static int generated_name(const char *name) {
+  if (name[0] && strchr("irt", name[0]) && name[1] && strspn(name + 1, "0123456789") == strlen(name + 1))
+    return 1;
+  for (size_t k = 0; k < sizeof GENERATED / sizeof *GENERATED; k++)
+    if (strcmp(name, GENERATED[k]) == 0) return 1;
+  for (int op = 0; op < IR_OP_COUNT; op++) {      /* the math functions, f64 and f32 forms */
+    const char *c = ir_op_info_of((ir_op)op)->c;
+    size_t n = c ? strlen(c) : 0;
+    if (n > 1 && strncmp(name, c, n) == 0 && (!name[n] || (name[n] == 'f' && !name[n + 1]))) return 1;
+  }
+  return 0;
+}
+
+/* Every input and dim name is free for the generated text, and no two
+ * buffers share one (an input named out0 or tmp0). */
+static int check_names(const lower_program *p, uopc_error *err) {
+  for (int b = 0; b < p->n_buffers; b++) {
+    const char *name = p->buffers[b].name;
+    if (p->buffers[b].role == LOWER_INPUT && generated_name(name))
+      return UOPC_FAIL(err, UOPC_E_INVALID, "lower: input '%s' has a name the generated code uses", name);
+    for (int o = 0; o < b; o++)
+      if (strcmp(name, p->buffers[o].name) == 0)
+        return UOPC_FAIL(err, UOPC_E_INVALID, "lower: input '%s' has the name of a generated buffer", name);
+  }
+  for (int k = 0; k < p->n_dims; k++)
+    if (generated_name(p->dims[k].name))
+      return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' has a name the generated code uses",
+                       p->dims[k].name);
+  return UOPC_OK;
+}
+
 /* Dims in order of first appearance: outputs, inputs, then the rest by id. */
 static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *err) {
   int nodes = ir_graph_node_count(p->graph);
@@ -107,7 +147,7 @@ static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *er
       if (strcmp(p->dims[k].name, p->buffers[b].name) == 0)
         return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' has the name of a buffer",
                          p->dims[k].name);
-  return UOPC_OK;
+  return check_names(p, err);
 }
 
 static const sym_expr *numel(sym_arena *a, const ir_node *n) {

@@ -55,7 +55,8 @@ typedef struct lower_program {
 /* Lowers the graph computing outputs to a program named entry (a C
  * identifier saying the operation and the variant) for backend. The caller
  * owns *out and frees it with lower_program_free; g must outlive it.
- * Errors: UOPC_E_INVALID (no outputs, a foreign node, a bad entry),
+ * Errors: UOPC_E_INVALID (no outputs, a foreign node, a bad entry, an input
+ * or dim named like something the generated code declares: i0, acc0, LANES),
  * UOPC_E_OVERFLOW (an address or element count past int64, naming the
  * buffer), UOPC_E_LIMIT (more parameters than UOPC_SIGNATURE_MAX - 1),
  * UOPC_E_NOMEM, those of sym_expr. */
