@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1,    # uopc_dtype, in tensor.h's order
-          np.dtype(np.int32): 2, np.dtype(np.int64): 3}
+          np.dtype(np.int32): 2, np.dtype(np.int64): 3, np.dtype(np.bool_): 4}
 UOPC_MAX_RANK = 8
 
 
@@ -102,6 +102,67 @@ class PlanBuffer(ctypes.Structure):
   """plan_buffer from plan.h, passed by value: data and its capacity in elements."""
   _fields_ = [("data", ctypes.c_void_p), ("capacity", ctypes.c_int64)]
 
+
+# The compiler core (labs/23.1-symbolic-dims: ir.h, lower.h, exec.h), linked into liblab23_1.so.
+# check_core.py verifies these mirrors against the library before it reads one.
+IR_OPS = ("input", "const", "neg", "abs", "exp", "log", "sqrt", "tanh", "cast", "add", "sub", "mul",
+          "div", "maximum", "minimum", "pow", "less", "less_equal", "greater", "greater_equal", "equal",
+          "not_equal", "where", "expand", "reshape", "permute", "slice", "select", "sum", "max", "mean",
+          "matmul")
+IR_OP = {name: k for k, name in enumerate(IR_OPS)}           # ir_op, in ir_ops.h's order
+SYM_KINDS = ("const", "dim", "add", "sub", "mul", "floordiv", "mod", "min", "max")   # sym_kind
+LOWER_C, LOWER_CUDA = 0, 1                                      # lower_backend
+
+
+class SymExpr(ctypes.Structure):
+  """sym_expr from sym_expr.h (read-only here)."""
+
+
+SymExpr._fields_ = [("kind", ctypes.c_int), ("value", ctypes.c_int64), ("dim", SymDim),
+                    ("a", ctypes.POINTER(SymExpr)), ("b", ctypes.POINTER(SymExpr)),
+                    ("hash", ctypes.c_uint64), ("depth", ctypes.c_int)]
+
+
+class SymInterval(ctypes.Structure):
+  """sym_interval from sym_expr.h."""
+  _fields_ = [("lo", ctypes.c_int64), ("hi", ctypes.c_int64)]
+
+
+class IrNode(ctypes.Structure):
+  """ir_node from ir.h (read-only here)."""
+
+
+EXPRS = ctypes.c_void_p * UOPC_MAX_RANK
+IrNode._fields_ = [("op", ctypes.c_int), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+                   ("shape", EXPRS), ("src", ctypes.POINTER(IrNode) * 3), ("id", ctypes.c_int),
+                   ("value", ctypes.c_double), ("name", ctypes.c_char * SYM_NAME_MAX), ("input", ctypes.c_int),
+                   ("strides", EXPRS), ("offset", ctypes.c_void_p), ("contiguous", ctypes.c_int),
+                   ("axis", ctypes.c_int), ("start", ctypes.c_void_p), ("step", ctypes.c_void_p),
+                   ("index", ctypes.c_void_p), ("perm", ctypes.c_int * UOPC_MAX_RANK), ("axes", ctypes.c_uint),
+                   ("keepdims", ctypes.c_int)]
+
+
+class CodegenText(ctypes.Structure):
+  """codegen_text from codegen.h: a growing string, freed by codegen_text_fini."""
+  _fields_ = [("data", ctypes.c_char_p), ("len", ctypes.c_size_t), ("cap", ctypes.c_size_t)]
+
+
+class LowerProgram(ctypes.Structure):
+  """lower_program from lower.h (read-only here)."""
+  _fields_ = [("entry", ctypes.c_char * 64), ("backend", ctypes.c_int), ("graph", ctypes.c_void_p),
+              ("n_buffers", ctypes.c_int), ("buffers", ctypes.c_void_p), ("n_outputs", ctypes.c_int),
+              ("n_inputs", ctypes.c_int), ("n_temps", ctypes.c_int), ("n_kernels", ctypes.c_int),
+              ("kernel_buffer", ctypes.c_void_p), ("n_dims", ctypes.c_int), ("dims", ctypes.POINTER(SymDim)),
+              ("index", SymIndexPlan), ("scratch_bytes", ctypes.c_void_p), ("n_nonempty", ctypes.c_int),
+              ("nonempty", ctypes.c_void_p), ("signature", ctypes.c_char * 32), ("uses_libm", ctypes.c_int),
+              ("source", CodegenText)]
+
+
+class CudaOptions(ctypes.Structure):
+  """uopc_cuda_options from uopc/cuda.h."""
+  _fields_ = [("arch", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p), ("force_nvcc", ctypes.c_int)]
+
+
 # Each lab's C API: name -> (restype, argtypes). Pointers to C objects stay opaque c_void_p.
 ERR = ctypes.POINTER(Error)
 NODE = ctypes.POINTER(KernelNode)
@@ -152,6 +213,46 @@ LAB_API = {
     "guarded_jit_free": (None, [ctypes.POINTER(GuardedJit)]),
   },
 }
+NODE_P = ctypes.POINTER(IrNode)
+CORE_API = {   # the compiler core's builders return NULL after recording an error in the graph
+  "sym_expr_const": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int64]),
+  "sym_expr_mul": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]),
+  "sym_expr_interval": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(SymInterval), ERR]),
+  "sym_expr_eval": (ctypes.c_int, [ctypes.c_void_p, BINDING, ctypes.POINTER(ctypes.c_int64), ERR]),
+  "ir_graph_new": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ERR]),
+  "ir_graph_free": (None, [ctypes.c_void_p]),
+  "ir_graph_arena": (ctypes.c_void_p, [ctypes.c_void_p]),
+  "ir_graph_error": (ERR, [ctypes.c_void_p]),
+  "ir_graph_input_count": (ctypes.c_int, [ctypes.c_void_p]),
+  "ir_input": (NODE_P, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]),
+  "ir_input_view": (NODE_P, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p]),
+  "ir_const": (NODE_P, [ctypes.c_void_p, ctypes.c_double, ctypes.c_int]),
+  "ir_unary": (NODE_P, [ctypes.c_void_p, ctypes.c_int, NODE_P]),
+  "ir_binary": (NODE_P, [ctypes.c_void_p, ctypes.c_int, NODE_P, NODE_P]),
+  "ir_where": (NODE_P, [ctypes.c_void_p, NODE_P, NODE_P, NODE_P]),
+  "ir_cast": (NODE_P, [ctypes.c_void_p, NODE_P, ctypes.c_int]),
+  "ir_expand": (NODE_P, [ctypes.c_void_p, NODE_P, ctypes.c_int, ctypes.c_void_p]),
+  "ir_reshape": (NODE_P, [ctypes.c_void_p, NODE_P, ctypes.c_int, ctypes.c_void_p]),
+  "ir_permute": (NODE_P, [ctypes.c_void_p, NODE_P, ctypes.POINTER(ctypes.c_int)]),
+  "ir_transpose": (NODE_P, [ctypes.c_void_p, NODE_P, ctypes.c_int, ctypes.c_int]),
+  "ir_slice": (NODE_P, [ctypes.c_void_p, NODE_P, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]),
+  "ir_select": (NODE_P, [ctypes.c_void_p, NODE_P, ctypes.c_int, ctypes.c_void_p]),
+  "ir_reduce": (NODE_P, [ctypes.c_void_p, ctypes.c_int, NODE_P, ctypes.c_uint, ctypes.c_int]),
+  "ir_matmul": (NODE_P, [ctypes.c_void_p, NODE_P, NODE_P]),
+  "ir_print": (ctypes.c_int, [ctypes.POINTER(CodegenText), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ERR]),
+  "codegen_text_fini": (None, [ctypes.POINTER(CodegenText)]),
+  "lower_program_new": (ctypes.c_int, [ctypes.POINTER(ctypes.POINTER(LowerProgram)), ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ERR]),
+  "lower_program_free": (None, [ctypes.POINTER(LowerProgram)]),
+  "exec_new": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                              ctypes.c_char_p, ctypes.c_void_p, ERR]),
+  "exec_free": (None, [ctypes.c_void_p]),
+  "exec_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ERR]),
+  "exec_source": (ctypes.c_char_p, [ctypes.c_void_p]),
+  "exec_program": (ctypes.c_void_p, [ctypes.c_void_p]),
+  "exec_lowered": (ctypes.POINTER(LowerProgram), [ctypes.c_void_p]),
+}
 RUNTIME_API = {
   "uopc_tensor_wrap_new": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                              ctypes.POINTER(ctypes.c_int64),
@@ -159,6 +260,10 @@ RUNTIME_API = {
   "uopc_tensor_free": (None, [ctypes.c_void_p]),
   "uopc_counter_get": (ctypes.c_int64, [ctypes.c_char_p]),
   "uopc_error_name": (ctypes.c_char_p, [ctypes.c_int]),
+  "uopc_program_dir": (ctypes.c_char_p, [ctypes.c_void_p]),
+  "uopc_cuda_compiler_available": (ctypes.c_int, [ERR]),
+  "uopc_cuda_compile": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(CudaOptions),
+                                       ctypes.c_char_p, ctypes.c_size_t, ERR]),
 }
 
 
@@ -185,6 +290,10 @@ class Runtime:
   def lab(self, lab_id):
     """The lab's library, with its API's signatures set (the runtime is shared, not reloaded)."""
     return _load(self.build / "lib" / f"liblab{lab_id.replace('.', '_')}.so", LAB_API.get(lab_id, {}))
+
+  def core(self):
+    """The compiler core (ir.h, lower.h, exec.h) in lab 23.1's library, with lab 23.1's API too."""
+    return _load(self.build / "lib" / "liblab23_1.so", {**LAB_API["23.1"], **CORE_API})
 
   def error_name(self, code):
     return self.lib.uopc_error_name(code).decode()
@@ -216,7 +325,7 @@ class Runtime:
     """A uopc_tensor* borrowing arr's memory; free it with uopc_tensor_free."""
     dtype = DTYPES.get(arr.dtype)
     if dtype is None:
-      raise HarnessError(f"dtype {arr.dtype} has no uopc_dtype (f32, f64, i32, i64)")
+      raise HarnessError(f"dtype {arr.dtype} has no uopc_dtype (f32, f64, i32, i64, bool)")
     if arr.ndim > UOPC_MAX_RANK:
       raise HarnessError(f"rank {arr.ndim} above UOPC_MAX_RANK = {UOPC_MAX_RANK}")
     if any(s % arr.itemsize for s in arr.strides):

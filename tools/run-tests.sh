@@ -62,6 +62,8 @@ python_suite() {
 }
 if [ $harness = 1 ]; then
   python_suite harness .venv/bin/python -m harness.selfcheck --build "$build"
+  # The compiler core against NumPy: 60 random graphs, 8 calls each (about 15 s, mostly gcc and NVRTC).
+  python_suite core .venv/bin/python -m harness.check_core --build "$build" --graphs 60 --bindings 8
   if .venv/bin/python -m unittest discover -s tests/grader >"$scratch/unit" 2>&1; then
     echo "ok   the grader's own tests ($(grep -o 'Ran [0-9]* tests' "$scratch/unit"))"; passed=$((passed + 1))
   else
