@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.grading import manifest as manifests_mod, sandbox, tables
+from harness.grading import intake, manifest as manifests_mod, sandbox, tables
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
@@ -66,8 +66,10 @@ def grade(args):
   try:
     manifests, labs = load_manifests(args.labs)
     user = sandbox.lookup_user(args.run_as)
-  except (manifests_mod.ManifestError, KeyError) as e:
-    print(f"grade: cannot start: {e}")
+    if args.submission:
+      intake.check_submission(args.submission)
+  except (manifests_mod.ManifestError, KeyError, intake.IntakeError) as e:
+    print(f"grade: cannot start: {e.args[0] if e.args else e}")
     return 2
   seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
   lengths = args.lengths if args.lengths is not None else random.SystemRandom().randint(16, 32)
@@ -76,8 +78,10 @@ def grade(args):
   what = str(args.submission) if args.submission else f"{args.impl}/ of this tree"
   print(f"grading {what}: labs {', '.join(labs)}; held-out draws: seed={seed} lengths={lengths}"
         f" (replay with --seed {seed} --lengths {lengths}); timeout scale {sandbox.timeout_scale():g}", flush=True)
+  contained = sandbox.describe(user)
+  print("\n".join(contained), flush=True)
   results = ResultsFile(args.output)
-  results.notes.append(f"seed={seed} lengths={lengths}")
+  results.notes += [f"seed={seed} lengths={lengths}"] + contained
   scores = []
   for k, lab in enumerate(labs):
     print(f"\n== lab {lab}: {manifests[lab].title} ==", flush=True)
@@ -116,7 +120,10 @@ def summarize(scores, manifests, results, check_mode):
 
 def grade_many(args):
   """Each subfolder of --submissions, --jobs at a time, each in its own grader process."""
-  subs = sorted(p for p in args.submissions.iterdir() if p.is_dir())
+  if not args.submissions.is_dir():
+    print(f"grade: cannot start: the folder of submissions {args.submissions} does not exist")
+    return 2
+  subs = sorted(p for p in args.submissions.iterdir() if p.is_dir() and not p.is_symlink())
   out_dir = args.output or Path("grades")
   out_dir.mkdir(parents=True, exist_ok=True)
   seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -148,6 +155,8 @@ def main(argv=None):
   except KeyboardInterrupt:
     print("\ngrade: interrupted (results.json holds every test finished so far)")
     return 130
+  finally:
+    sandbox.GRADE_LIMITS.remove()
   if os.environ.get("UOPC_GRADE_TIMING"):
     print(f"(graded in {time.monotonic() - start:.1f}s)")
   return status

@@ -18,6 +18,7 @@ fi
 [ "${1:-}" = -- ] && shift
 passed=0; failed=0
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch   # what a suite leaves there (testutil.h) goes with the scratch
 count() { sed -n "s/^\[  $1  \] \([0-9]*\) test.*/\1/p" "$2" | head -n 1; }
 
 while [ $# -gt 0 ] && [ "$1" != -- ]; do

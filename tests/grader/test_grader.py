@@ -2,7 +2,8 @@
 
     .venv/bin/python -m unittest discover -s tests/grader
 
-The verdict parser on crafted cmocka output (a forged pass, an early exit, a caught signal),
+The verdict parser on crafted cmocka output and hook records (a forged pass, an early exit, a
+caught signal, a record that is not the hook's),
 the manifest's point check against a README, the broken-variant reader, and one end-to-end
 grade of an adversarial submission: a function that aborts (CRASH), one that loops (TIMEOUT)
 and one that prints cmocka's pass lines and exits (EXITED EARLY), next to a test that passes.
@@ -16,12 +17,12 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness.grading import cmocka, manifest, sandbox, selfcheck
+from harness.grading import cmocka, hook, manifest, sandbox, selfcheck
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
 ROOT = manifest.ROOT
-NONCE = "0123abcd"
+RETURNED_0 = "grade-hook 1 protected\nmain returned 0\n"
 
 
 def outcome(text, returncode=0, timed_out=False):
@@ -29,27 +30,36 @@ def outcome(text, returncode=0, timed_out=False):
 
 
 class InterpretTest(unittest.TestCase):
-  OK = "[ RUN      ] t\n[       OK ] t\n[==========] 1 test(s) run.\n@grade 0123abcd failed=0\n"
+  OK = "[ RUN      ] t\n[       OK ] t\n[==========] 1 test(s) run.\n"
 
-  def verdict(self, text, rc=0, timed_out=False):
-    return cmocka.interpret(outcome(text, rc, timed_out), "t", NONCE, 10).verdict
+  def verdict(self, text, record="", rc=0, timed_out=False):
+    return cmocka.interpret(outcome(text, rc, timed_out), hook.parse(record), "t", 10).verdict
 
-  def test_pass_needs_the_nonce_line(self):
-    self.assertEqual(self.verdict(self.OK), "PASS")
-    self.assertEqual(self.verdict(self.OK.replace(NONCE, "forged")), "EXITED EARLY")
+  def test_pass_needs_the_hooks_record(self):
+    self.assertEqual(self.verdict(self.OK, RETURNED_0), "PASS")
+    self.assertEqual(self.verdict(self.OK), "EXITED EARLY")
 
   def test_forged_ok_then_exit_is_exited_early(self):
     self.assertEqual(self.verdict("[ RUN      ] t\n[       OK ] t\n[  PASSED  ] 1 test(s).\n"), "EXITED EARLY")
 
+  def test_main_returning_failures_is_a_fail_whatever_was_printed(self):
+    self.assertEqual(self.verdict(self.OK, RETURNED_0.replace("returned 0", "returned 1"), rc=1), "FAIL")
+    self.assertEqual(self.verdict(self.OK, RETURNED_0, rc=1), "FAIL")
+
+  def test_a_record_not_of_the_hooks_form_fails(self):
+    self.assertEqual(self.verdict(self.OK, "main returned 0\n"), "FAIL")
+    self.assertEqual(self.verdict(self.OK, RETURNED_0 + RETURNED_0), "FAIL")
+
   def test_signal_and_timeout(self):
     self.assertEqual(self.verdict("[ RUN      ] t\n", rc=-6), "CRASH")
+    self.assertEqual(self.verdict("[ RUN      ] t\n", rc=-31), "CRASH")
     self.assertEqual(self.verdict("[ RUN      ] t\n", timed_out=True), "TIMEOUT")
-    caught = "[ RUN      ] t\nTest failed with exception: Segmentation fault(11)\n[  FAILED  ] t\n@grade 0123abcd failed=1\n"
-    self.assertEqual(self.verdict(caught, rc=1), "CRASH")
+    caught = "[ RUN      ] t\nTest failed with exception: Segmentation fault(11)\n[  FAILED  ] t\n"
+    self.assertEqual(self.verdict(caught, RETURNED_0.replace("returned 0", "returned 1"), rc=1), "CRASH")
 
   def test_failure_keeps_the_message(self):
-    text = "[ RUN      ] t\nERROR: expected 1, got 2\n[  FAILED  ] t\n@grade 0123abcd failed=1\n"
-    r = cmocka.interpret(outcome(text, 1), "t", NONCE, 10)
+    text = "[ RUN      ] t\nERROR: expected 1, got 2\n[  FAILED  ] t\n"
+    r = cmocka.interpret(outcome(text, 1), hook.parse(RETURNED_0.replace("returned 0", "returned 1")), "t", 10)
     self.assertEqual((r.verdict, r.detail), ("FAIL", "ERROR: expected 1, got 2"))
 
 
