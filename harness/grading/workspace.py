@@ -137,6 +137,8 @@ class Workspace:
     self.root = self.top / "tree"
     self.hidden = self.top / "hidden"
     self.notes, self.kept = [], []      # kept: trusted products make must not remake
+    if not sandbox.jail().bwrap and sandbox.sandbox_user(user):
+      os.chmod(self.top, 0o711)         # the fallback's --run-as user must reach the tree
 
   def remove(self):
     shutil.rmtree(self.top, ignore_errors=True)
