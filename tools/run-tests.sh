@@ -69,6 +69,7 @@ if [ $harness = 1 ]; then
     echo "FAIL the grader's own tests:"; cat "$scratch/unit"; failed=$((failed + 1))
   fi
   python_suite grader .venv/bin/python -m harness.grading.selfcheck
+  python_suite integrity .venv/bin/python -m harness.grading.integrity
 fi
 echo
 echo "$passed passed, $failed failed"

@@ -2,18 +2,20 @@
 # (make -f Makefile -f harness/grading/grade.mk; see harness/grading/workspace.py).
 #
 # In the grader's own tree (no student code): the grade hook library, and the held-out suites
-# compiled to objects, so that their source never enters a scratch copy.
+# compiled to objects without debug information, so that neither their source nor its lines
+# enter a scratch copy.
 GRADE_DIR := $(BUILD)/grade
 
-$(GRADE_DIR)/libgradehook.so: harness/grading/grade_hook.c
+$(GRADE_DIR)/libgradehook.so: harness/grading/grade_hook.c harness/grading/grade.mk
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared \
 	  -Wl,-z,initfirst -o $@ $< -ldl
 
 # build/labs/grade/hidden/23.1/test_x.o from tests/hidden/23.1/test_x.c
-$(GRADE_DIR)/hidden/%.o: tests/hidden/%.c
+$(GRADE_DIR)/hidden/%.o: tests/hidden/%.c harness/grading/grade.mk
 	@mkdir -p $(dir $@)
-	$(call say,CC,$<) $(CC) $(CFLAGS) -Itests $(call lab_incs,$(patsubst %/,%,$(dir $*))) -c -o $@ $<
+	$(call say,CC,$<) $(CC) $(CFLAGS) -g0 -Itests $(call lab_incs,$(patsubst %/,%,$(dir $*))) -c -o $@ $< \
+	  && objcopy --strip-unneeded $@
 
 # In a scratch copy (GRADE_SCRATCH=1): every suite and driver links the hook first, and a
 # held-out suite links from its object (GRADE_HIDDEN holds them, outside the scratch tree).

@@ -28,6 +28,7 @@ class Options:
   user: object = None                # a passwd entry: run student code as this user
   check_mode: bool = False           # make lab-23.k: verdicts without points
   keep: bool = False                 # keep the scratch copies (for debugging the grader)
+  screen: str = "all"                # "library": skip the source screen, "none": both (integrity.py)
 
 
 @dataclass
@@ -98,9 +99,10 @@ class LabGrader:
 
   def grade(self):
     ws = self.ws = workspace.Workspace(self.m, self.manifests, self.opts.submission, self.opts.impl,
-                                       self.opts.own_stages, self.opts.user)
+                                       self.opts.own_stages, self.opts.user, self.opts.screen)
     scrub.hide_path(ws.root, "")
     scrub.hide_path(ws.top, "<scratch>")
+    scrub.hide_path(ROOT, "<grader>")
     try:
       build = self._build(ws)
       for test in self.tests():
@@ -126,6 +128,8 @@ class LabGrader:
     build = ws.build(targets)
     for note in build.notes:
       print(f"  {note}")
+    if build.ok and not problems and self.opts.screen != "none":
+      problems += ws.screen_libraries(build)
     ok = build.ok and not problems
     said = [l for l in build.log.splitlines() if not l.lstrip().startswith(("CC ", "LINK ", "TEST "))]
     text = "\n".join(problems + scrub.lines(said, workspace.DIAGNOSTIC_LINES))

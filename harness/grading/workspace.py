@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.grading import intake, sandbox
+from harness.grading import intake, sandbox, screen
 from harness.grading.manifest import ROOT
 
 BUILD = "build/labs"
@@ -129,14 +129,15 @@ class TrustedBuild:
 class Workspace:
   """The scratch copy for one lab; remove() deletes it."""
 
-  def __init__(self, manifest, manifests, submission, impl, own_stages, user=None):
-    self.m, self.manifests = manifest, manifests
+  def __init__(self, manifest, manifests, submission, impl, own_stages, user=None, screen="all"):
+    self.m, self.manifests, self.screen = manifest, manifests, screen
     self.submission = Path(submission) if submission else None
     self.impl, self.own_stages, self.user = impl, own_stages, user
     self.top = Path(tempfile.mkdtemp(prefix=f"uopc-grade-{manifest.lab}-"))   # 0700: ours alone
     self.root = self.top / "tree"
     self.hidden = self.top / "hidden"
     self.notes, self.kept = [], []      # kept: trusted products make must not remake
+    self.screened = []                  # the labs built here from student files
     if not sandbox.jail().bwrap and sandbox.sandbox_user(user):
       os.chmod(self.top, 0o711)         # the fallback's --run-as user must reach the tree
 
@@ -191,14 +192,20 @@ class Workspace:
       self._place(products, f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o")
     got, where = self._read(m, graded)
     self.notes.append(f"lab {m.lab}: student files from {where}")
+    self.screened.append(m.lab)
     problems = list(got.refused)
     for name in m.student_files:
       dst = self.root / m.lab_dir / name
-      if name in got.files:
+      handout = ROOT / m.lab_dir / name
+      refused = screen.check_file(f"{m.lab_dir}/{name}", got.files[name].decode("latin-1"),
+                                  handout.read_text(encoding="latin-1")) \
+        if name in got.files and handout.is_file() and self.screen == "all" else []
+      problems += [f"refused {r}" for r in refused]
+      if name in got.files and not refused:
         dst.write_bytes(got.files[name])
       else:
         dst.unlink(missing_ok=True)
-        if not any(name in r for r in got.refused):
+        if name not in got.files and not any(name in r for r in got.refused):
           problems.append(f"{m.lab_dir}/{name} is missing from {where}")
     return problems
 
@@ -246,6 +253,30 @@ class Workspace:
       log += f"\n(the build took longer than {MAKE_TIMEOUT}s and was stopped)"
     missing = [t for t in [lib] + targets if not (self.root / t).exists()]
     return Build(self.root, lib not in missing, _diagnostics(log, self.root), missing, self.notes)
+
+
+  def screen_libraries(self, build):
+    """Refusals for the libraries built here from student files (screen.check_library)."""
+    def tool(argv):
+      rundir = self.rundir()
+      try:
+        return sandbox.run(argv, rundir, rundir.env(), 60, user=self.user, mounts=self.mounts()).stdout
+      finally:
+        rundir.close()
+    trusted = [ROOT / BUILD / "lib/libuopc.so", ROOT / HOOK] + \
+              [ROOT / lab_lib(d, "build/solutions") for d in self.m.deps if d not in self.screened and
+               (ROOT / lab_lib(d, "build/solutions")).is_file()]
+    refusals = []
+    for lab in self.screened:
+      m, lib = self.manifests[lab], self.root / lab_lib(lab)
+      if not lib.is_file():
+        continue
+      reference = ROOT / lab_lib(lab, "build/solutions")
+      allowed = screen.symbols(reference, "undefined") if reference.is_file() else set()
+      for name in given_files(m):
+        allowed |= screen.symbols(ROOT / BUILD / "obj" / m.lab_dir / f"{name[:-2]}.o", "undefined")
+      refusals += [f"refused {lab_lib(lab)}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
+    return refusals
 
 
 def _copy(src, dst, missing_ok=False):
