@@ -193,16 +193,15 @@ def link_submission():
 
 
 def tree_digest(root=ROOT):
-  """A hash of every file of the grader's tree but build/, .git, .venv and caches."""
-  h = hashlib.sha256()
+  """{path: hash} of every file of the grader's tree but build/, .git, .venv and caches."""
+  found = {}
   for dirpath, dirnames, filenames in os.walk(root):
     dirnames[:] = sorted(d for d in dirnames if d not in ("build", ".git", ".venv", "__pycache__", ".cache"))
     for f in sorted(filenames):
       p = Path(dirpath) / f
-      h.update(str(p.relative_to(root)).encode())
-      if p.is_file() and not p.is_symlink():
-        h.update(hashlib.sha256(p.read_bytes()).digest())
-  return h.hexdigest()
+      regular = p.is_file() and not p.is_symlink()
+      found[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest() if regular else "link"
+  return found
 
 
 def grade(manifests, sub, screen, seed, results=None):
@@ -260,7 +259,10 @@ def main(argv=None):
              daemon.get("score", 0) <= honest.earned,
              "no process of the attacks outlived its test, and none wrote outside its sandbox")
   shutil.rmtree(out_dir, ignore_errors=True)
-  claims.say(tree_digest() == before, "the grader's tree (all but build/) is as it was before the attacks")
+  after = tree_digest()
+  changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+  claims.say(not changed, "the grader's tree (all but build/) is as it was before the attacks",
+             [f"changed: {', '.join(changed[:8])} (an edit made while the tests ran also counts)"] if changed else [])
   print(f"{claims.passed} passed, {claims.failed} failed")
   return 1 if claims.failed else 0
 

@@ -65,9 +65,9 @@ class InterpretTest(unittest.TestCase):
 
 class ManifestTest(unittest.TestCase):
   def test_every_lab_loads_and_adds_up(self):
-    for lab in manifest.available():
+    for lab in manifest.available():   # a handout's manifests hold the held-out points apart
       m = manifest.load(lab)
-      self.assertEqual(m.max_points, 20 if m.worked else 100, lab)
+      self.assertEqual(m.max_points + sum(m.held_out.values()), 20 if m.worked else 100, lab)
 
   def test_points_that_disagree_with_the_readme_are_an_error(self):
     tree = Path(tempfile.mkdtemp())
@@ -82,6 +82,7 @@ class ManifestTest(unittest.TestCase):
     finally:
       shutil.rmtree(tree)
 
+  @unittest.skipUnless((ROOT / "tests" / "broken").is_dir(), "tests/broken/ is the instructor's")
   def test_broken_variants_are_read_from_the_mk_files(self):
     names = {(lab, case) for lab, _, _, _, case in selfcheck.broken_variants()}
     self.assertIn(("23.6", "test_guarded_jit_strided_view_matches_eager"), names)
