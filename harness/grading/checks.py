@@ -65,7 +65,11 @@ def _run(lab, ws, rundir, timeout, seed, lengths, replay_base, user):
   replay = f"{replay_base} --seed {seed} --lengths {lengths}"
   results = parse(report_path.read_text(errors="replace"), lab, replay)
   running = progress.read_text().strip() if progress.exists() else ""
-  return results, _stopped(out, parent.returncode, running, timeout), replay
+  stopped = _stopped(out, parent.returncode, running, timeout)
+  setup = results.pop("setup", None)
+  if setup and stopped.verdict == NOT_RUN:   # the Lab could not start: its reason for every sub-check
+    stopped = Result(FAIL, f"the check could not start: {setup.detail}", setup.lines[1:] + _tail(out.stderr))
+  return results, stopped, replay
 
 
 def parse(text, lab, replay):
@@ -107,7 +111,7 @@ def _stopped(out, parent_status, running, timeout):
     return Result(TIMEOUT, f"the check ran past {timeout * sandbox.timeout_scale():g}s{where}")
   if out.signal:
     return Result(CRASH, f"killed by {sandbox.signal_name(out.signal)}{where}", _tail(out.stderr))
-  if parent_status == 3:
+  if parent_status in (2, 3) and out.returncode:
     return Result(CRASH, f"the check's worker ended (exit status {out.returncode}){where}", _tail(out.stderr))
   return Result(NOT_RUN, "the check stopped before this sub-check (see the failure above)")
 

@@ -24,7 +24,8 @@ honest score of that code). Most attacks are graded with the grader's static scr
 
 Then: no process the attacks started is alive, no file they aimed at outside the sandbox exists,
 results.json is as the grader wrote it, and the grader's tree (everything but build/) hashes as
-before. Each attack grades a dozen tests of every kind (cmocka cases of three suites and the
+before. Where bubblewrap cannot run, the daemon and tamper attacks are skipped with a line saying
+so: the fallback does not stop them, and that is what the grade itself says there. Each attack grades a dozen tests of every kind (cmocka cases of three suites and the
 held-out one, the NumPy checks, both driver scenarios and their counters). Prints one line per
 claim and last `N passed, N failed`.
 """
@@ -41,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.grading import manifest as manifests_mod
+from harness.grading import manifest as manifests_mod, sandbox
 from harness.grading.manifest import ROOT
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
@@ -150,6 +151,7 @@ PY_FORGERY = """import harness.common as c
 c.compare = lambda *a, **k: None
 c.Report.fail = lambda self, *a, **k: None
 """
+NEEDS_SANDBOX = ("daemon", "tamper")   # the fallback cannot stop these (and tamper would succeed)
 TAMPERED = ("goldens/23.1.json", "harness/grading/runner.py", "labs/23.1-symbolic-dims/expected.log")
 
 
@@ -241,6 +243,9 @@ def main(argv=None):
   out_dir = Path(tempfile.mkdtemp(prefix="uopc-integrity-"))
   for name, (what, screen, code, extra) in attacks(token, out_dir / "daemon.json").items():
     if args.only and name not in args.only:
+      continue
+    if name in NEEDS_SANDBOX and not sandbox.jail().bwrap:
+      print(f"skip {name}: without bubblewrap ({sandbox.jail().reason}) the fallback may not stop it; not counted")
       continue
     sub = link_submission() if extra == "links" else make_submission(name, code)
     results = ResultsFile(out_dir / f"{name}.json")

@@ -223,9 +223,12 @@ def describe(user=None):
     line = (f"sandbox: bubblewrap for every build and test ({name}): private /tmp and /dev/shm, "
             f"PID namespace, no network, the grader's files read-only or absent")
   else:
-    line = (f"sandbox: NONE ({j.reason}); falling back to a process group and resource limits "
-            f"({name}): a process that leaves its group can outlive its test"
-            + ("" if user else ", and student code can read and write what the grader can"))
+    GRADE_LIMITS.ensure()
+    left = "what a test leaves running is killed through the grade's cgroup" if GRADE_LIMITS.dirs else \
+           "what a test leaves running is killed as --run-as's processes" if who else \
+           "a process that leaves its group can outlive its test"
+    line = (f"sandbox: NONE ({j.reason}); falling back to a process group and resource limits ({name}): "
+            f"{left}" + ("" if who else ", and student code can read and write what the grader can"))
   return [line, f"limits: {GRADE_LIMITS.describe()}"]
 
 
