@@ -194,18 +194,20 @@ def worker_options(ap):
   ap.add_argument("--local", action="store_true", help="load the library in this process (debugging)")
 
 
-def connect(module, args):
+def connect(module, args, keep_alignment=False):
   """The check's Lab: a worker the grader started (--worker-fd, sandboxed), a worker started here,
-  or (--local) the library in this process. Raises what the Lab's constructor raised."""
+  or (--local) the library in this process. keep_alignment: the worker's buffers keep the
+  parent's addresses modulo 64 (the code under test chooses paths by alignment). Raises what the
+  Lab's constructor raised."""
   from harness import ffi
   known = (ffi.HarnessError, ffi.UopcError, NotImplementedYet)
   if args.worker_fd is not None:
-    return remote.Remote(socket.socket(fileno=args.worker_fd), known)
+    return remote.Remote(socket.socket(fileno=args.worker_fd), known, keep_alignment=keep_alignment)
   if args.local:
     return remote.Local(importlib.import_module(module).Lab(args.build))
   if args.cache_dir is None:
     args.cache_dir = os.environ.get("UOPC_CACHE_DIR")
-  return remote.start(module, args.build, known)
+  return remote.start(module, args.build, known, keep_alignment=keep_alignment)
 
 
 def died(lab, error):

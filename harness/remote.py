@@ -9,10 +9,11 @@ process that never loads the student's code, and reach the Lab only through this
     status, err = lab.launch(name, pairs, out, inputs)     # a call, as if local
 
 Arrays travel by value. An argument that is a NumPy array (or a view of one) is sent with its
-whole base buffer; the worker rebuilds the buffer, with the same address modulo 64 and a
-PROT_NONE guard page as close after its end as that allows (so reading or writing past a buffer
-faults, whatever the value), lends the view to the call, and sends every buffer back afterwards;
-the parent copies them into its own arrays. So the parent sees what the C code did to the memory
+whole base buffer; the worker rebuilds the buffer right before a PROT_NONE guard page (so reading
+or writing one element past a buffer faults, whatever the value), or, for a check whose code
+cares about alignment (keep_alignment), with the same address modulo 64 as the parent's and the
+guard as close after it as that allows; it lends the view to the call and sends every buffer
+back afterwards; the parent copies them into its own arrays. So the parent sees what the C code did to the memory
 it was given, and the student's code can change nothing else the parent holds.
 
 Messages are a 4-byte length, a JSON header and raw buffers; the parent decodes the worker's
@@ -133,8 +134,8 @@ def _key(k):
 # ---- the worker ---------------------------------------------------------------------------------
 
 class Guarded:
-  """A buffer of n bytes whose start has a given address modulo ALIGN and whose end lies as close
-  before a PROT_NONE page as that allows."""
+  """A buffer of n bytes that ends right before a PROT_NONE page; with mod, its start has that
+  address modulo ALIGN instead, and its end lies as close before the page as that allows."""
   _libc = None
 
   def __init__(self, data, mod):
@@ -144,7 +145,8 @@ class Guarded:
     base = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
     guard = base + (pages - 1) * PAGE
     start = guard - n
-    start -= (start - mod) % ALIGN
+    if mod is not None:
+      start -= (start - mod) % ALIGN
     Guarded._libc = Guarded._libc or ctypes.CDLL(None, use_errno=True)
     Guarded._libc.mprotect(ctypes.c_void_p(guard), ctypes.c_size_t(PAGE), 0)
     self.array = np.frombuffer(self.map, dtype=np.uint8, count=n, offset=start - base)
@@ -211,8 +213,9 @@ class Remote:
   """Calls a worker's Lab as if it were local; raises the errors it raised (by class name, from
   `known`), WorkerDied when it is gone."""
 
-  def __init__(self, sock, known, proc=None, timeout=None):
+  def __init__(self, sock, known, proc=None, timeout=None, keep_alignment=False):
     self.sock, self.known, self.proc = sock, {c.__name__: c for c in known}, proc
+    self.keep_alignment = keep_alignment
     self.sock.settimeout(timeout)
     header, _ = self._recv([])
     self._answer(header)
@@ -228,7 +231,7 @@ class Remote:
     for r in roots:
       if not r.flags.c_contiguous:
         raise ValueError("an array lent to the worker must be a view of a contiguous buffer")
-    mods = [r.__array_interface__["data"][0] % ALIGN for r in roots]
+    mods = [r.__array_interface__["data"][0] % ALIGN if self.keep_alignment else None for r in roots]
     try:
       _send(self.sock, {"call": name, "args": encoded, "mods": mods}, [r.tobytes() for r in roots])
     except OSError as e:
@@ -286,7 +289,7 @@ class Local:
     pass
 
 
-def start(module, build, known, timeout=120):
+def start(module, build, known, timeout=120, keep_alignment=False):
   """A Remote on a worker started here, not sandboxed (a check run by hand or by `make test`;
   the grader starts its workers in the sandbox, harness/grading/checks.py)."""
   ours, theirs = socket.socketpair()
@@ -297,7 +300,7 @@ def start(module, build, known, timeout=120):
   finally:
     os.close(CHANNEL_FD)
     theirs.close()
-  return Remote(ours, known, proc, timeout)
+  return Remote(ours, known, proc, timeout, keep_alignment)
 
 
 if __name__ == "__main__":

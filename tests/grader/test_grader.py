@@ -2,8 +2,10 @@
 
     .venv/bin/python -m unittest discover -s tests/grader
 
-The verdict parser on crafted cmocka output and hook records (a forged pass, an early exit, a
-caught signal, a record that is not the hook's),
+Intake's refusals (a link, a hard link, a file too large), the screen's rules on a small handout,
+the worker protocol (a view round trip, a guard page that faults), the verdict parser on crafted
+cmocka output and hook records (a forged pass, an early exit, a caught signal, a record that is
+not the hook's),
 the manifest's point check against a README, the broken-variant reader, and one end-to-end
 grade of an adversarial submission: a function that aborts (CRASH), one that loops (TIMEOUT)
 and one that prints cmocka's pass lines and exits (EXITED EARLY), next to a test that passes.
@@ -17,7 +19,15 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness.grading import cmocka, hook, manifest, sandbox, selfcheck
+import socket
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+from harness import remote
+from harness.grading import cmocka, hook, intake, manifest, sandbox, screen, selfcheck
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
@@ -86,6 +96,82 @@ class ManifestTest(unittest.TestCase):
   def test_broken_variants_are_read_from_the_mk_files(self):
     names = {(lab, case) for lab, _, _, _, case in selfcheck.broken_variants()}
     self.assertIn(("23.6", "test_guarded_jit_strided_view_matches_eager"), names)
+
+
+class IntakeTest(unittest.TestCase):
+  def test_only_regular_files_of_one_name_are_read(self):
+    sub = Path(tempfile.mkdtemp())
+    try:
+      lab = sub / "labs" / "23.9-x"
+      lab.mkdir(parents=True)
+      (lab / "a.c").write_text("int a;\n")
+      (lab / "b.c").symlink_to(ROOT / "Makefile")
+      os.link(lab / "a.c", sub / "c.c")
+      (lab / "d.c").write_bytes(b"x" * (intake.MAX_BYTES + 1))
+      got = intake.read_files(sub, "labs/23.9-x", ["a.c", "b.c", "c.c", "d.c", "e.c"])
+      self.assertEqual(list(got.files), [])
+      self.assertEqual(len(got.refused), 4, got.refused)
+      (sub / "c.c").unlink()
+      got = intake.read_files(sub, "labs/23.9-x", ["a.c"])
+      self.assertEqual(got.files, {"a.c": b"int a;\n"})
+    finally:
+      shutil.rmtree(sub)
+
+  def test_a_missing_submission_is_named(self):
+    with self.assertRaisesRegex(intake.IntakeError, "does not exist"):
+      intake.check_submission("/nonexistent/submission")
+
+
+class ScreenTest(unittest.TestCase):
+  HANDOUT = ('#include "x.h"\nstatic int given(int v) { return v + 1; }\n'
+             'int f(int v) {\n  /* Lab 23.9: write f here. See README.md in this folder. */\n  return -1;\n}\n'
+             'int g(void) { return given(2); }\n')
+
+  def refusals(self, text):
+    return screen.check_file("x.c", text, self.HANDOUT)
+
+  def test_a_body_and_static_helpers_are_the_students(self):
+    mine = self.HANDOUT.replace("return -1;", "return helper(v) * 2;").replace(
+      "int f(int v)", "#include <stdint.h>\n#define TWO 2\nstatic int helper(int v) { return v; }\nint f(int v)")
+    self.assertEqual(self.refusals(mine), [])
+
+  def test_given_code_and_signatures_stay(self):
+    self.assertIn("given code", self.refusals(self.HANDOUT.replace("v + 1", "v + 2"))[0])
+    self.assertIn("signature", self.refusals(self.HANDOUT.replace("int f(int v)", "int f(long v)"))[0])
+
+  def test_what_could_run_or_rename_code_is_refused(self):
+    for added, word in (("int helper(void) { return 0; }", "not static"),
+                        ("static void __attribute__((constructor)) c(void) {}", "constructor"),
+                        ("#pragma weak g", "directive"), ("#define given(v) 0", "redefines"),
+                        ("#define static", "redefines"), ('#include "../secret.h"', "by name only")):
+      self.assertIn(word, " ".join(self.refusals(self.HANDOUT + added + "\n")), added)
+    self.assertIn("asm", self.refusals(self.HANDOUT.replace("return -1;", "__asm__(\"nop\"); return -1;"))[0])
+
+
+class RemoteTest(unittest.TestCase):
+  def test_a_view_round_trips_and_aliases_stay_one_buffer(self):
+    class Lab:
+      def double(self, x, out):
+        out[:] = x * 2
+        return [int(x.size), "ok"]
+    base = np.arange(10, dtype=np.float32)
+    ours, theirs = socket.socketpair()
+    worker = threading.Thread(target=remote.serve, args=(Lab(), theirs))
+    worker.start()
+    remote._send(theirs, {"ok": "ready"})
+    far = remote.Remote(ours, ())
+    self.assertEqual(far.double(base[::2], base[1::2]), [5, "ok"])
+    self.assertEqual(base.tolist(), [0, 0, 2, 4, 4, 8, 6, 12, 8, 16])
+    far.close()
+    worker.join()
+    theirs.close()
+    self.assertEqual(remote.Local(Lab()).double(np.ones(2), np.zeros(2)), [2, "ok"])
+
+  def test_a_write_past_a_buffer_faults(self):
+    code = ("import ctypes; from harness import remote; g = remote.Guarded(bytes(12), None); "
+            "ctypes.memmove(g.array.ctypes.data + 12, b'x', 1)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True)
+    self.assertEqual(done.returncode, -11)
 
 
 EVIL = {  # function -> a line put first in its body
