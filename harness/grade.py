@@ -7,14 +7,17 @@
                                                                 every subfolder, N at a time
     .venv/bin/python -m harness.grade 23.1 --check              verdicts only (make lab-23.1)
 
-Each lab is built in a scratch copy from the student's files and the instructor's everything
-else, each test runs in its own sandboxed process, and the score comes from the lab's manifest
-(harness/manifests/). Prints progress, a table per lab, `Lab 23.k score: a/b`, the total, and
-last `N passed, N failed`; writes Gradescope's results.json after every test (--output).
-Options: --seed and --lengths fix the NumPy checks' random draws (printed when drawn),
---own-stages links the submission's own earlier stages instead of solutions/, --only ID runs
-one test (and what it needs), --run-as USER runs student code as that user (root only).
-Exit status: 0 when every test passed, 1 when one did not, 2 when the grade could not start.
+Each lab is built in a scratch copy from the student's files (regular files of the manifest's
+names, screened) and the instructor's everything else; every build and test runs in its own
+bubblewrap sandbox (or says why not), and its verdict comes from outside it; the score comes from
+the lab's manifest (harness/manifests/). Prints the sandbox in use, progress, a table per lab,
+`Lab 23.k score: a/b`, the total, and last `N passed, N failed`; writes Gradescope's results.json
+after every test (--output). Options: --seed and --lengths fix the NumPy checks' random draws
+(printed when drawn), --own-stages links the submission's own earlier stages instead of
+solutions/, --only ID runs one test (and what it needs), --run-as USER runs student code as that
+user (root only; else nobody when root, inside the sandbox). UOPC_GRADE_SANDBOX=off forces the
+fallback. Exit status: 0 when every test passed, 1 when one did not, 2 when the grade could not
+start (a missing submission included).
 """
 import argparse
 import os

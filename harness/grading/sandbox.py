@@ -14,6 +14,7 @@ Every run also has resource limits (CPU time, file size, address space, process 
 files), a scrubbed environment, a wall-clock timeout and its output in files. For the whole grade,
 a cgroup caps memory and processes where this machine lets the grader make one.
 """
+import atexit
 import os
 import pwd
 import resource
@@ -245,6 +246,7 @@ class GradeLimits:
     if self.made:
       return
     self.made = True
+    atexit.register(self.remove)
     name = f"uopc-grade-{os.getpid()}"
     v2 = "/sys/fs/cgroup/cgroup.controllers"
     try:
@@ -278,11 +280,14 @@ class GradeLimits:
     return bool(self.dirs)
 
   def remove(self):
+    """Removes the cgroups once their last process has gone (a killed one may take a moment)."""
     for d in self.dirs:
-      try:
-        os.rmdir(d)
-      except OSError:
-        pass
+      for _ in range(50):
+        try:
+          os.rmdir(d)
+          break
+        except OSError:
+          time.sleep(0.02)
     self.dirs = []
 
   def describe(self):
