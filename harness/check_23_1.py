@@ -17,7 +17,7 @@ import numpy as np
 
 from harness import ffi
 from harness.common import (NOT_IMPLEMENTED, LabReport, NotImplementedYet, cache_entries, compare, connect,
-                            died, progress, start_check, worker_options)
+                            died, error_data, failure, progress, start_check, worker_options)
 from harness.remote import RemoteError, WorkerDied
 
 LAB = "23.1"
@@ -70,9 +70,7 @@ class Lab:
     self.rt.check(status, err)
 
   def error(self, status, err):
-    """An error as data: its code's name and its message ("UOPC_OK" when status is 0)."""
-    return {"name": self.rt.error_name(err.code) if status else "UOPC_OK",
-            "where": err.where.decode(errors="replace"), "message": err.message.decode(errors="replace")}
+    return error_data(self.rt, status, err)
 
   # ---- the structs ----------------------------------------------------------
 
@@ -241,10 +239,6 @@ class State:
     stage, status, err = self.lab.launch(name, pairs, out, out_cap, inputs, n_inputs)
     self.launches[name] += stage == "launch" and status == 0
     return stage, status, err
-
-
-def failure(err):
-  return f"{err['name']} in {err['where']}: {err['message']}"
 
 
 def chain_numpy(a, b, c):

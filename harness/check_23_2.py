@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from harness import ffi
-from harness.common import NOT_IMPLEMENTED, LabReport, NotImplementedYet, connect, died, worker_options
-from harness.common import dtype_name, progress, start_check, strides_of
+from harness.common import (NOT_IMPLEMENTED, LabReport, NotImplementedYet, connect, died, dtype_name, error_data,
+                            failure, progress, start_check, strides_of, worker_options)
 from harness.remote import RemoteError, WorkerDied
 
 LAB = "23.2"
@@ -50,8 +50,7 @@ class Lab:
     self.ds, self.next = {}, 0
 
   def error(self, status, err):
-    return {"name": self.rt.error_name(err.code) if status else "UOPC_OK",
-            "where": err.where.decode(errors="replace"), "message": err.message.decode(errors="replace")}
+    return error_data(self.rt, status, err)
 
   def stub_check(self, err):
     if self.rt.error_name(err.code) == NOT_IMPLEMENTED:
@@ -109,10 +108,6 @@ def dispatcher(lab, max_length, max_variants=0, on_limit="run generic", speciali
     yield d
   finally:
     lab.free(d)
-
-
-def failure(err):
-  return f"{err['name']} in {err['where']}: {err['message']}"
 
 
 # ---- arrays -------------------------------------------------------------------------------

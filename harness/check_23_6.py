@@ -15,8 +15,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from harness import ffi
-from harness.common import (Report, compare, connect, describe, died, dtype_name, progress, start_check,
-                            strides_of, worker_options)
+from harness.common import (Report, compare, connect, describe, died, dtype_name, error_data, failure, progress,
+                            start_check, strides_of, worker_options)
 from harness.remote import RemoteError, WorkerDied
 
 LAB = "23.6"
@@ -45,8 +45,7 @@ class Lab:
     self.jits = {}
 
   def error(self, status, err):
-    return {"name": self.rt.error_name(err.code) if status else "UOPC_OK",
-            "where": err.where.decode(errors="replace"), "message": err.message.decode(errors="replace")}
+    return error_data(self.rt, status, err)
 
   def new(self, maximum):
     """[jit id or None, error]."""
@@ -89,10 +88,6 @@ def new_jit(lab, maximum):
     yield jit
   finally:
     lab.free(jit)
-
-
-def failure(err):
-  return f"{err['name']} in {err['where']}: {err['message']}"
 
 
 def poisoned(n, dtype, step=1):

@@ -175,6 +175,18 @@ class LabReport(Report):
 
 # ---- the worker -------------------------------------------------------------------------------
 
+def error_data(rt, status, err):
+  """A C call's error as data for the parent: its code's name ("UOPC_OK" when status is 0), where
+  and its message."""
+  return {"name": rt.error_name(err.code) if status else "UOPC_OK",
+          "where": err.where.decode(errors="replace"), "message": err.message.decode(errors="replace")}
+
+
+def failure(err):
+  """error_data as one line: "UOPC_E_BOUNDS in sym_dim_check: dim 'n' = 65 outside [1, 64]"."""
+  return f"{err['name']} in {err['where']}: {err['message']}"
+
+
 ENTRY = re.compile(r"^[A-Za-z0-9_.]+-[0-9a-f]{64}$")
 
 

@@ -12,7 +12,7 @@ import shutil
 import traceback
 from dataclasses import dataclass, field
 
-from harness.grading import checks, cmocka, counters, sandbox, scrub, tables, workspace
+from harness.grading import checks, cmocka, counters, scrub, tables, workspace
 from harness.grading.manifest import ROOT
 from harness.grading.verdict import FAIL, NOT_RUN, PASS, SKIPPED, Result
 

@@ -25,7 +25,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.grading import sandbox
 
 TOKEN = re.compile(r"""
     (?P<directive>^[ \t]*\#(?:[^\n\\]|\\.|\\\n)*)
