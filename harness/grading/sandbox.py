@@ -131,7 +131,7 @@ class Jail:
       except (OSError, subprocess.TimeoutExpired) as e:
         self.bwrap, self.reason = None, f"bwrap cannot run here: {e}"
 
-  def argv(self, mounts, user, gpu, proc=True):
+  def argv(self, mounts, user, gpu):
     """bwrap's command line up to (not including) the command."""
     root = os.geteuid() == 0
     # As root, bwrap needs no user namespace, and setpriv drops to the sandbox user after the
@@ -150,7 +150,7 @@ class Jail:
     for path in ETC_FILES:
       if os.path.exists(path):
         args += ["--ro-bind", path, path]
-    args += ["--dev", "/dev"] + (["--proc", "/proc"] if proc else [])
+    args += ["--dev", "/dev", "--proc", "/proc"]
     args += ["--perms", "1777", "--size", str(TMP_SIZE), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(TMP_SIZE), "--tmpfs", "/dev/shm"]
     if gpu:
@@ -175,6 +175,8 @@ class Jail:
     if root and user:
       args += ["--", "/usr/bin/setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
                "--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+    elif root:   # no user to become (no `nobody` here): root, but without a capability
+      args += ["--cap-drop", "ALL"]
     return args + ["--"]
 
 
