@@ -28,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.grading import intake, manifest as manifests_mod, sandbox, tables
+from harness.grading import hook, intake, manifest as manifests_mod, sandbox, tables
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
@@ -108,7 +108,10 @@ def summarize(scores, manifests, results, check_mode):
       lines.append(line)
   passed, failed = sum(s.passed for s in scores), sum(s.failed for s in scores)
   skipped = sum(s.skipped for s in scores)
+  lines += [f"warning: {w}" for w in hook.UNPROTECTED]
   print()
+  for w in hook.UNPROTECTED:
+    print(f"warning: {w}")
   if not check_mode:
     total = f"Total: {sum(s.earned for s in scores):g}/{sum(s.possible for s in scores):g}"
     print(total)
@@ -130,7 +133,9 @@ def grade_many(args):
   out_dir = args.output or Path("grades")
   out_dir.mkdir(parents=True, exist_ok=True)
   seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-  print(f"grading {len(subs)} submissions, {args.jobs} at a time; seed={seed}", flush=True)
+  jobs = min(max(1, args.jobs), sandbox.grades_that_fit())
+  fit = f" (at most {jobs} fit: each grade may hold {sandbox.GRADE_MEMORY >> 30} GiB)" if jobs < args.jobs else ""
+  print(f"grading {len(subs)} submissions, {jobs} at a time{fit}; seed={seed}", flush=True)
 
   def one(sub):
     argv = [sys.executable, "-m", "harness.grade", *args.labs, "--submission", str(sub), "--seed", str(seed),
@@ -144,7 +149,7 @@ def grade_many(args):
     print(f"  {sub.name:<30} {(total or ['Total: ?'])[0]:<20} {last[0]}  (log: {out_dir / (sub.name + '.log')})", flush=True)
     return status
 
-  with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+  with ThreadPoolExecutor(jobs) as pool:
     statuses = list(pool.map(one, subs))
   print(f"{statuses.count(0)} passed, {len(statuses) - statuses.count(0)} failed")
   return 0 if all(s == 0 for s in statuses) else 1

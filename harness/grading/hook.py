@@ -27,13 +27,20 @@ class Record:
   problem: str = ""          # a record that is not the hook's form
 
 
+UNPROTECTED = []      # set when a record said the hook could not install its filter
+
+
 def run(argv, rundir, env, timeout, **kwargs):
   """(Outcome, Record) of a hooked binary run in the sandbox."""
   ours, theirs = socket.socketpair()
   try:
     out = sandbox.run(argv, rundir, dict(env, UOPC_GRADE_CHANNEL="1"), timeout, channel=theirs, **kwargs)
     theirs.close()
-    return out, parse(_drain(ours))
+    record = parse(_drain(ours))
+    if record.returned is not None and not record.protected and not UNPROTECTED:
+      UNPROTECTED.append("the grade hook could not install its seccomp filter on this machine: "
+                         "student code could have written to the verdict channel")
+    return out, record
   finally:
     theirs.close()
     ours.close()

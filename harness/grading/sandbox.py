@@ -311,6 +311,15 @@ def _mkcg(path, limits):
 GRADE_LIMITS = GradeLimits()
 
 
+def grades_that_fit():
+  """How many grades of GRADE_MEMORY this machine's memory holds at once (--jobs' ceiling)."""
+  try:
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  except (ValueError, OSError):
+    return 1
+  return max(1, total // GRADE_MEMORY)
+
+
 # ---- one run ----------------------------------------------------------------------------------
 
 def _limits(cpu_seconds, address_space, user, switch_user):
