@@ -28,6 +28,18 @@ $(error IMPL must be 'labs' or 'solutions', not '$(IMPL)')
 endif
 endif
 
+# A student handout has no solutions/: the reference and the targets that make things from it
+# are the instructor's, and say so instead of running the stubs or failing at the linker.
+INSTRUCTOR_ONLY := goldens check-goldens handout autograder labs check-sync
+ifeq ($(wildcard solutions/),)
+ifeq ($(IMPL),solutions)
+$(error IMPL=solutions runs the reference in solutions/, which a student handout does not have: run without IMPL to use your code in labs/)
+endif
+ifneq ($(filter $(INSTRUCTOR_ONLY),$(MAKECMDGOALS)),)
+$(error make $(filter $(INSTRUCTOR_ONLY),$(MAKECMDGOALS)) is for instructors: it needs solutions/, which a student handout does not have (see README.md))
+endif
+endif
+
 SANFLAGS :=
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -223,10 +235,10 @@ bench-run: all $(BENCH_BINS)
 doctor:
 	@tools/doctor.sh
 
-labs:
+labs: setup
 	@$(PYTHON) tools/stubgen.py --write
 
-check-sync:
+check-sync: setup
 	@$(PYTHON) tools/stubgen.py --check
 
 clean:

@@ -16,7 +16,9 @@ import ctypes
 import numpy as np
 
 from harness import ffi
-from harness.common import NOT_IMPLEMENTED, LabReport, NotImplementedYet, compare, progress, start_check
+from harness.common import (NOT_IMPLEMENTED, LabReport, NotImplementedYet, cache_entries, compare, connect,
+                            died, error_data, failure, progress, start_check, worker_options)
+from harness.remote import RemoteError, WorkerDied
 
 LAB = "23.1"
 N_HI, B_HI = 4096, 8
@@ -36,12 +38,14 @@ def f32(bits, n):
 
 
 class Lab:
-  """The lab library, one arena for every shape, and the plans built so far (freed by close)."""
+  """The worker's half: every call into the lab library, with plain data in and out. The checks
+  below reach it through harness/remote.py, so they never share a process with student code.
+  Dims and plans stay here, named by the ids and names the checks give them."""
 
   def __init__(self, build):
     self.rt = ffi.Runtime(build)
     self.lib = self.rt.lab(LAB)
-    self.arena, self.plans, self.launches = ctypes.c_void_p(), {}, {}
+    self.arena, self.plans, self.dims = ctypes.c_void_p(), {}, []
     self.call(self.lib.sym_arena_new, ctypes.byref(self.arena))
     self.check_layouts()
 
@@ -65,8 +69,8 @@ class Lab:
     status, err = self.status(fn, *args)
     self.rt.check(status, err)
 
-  def failure(self, err):
-    return f"{self.rt.error_name(err.code)} in {err.where.decode()}: {err.message.decode()}"
+  def error(self, status, err):
+    return error_data(self.rt, status, err)
 
   # ---- the structs ----------------------------------------------------------
 
@@ -76,7 +80,7 @@ class Lab:
     self.written(ffi.KernelGraph, lambda p: self.lib.kernel_graph_init(p, self.arena), "kernel_graph")
     self.written(ffi.SymBinding, self.lib.sym_binding_init, "sym_binding")
     self.written(ffi.SymDim, lambda p: self.call(self.lib.sym_dim_init, p, b"n", 1, N_HI, 1), "sym_dim")
-    d = self.dim("q", 3, 9)
+    d = self.new_dim("q", 3, 9)
     b = ffi.SymBinding()
     b.count, b.dims[5], b.values[5] = 6, d, 7
     got = ctypes.c_int64()
@@ -106,10 +110,15 @@ class Lab:
 
   # ---- building -------------------------------------------------------------
 
-  def dim(self, name, lo, hi, multiple_of=1):
+  def new_dim(self, name, lo, hi, multiple_of=1):
     d = ffi.SymDim()
     self.call(self.lib.sym_dim_init, ctypes.byref(d), name.encode(), lo, hi, multiple_of)
     return d
+
+  def dim(self, name, lo, hi, multiple_of=1):
+    """A new dim; returns its id for the calls below."""
+    self.dims.append(self.new_dim(name, lo, hi, multiple_of))
+    return len(self.dims) - 1
 
   def graph(self):
     g = ffi.KernelGraph()
@@ -137,8 +146,8 @@ class Lab:
   def plan(self, g, out, name):
     handle = ctypes.c_void_p()
     self.call(self.lib.plan_new, ctypes.byref(handle), ctypes.byref(g), out, name.encode(), None)
-    self.plans[name], self.launches[name] = handle, 0
-    return handle
+    self.plans[name] = handle
+    return self.contract(name, out)
 
   def shape_text(self, node):
     texts = []
@@ -148,40 +157,88 @@ class Lab:
       texts.append(buf.value.decode())
     return "(" + ", ".join(texts) + ")"
 
+  def contract(self, name, out_node):
+    """What a plan says about itself: its dims, its index, its output node."""
+    handle = self.plans[name]
+    dims = [self.lib.plan_dim(handle, k).contents for k in range(self.lib.plan_dim_count(handle))]
+    index = self.lib.plan_index(handle).contents
+    return {"dims": [[d.name.decode(errors="replace"), d.lo, d.hi, d.multiple_of] for d in dims],
+            "index": [index.bits, index.max_elements],
+            "dtype": out_node.contents.dtype, "shape": self.shape_text(out_node)}
+
+  def build_chain(self, n):
+    """CHAIN_TEXT over the dim n: add, mul, sub, a scalar operand, exp, div, neg and maximum."""
+    g = self.graph()
+    a, b, c = (self.input(g, name, [self.dims[n]]) for name in "abc")
+    s = self.binary(g, "sub", self.binary(g, "mul", self.binary(g, "add", a, b), c), a)
+    e = self.unary(g, "exp", self.binary(g, "mul", a, self.node(self.lib.kernel_scalar, g, 0.1)))
+    out = self.binary(g, "maximum", self.binary(g, "div", s, e), self.unary(g, "neg", e))
+    return self.plan(g, out, CHAIN)
+
+  def build_rowsum(self, bd, nd):
+    g = self.graph()
+    x = self.input(g, "x", [self.dims[bd], self.dims[nd]])
+    return self.plan(g, self.node(self.lib.kernel_sum, g, x), ROWSUM)
+
   # ---- launching ------------------------------------------------------------
 
   def binding(self, pairs):
-    """(status, error, binding) after binding each (dim, value) in turn."""
+    """(status, error, binding) after binding each (dim id, value) in turn."""
     b = ffi.SymBinding()
     self.lib.sym_binding_init(ctypes.byref(b))
     for d, value in pairs:
-      status, err = self.status(self.lib.sym_dim_bind, ctypes.byref(b), ctypes.byref(d), value)
+      status, err = self.status(self.lib.sym_dim_bind, ctypes.byref(b), ctypes.byref(self.dims[d]), value)
       if status:
         return status, err, b
     return 0, ffi.Error(), b
 
-  def launch(self, name, b, out, inputs, n_inputs=None):
-    """(status, error) of plan_launch; out and inputs are (array or None, capacity) pairs."""
+  def bind(self, pairs):
+    """[status, error, the binding's count afterwards]."""
+    status, err, b = self.binding(pairs)
+    return [status, self.error(status, err), b.count]
+
+  def launch(self, name, pairs, out, out_cap, inputs, n_inputs=None):
+    """[stage, status, error]: stage "bind" when the binding failed, else "launch" with
+    plan_launch's answer. out is an array; inputs are [array or None, capacity] pairs."""
+    status, err, b = self.binding(pairs)
+    if status:
+      return ["bind", status, self.error(status, err)]
     buffers = [ffi.PlanBuffer(arr.ctypes.data if arr is not None else None, cap) for arr, cap in inputs]
     array = (ffi.PlanBuffer * max(len(buffers), 1))(*buffers)
-    arr, cap = out
     status, err = self.status(self.lib.plan_launch, self.plans[name], ctypes.byref(b),
-                              ffi.PlanBuffer(arr.ctypes.data, cap), array,
+                              ffi.PlanBuffer(out.ctypes.data, out_cap), array,
                               len(buffers) if n_inputs is None else n_inputs)
-    self.launches[name] += status == 0
-    return status, err
+    return ["launch", status, self.error(status, err)]
+
+  def resolve(self, name, pairs):
+    """[status, error, values] of plan_resolve_dims after binding pairs (which must bind)."""
+    _, _, b = self.binding(pairs)
+    values = (ctypes.c_int64 * 2)(-1, -1)
+    status, err = self.status(self.lib.plan_resolve_dims, self.plans[name], ctypes.byref(b), values)
+    return [status, self.error(status, err), list(values)]
+
+  def counters(self, names):
+    return {name: self.rt.counter(name) for name in names}
 
 
-# ---- the plans ---------------------------------------------------------------
+# ---- the checks (the parent's half) -------------------------------------------------------------
 
-def build_chain(lab, n):
-  """CHAIN_TEXT over the dim n: add, mul, sub, a scalar operand, exp, div, neg and maximum."""
-  g = lab.graph()
-  a, b, c = (lab.input(g, name, [n]) for name in "abc")
-  s = lab.binary(g, "sub", lab.binary(g, "mul", lab.binary(g, "add", a, b), c), a)
-  e = lab.unary(g, "exp", lab.binary(g, "mul", a, lab.node(lab.lib.kernel_scalar, g, 0.1)))
-  out = lab.binary(g, "maximum", lab.binary(g, "div", s, e), lab.unary(g, "neg", e))
-  return lab.plan(g, out, CHAIN), out
+class State:
+  """What the checks know of the worker's lab: the plans built, the launches that succeeded."""
+
+  def __init__(self, lab):
+    self.lab, self.plans, self.launches = lab, [], {}
+
+  def plan(self, name, contract):
+    self.plans.append(name)
+    self.launches[name] = 0
+    return contract
+
+  def launch(self, name, pairs, out, out_cap, inputs, n_inputs=None):
+    """(stage, status, error) of a launch, counting the ones that succeeded."""
+    stage, status, err = self.lab.launch(name, pairs, out, out_cap, inputs, n_inputs)
+    self.launches[name] += stage == "launch" and status == 0
+    return stage, status, err
 
 
 def chain_numpy(a, b, c):
@@ -191,29 +248,19 @@ def chain_numpy(a, b, c):
   return np.maximum(((a + b) * c - a) / e, -e)
 
 
-def build_rowsum(lab, bd, nd):
-  g = lab.graph()
-  x = lab.input(g, "x", [bd, nd])
-  out = lab.node(lab.lib.kernel_sum, g, x)
-  return lab.plan(g, out, ROWSUM), out
-
-
-def contract(lab, name, out_node, dims, bits, max_elements, shape):
-  """Lines naming what differs from the plan's expected contract, [] when none."""
-  handle, wrong = lab.plans[name], []
-  got_dims = [lab.lib.plan_dim(handle, k).contents for k in range(lab.lib.plan_dim_count(handle))]
-  got = [(d.name.decode(), d.lo, d.hi, d.multiple_of) for d in got_dims]
-  want = [(d.name.decode(), d.lo, d.hi, d.multiple_of) for d in dims]
-  if got != want:
-    wrong.append(f"dims (name, lo, hi, multiple_of) in parameter order: expected {want}, got {got}")
-  index = lab.lib.plan_index(handle).contents
-  if (index.bits, index.max_elements) != (bits, max_elements):
-    wrong.append(f"index: expected {bits}-bit, at most {max_elements} elements; got {index.bits}-bit, "
-                 f"at most {index.max_elements}")
-  node = out_node.contents
-  if node.dtype != ffi.DTYPES[np.dtype(np.float32)] or lab.shape_text(out_node) != shape:
-    wrong.append(f"output node: expected f32 of shape {shape}, got dtype {node.dtype} "
-                 f"shape {lab.shape_text(out_node)}")
+def contract(got, dims, bits, max_elements, shape):
+  """Lines naming what differs from a plan's expected contract, [] when none. dims: (name, lo,
+  hi, multiple_of) in parameter order."""
+  wrong = []
+  want = [list(d) for d in dims]
+  if got["dims"] != want:
+    wrong.append(f"dims (name, lo, hi, multiple_of) in parameter order: expected {[tuple(d) for d in want]}, "
+                 f"got {[tuple(d) for d in got['dims']]}")
+  if got["index"] != [bits, max_elements]:
+    wrong.append(f"index: expected {bits}-bit, at most {max_elements} elements; got {got['index'][0]}-bit, "
+                 f"at most {got['index'][1]}")
+  if got["dtype"] != ffi.DTYPES[np.dtype(np.float32)] or got["shape"] != shape:
+    wrong.append(f"output node: expected f32 of shape {shape}, got dtype {got['dtype']} shape {got['shape']}")
   return wrong
 
 
@@ -234,42 +281,42 @@ def poison_left(buf, logical):
   return f"element {i} is now {buf[i].item()!r} ({changed.size} of {buf.size - logical} poisoned elements changed)"
 
 
-def counters(lab, names):
-  return {name: lab.rt.counter(name) for name in names}
-
-
 # ---- the checks ----------------------------------------------------------------
 
-def check_elementwise(lab, rng, seed, report, count):
-  n = lab.dim("n", 1, N_HI)
-  before = lab.rt.counter("plans built")
-  _, out_node = build_chain(lab, n)
-  if (wrong := contract(lab, CHAIN, out_node, [n], 32, N_HI, "(n)")):
+def check_elementwise(st, rng, seed, report, count):
+  n = st.lab.dim("n", 1, N_HI)
+  before = st.lab.counters(["plans built"])["plans built"]
+  got = st.plan(CHAIN, st.lab.build_chain(n))
+  if (wrong := contract(got, [("n", 1, N_HI, 1)], 32, N_HI, "(n)")):
     return report.fail(f"the plan of {CHAIN_TEXT}", *wrong)
   lengths = [1, 7, 31, 64, N_HI] + [int(v) for v in rng.integers(1, N_HI + 1, size=count)]
   for k, length in enumerate(lengths):
-    exact_capacity = k % 2 == 1     # every other case declares capacity = the logical size
-    one_chain(lab, rng, n, length, exact_capacity, seed, report)
-  built = lab.rt.counter("plans built") - before
+    one_chain(st, rng, n, length, ("allocated", "exact", "guarded")[k % 3], seed, report)
+  built = st.lab.counters(["plans built"])["plans built"] - before
   if built != 1:
     report.fail(f"after {len(lengths)} lengths", f"process counter 'plans built': expected +1, got +{built}")
   return f"{len(lengths)} lengths in [1, {N_HI}], one plan: {CHAIN_TEXT}"
 
 
-def one_chain(lab, rng, n, length, exact_capacity, seed, report):
+def one_chain(st, rng, n, length, layout, seed, report):
+  """One launch of the chain. layout: "allocated" (buffers for N_HI, capacity N_HI), "exact"
+  (the same buffers, capacity = length) or "guarded" (buffers of exactly length elements, each
+  followed by an unmapped page: a read or write one past the end faults)."""
   values = [(rng.standard_normal(length) * 4).astype(np.float32) for _ in range(3)]
-  ins = [allocated(v, N_HI) for v in values]
+  if layout == "guarded":
+    ins, out = [v.copy() for v in values], f32(OUT_POISON, length)
+    cap = out_cap = length
+    sizes = f"inputs and out of exactly {length} elements, each followed by an unmapped page"
+  else:
+    ins, out = [allocated(v, N_HI) for v in values], f32(OUT_POISON, N_HI + TAIL)
+    cap, out_cap = (length, length) if layout == "exact" else (N_HI, out.size)
+    sizes = f"inputs allocated for {N_HI}, capacity {cap}; out allocated for {out.size}, capacity {out_cap}"
   before = [x.copy() for x in ins]
-  out = f32(OUT_POISON, N_HI + TAIL)
-  cap, out_cap = (length, length) if exact_capacity else (N_HI, out.size)
-  case = f"n={length} (inputs allocated for {N_HI}, capacity {cap}; out allocated for {out.size}, " \
-         f"capacity {out_cap}) seed={seed}"
+  case = f"n={length} ({sizes}) seed={seed}"
   progress(f"lab {LAB} elementwise: {case}")
-  status, err, b = lab.binding([(n, length)])
-  if status == 0:
-    status, err = lab.launch(CHAIN, b, (out, out_cap), [(x, cap) for x in ins])
+  stage, status, err = st.launch(CHAIN, [(n, length)], out, out_cap, [(x, cap) for x in ins])
   if status != 0:
-    return report.fail(case, "failed: " + lab.failure(err))
+    return report.fail(case, "failed: " + failure(err))
   if (mismatch := compare(out[:length], chain_numpy(*values), RTOL_CHAIN)):
     return report.fail(case, f"{CHAIN_TEXT}, f32, rtol {RTOL_CHAIN:g}", *mismatch)
   if (overwritten := poison_left(out, length)):
@@ -279,16 +326,16 @@ def one_chain(lab, rng, n, length, exact_capacity, seed, report):
       return report.fail(case, f"the launch changed its input '{name}'")
 
 
-def check_rowsums(lab, rng, seed, report, count):
-  bd, nd = lab.dim("b", 1, B_HI), lab.dim("n", 1, N_HI)
-  _, out_node = build_rowsum(lab, bd, nd)
-  if (wrong := contract(lab, ROWSUM, out_node, [bd, nd], 32, B_HI * N_HI, "(b)")):
+def check_rowsums(st, rng, seed, report, count):
+  bd, nd = st.lab.dim("b", 1, B_HI), st.lab.dim("n", 1, N_HI)
+  got = st.plan(ROWSUM, st.lab.build_rowsum(bd, nd))
+  if (wrong := contract(got, [("b", 1, B_HI, 1), ("n", 1, N_HI, 1)], 32, B_HI * N_HI, "(b)")):
     return report.fail("the plan of out[b] = sum over j of x[b, j]", *wrong)
   shapes = [(1, 1), (B_HI, 1), (int(rng.integers(1, B_HI + 1)), 1), (3, 1000), (B_HI, N_HI)] + \
            [(int(rng.integers(1, B_HI + 1)), int(rng.integers(1, N_HI + 1))) for _ in range(count)]
   for rows, cols in shapes:
     for data in ("quarters", "normal"):
-      one_rowsum(lab, rng, (bd, nd), rows, cols, data, seed, report)
+      one_rowsum(st, rng, (bd, nd), rows, cols, data, seed, report)
   return f"{len(shapes)} shapes (B, N), B in [1, {B_HI}], N in [1, {N_HI}], exact and normal data"
 
 
@@ -313,18 +360,16 @@ def sum_bound(x):
   return (gamma + x.shape[1] * U64) * np.abs(x.astype(np.float64)).sum(axis=1)
 
 
-def one_rowsum(lab, rng, dims, rows, cols, data, seed, report):
+def one_rowsum(st, rng, dims, rows, cols, data, seed, report):
   x = row_data(rng, rows, cols, data)
   buf = allocated(x.ravel(), B_HI * N_HI)
   before = buf.copy()
   out = f32(OUT_POISON, B_HI + TAIL)
   case = f"(B, N) = ({rows}, {cols}), {data} data, x of capacity {B_HI * N_HI}, out of {B_HI + TAIL} seed={seed}"
   progress(f"lab {LAB} row sums: {case}")
-  status, err, b = lab.binding(list(zip(dims, (rows, cols))))
-  if status == 0:
-    status, err = lab.launch(ROWSUM, b, (out, out.size), [(buf, B_HI * N_HI)])
+  stage, status, err = st.launch(ROWSUM, list(zip(dims, (rows, cols))), out, out.size, [(buf, B_HI * N_HI)])
   if status != 0:
-    return report.fail(case, "failed: " + lab.failure(err))
+    return report.fail(case, "failed: " + failure(err))
   if (mismatch := compare_sums(out[:rows], x, data)):
     return report.fail(case, *mismatch)
   if (overwritten := poison_left(out, rows)):
@@ -351,12 +396,11 @@ def compare_sums(got, x, data):
           f"expected {float(want[worst])!r} got {float(got[worst])!r}"]
 
 
-def expect_error(lab, status, err, want, case, report, message=None, mentions=()):
+def expect_error(status, err, want, case, report, message=None, mentions=()):
   """Checks that a call failed with the error named want; message: its exact text; mentions:
   values it must name (house style: the input, the value and the limit). True when it failed
   with that code."""
-  got = lab.rt.error_name(err.code) if status else "UOPC_OK"
-  text = err.message.decode(errors="replace")
+  got, text = err["name"], err["message"]
   if status == 0 or got != want:
     report.fail(case, f"expected {want}, got status {status} ({got}): {text}")
     return False
@@ -368,20 +412,20 @@ def expect_error(lab, status, err, want, case, report, message=None, mentions=()
   return True
 
 
-def check_rejections(lab, rng, seed, report):
-  if CHAIN not in lab.plans or ROWSUM not in lab.plans:
+def check_rejections(st, rng, seed, report):
+  if CHAIN not in st.plans or ROWSUM not in st.plans:
     raise ffi.HarnessError("the rejections need both plans, which the earlier checks did not build")
+  lab = st.lab
   n, bd, wide = lab.dim("n", 1, N_HI), lab.dim("b", 1, B_HI), lab.dim("n", 1, 10000)
-  calls = counters(lab, (f"calls {CHAIN}", f"calls {ROWSUM}"))
+  calls = lab.counters([f"calls {CHAIN}", f"calls {ROWSUM}"])
   out = f32(OUT_POISON, N_HI + TAIL)
   for value in (N_HI + 1, 0):
     case = f"sym_dim_bind(n in [1, {N_HI}], {value})"
     progress(f"lab {LAB} rejections: {case}")
-    status, err, b = lab.binding([(n, value)])
-    rejected = expect_error(lab, status, err, "UOPC_E_BOUNDS", case, report,
-                            f"dim 'n' = {value} outside [1, {N_HI}]")
-    if rejected and b.count != 0:
-      report.fail(case, f"a rejected binding changed the binding: count {b.count}")
+    status, err, count = lab.bind([(n, value)])
+    rejected = expect_error(status, err, "UOPC_E_BOUNDS", case, report, f"dim 'n' = {value} outside [1, {N_HI}]")
+    if rejected and count != 0:
+      report.fail(case, f"a rejected binding changed the binding: count {count}")
   ins = [(allocated(np.ones(100, np.float32), N_HI), N_HI) for _ in range(3)]
   x = (allocated(np.ones(300, np.float32), B_HI * N_HI), B_HI * N_HI)
   launches = [  # (what, plan, bindings, out capacity, inputs, input count, code, message, mentions)
@@ -409,16 +453,15 @@ def check_rejections(lab, rng, seed, report):
   for what, name, pairs, out_cap, inputs, n_inputs, code, message, mentions in launches:
     case = f"{what} seed={seed}"
     progress(f"lab {LAB} rejections: {case}")
-    status, err, b = lab.binding(pairs)
-    if status != 0:
-      report.fail(case, "the binding failed: " + lab.failure(err))
+    stage, status, err = st.launch(name, pairs, out, out_cap, inputs, n_inputs)
+    if stage == "bind":
+      report.fail(case, "the binding failed: " + failure(err))
       continue
-    status, err = lab.launch(name, b, (out, out_cap), inputs, n_inputs)
-    expect_error(lab, status, err, code, case, report, message, mentions)
+    expect_error(status, err, code, case, report, message, mentions)
     if (overwritten := poison_left(out, 0)):
       report.fail(case, f"the launch wrote into out: {overwritten}")
       out = f32(OUT_POISON, N_HI + TAIL)
-  ran = {k: v for k, v in counters(lab, calls).items() if v != calls[k]}
+  ran = {k: v for k, v in lab.counters(list(calls)).items() if v != calls[k]}
   if ran:
     report.fail("after the rejected launches", f"a kernel ran: {ran} (before: {calls})")
   check_resolve(lab, n, bd, wide, seed, report)
@@ -429,29 +472,28 @@ def check_rejections(lab, rng, seed, report):
 def check_resolve(lab, n, bd, wide, seed, report):
   """plan_resolve_dims on its own: plan_launch re-checks each value as it rebinds, so only a
   direct call shows whether the student's function checks against the plan's bounds."""
-  values = (ctypes.c_int64 * 2)(-1, -1)
   case = f"plan_resolve_dims({CHAIN}) with n = 5000 bound through a dim n in [1, 10000] seed={seed}"
   progress(f"lab {LAB} rejections: {case}")
-  _, _, b = lab.binding([(wide, 5000)])
-  status, err = lab.status(lab.lib.plan_resolve_dims, lab.plans[CHAIN], ctypes.byref(b), values)
-  expect_error(lab, status, err, "UOPC_E_BOUNDS", case, report, f"dim 'n' = 5000 outside [1, {N_HI}]")
+  status, err, _ = lab.resolve(CHAIN, [(wide, 5000)])
+  expect_error(status, err, "UOPC_E_BOUNDS", case, report, f"dim 'n' = 5000 outside [1, {N_HI}]")
   case = f"plan_resolve_dims({ROWSUM}) with n = 100 bound before b = 3 seed={seed}"
   progress(f"lab {LAB} rejections: {case}")
-  _, _, b = lab.binding([(n, 100), (bd, 3)])
-  status, err = lab.status(lab.lib.plan_resolve_dims, lab.plans[ROWSUM], ctypes.byref(b), values)
+  status, err, values = lab.resolve(ROWSUM, [(n, 100), (bd, 3)])
   if status != 0:
-    report.fail(case, "failed: " + lab.failure(err))
+    report.fail(case, "failed: " + failure(err))
   elif list(values) != [3, 100]:
     report.fail(case, f"values in the plan's dim order (b, n): expected [3, 100], got {list(values)}")
 
 
-def check_counters(lab, start, report):
+def check_counters(st, start, cache, report):
   """One plan per operation, however many lengths: the plans this process built, each from the
-  compiler or the disk cache, and one counted call per launch that succeeded."""
+  compiler or the disk cache, and one counted call per launch that succeeded. With cache (the
+  worker's cache directory and its entries at the start), the compiles are also counted where
+  the worker cannot forge them: the entries that appeared there."""
   names = ("plans built", "programs constructed", "compiler invocations", "disk cache hits")
-  delta = {name: value - start[name] for name, value in counters(lab, names).items()}
-  built = len(lab.plans)
-  case = f"after the checks above ({', '.join(lab.plans) or 'no plans'} built)"
+  delta = {name: value - start[name] for name, value in st.lab.counters(list(names)).items()}
+  built = len(st.plans)
+  case = f"after the checks above ({', '.join(st.plans) or 'no plans'} built)"
   if built == 0:    # nothing built: the counts would agree vacuously
     report.fail(case, "no plan was built, so no count can be checked")
   for name in ("plans built", "programs constructed"):
@@ -461,11 +503,15 @@ def check_counters(lab, start, report):
   if from_compiler_or_cache != built:
     report.fail(case, f"'compiler invocations' + 'disk cache hits': expected +{built}, got "
                       f"+{delta['compiler invocations']} + {delta['disk cache hits']}")
-  for name, launched in lab.launches.items():
-    if (got := lab.rt.counter(f"calls {name}") - start.get(f"calls {name}", 0)) != launched:
+  if cache is not None and (seen := len(cache_entries(cache[0]) - cache[1])) != delta["compiler invocations"]:
+    report.fail(case, f"'compiler invocations' says +{delta['compiler invocations']}, but {seen} programs "
+                      f"appeared in the cache directory")
+  got = st.lab.counters([f"calls {name}" for name in st.launches])
+  for name, launched in st.launches.items():
+    if (calls := got[f"calls {name}"] - start.get(f"calls {name}", 0)) != launched:
       report.fail(case, f"process counter 'calls {name}': expected +{launched} (the launches that "
-                        f"succeeded), got +{got}")
-  return f"plans built={built}, " + ", ".join(f"calls {k}={v}" for k, v in lab.launches.items())
+                        f"succeeded), got +{calls}")
+  return f"plans built={built}, " + ", ".join(f"calls {k}={v}" for k, v in st.launches.items())
 
 
 def main(argv=None):
@@ -473,23 +519,28 @@ def main(argv=None):
   ap.add_argument("--build", default="build/labs", help="the build directory (default build/labs)")
   ap.add_argument("--seed", type=int, help="the random seed (default: a fresh one, printed)")
   ap.add_argument("--lengths", type=int, default=20, help="random lengths and shapes to draw (default 20)")
+  worker_options(ap)
   args = ap.parse_args(argv)
   seed, replay = start_check(LAB, "check_23_1", args, {"lengths": 20})
   report = LabReport(LAB, replay)
   try:
-    lab = Lab(args.build)
-  except (ffi.HarnessError, ffi.UopcError, NotImplementedYet) as e:
+    lab = connect("harness.check_23_1", args)
+  except (ffi.HarnessError, ffi.UopcError, NotImplementedYet, WorkerDied, RemoteError) as e:
     print(f"FAIL lab {LAB} setup: {e}")
     return 2
-  names = ("plans built", "programs constructed", "compiler invocations", "disk cache hits",
-           f"calls {CHAIN}", f"calls {ROWSUM}")
-  start = counters(lab, names)
+  st = State(lab)
+  names = ["plans built", "programs constructed", "compiler invocations", "disk cache hits",
+           f"calls {CHAIN}", f"calls {ROWSUM}"]
   rng = np.random.default_rng(seed)
   try:
-    report.run("elementwise", check_elementwise, lab, rng, seed, report, args.lengths)
-    report.run("row sums", check_rowsums, lab, rng, seed, report, args.lengths)
-    report.run("rejections", check_rejections, lab, rng, seed, report)
-    report.run("counters", check_counters, lab, start, report)
+    start = lab.counters(names)
+    cache = (args.cache_dir, cache_entries(args.cache_dir)) if args.cache_dir else None
+    report.run("elementwise", check_elementwise, st, rng, seed, report, args.lengths)
+    report.run("row sums", check_rowsums, st, rng, seed, report, args.lengths)
+    report.run("rejections", check_rejections, st, rng, seed, report)
+    report.run("counters", check_counters, st, start, cache, report)
+  except WorkerDied as e:
+    return died(LAB, e)
   finally:
     lab.close()
   return report.finish()

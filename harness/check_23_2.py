@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from harness import ffi
-from harness.common import NOT_IMPLEMENTED, LabReport, NotImplementedYet
-from harness.common import dtype_name, progress, start_check, strides_of
+from harness.common import (NOT_IMPLEMENTED, LabReport, NotImplementedYet, connect, died, dtype_name, error_data,
+                            failure, progress, start_check, strides_of, worker_options)
+from harness.remote import RemoteError, WorkerDied
 
 LAB = "23.2"
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,54 +41,50 @@ RUNS = {"fast": "fast path calls", "generic": "generic calls"}
 
 
 class Lab:
-  """The lab library; a dispatcher is an opaque pointer from dispatch_new."""
+  """The worker's half: the calls into the lab library, with plain data in and out (see
+  harness/remote.py). Dispatchers stay here, named by ids."""
 
   def __init__(self, build):
     self.rt = ffi.Runtime(build)
     self.lib = self.rt.lab(LAB)
+    self.ds, self.next = {}, 0
 
-  def status(self, fn, *args):
-    """(status, error) of fn(*args, &err); a stub's answer stops the check."""
-    err = ffi.Error()
-    status = fn(*args, ctypes.byref(err))
-    if status != 0:
-      self.stub_check(err)
-    return status, err
+  def error(self, status, err):
+    return error_data(self.rt, status, err)
 
   def stub_check(self, err):
     if self.rt.error_name(err.code) == NOT_IMPLEMENTED:
       raise NotImplementedYet(err.where.decode(errors="replace"), err.message.decode(errors="replace"))
 
-  def new(self, max_length, max_variants=0, on_limit="run generic", specialize_length=0):
-    """(dispatcher or None, error) of dispatch_new."""
+  def new(self, max_length, max_variants, on_limit, specialize_length):
+    """[dispatcher id or None, error] of dispatch_new; on_limit is dispatch_on_limit's value."""
     err = ffi.Error()
-    d = self.lib.dispatch_new(max_length, max_variants, ffi.DISPATCH_ON_LIMIT[on_limit], specialize_length,
-                              ctypes.byref(err))
+    d = self.lib.dispatch_new(max_length, max_variants, on_limit, specialize_length, ctypes.byref(err))
     if not d:
       self.stub_check(err)
-    return d, err
+      return [None, self.error(1, err)]
+    self.ds[self.next], self.next = d, self.next + 1
+    return [self.next - 1, self.error(0, err)]
 
-  @contextmanager
-  def dispatcher(self, max_length, max_variants=0, on_limit="run generic", specialize_length=0):
-    """A dispatcher for the with block; raises UopcError when dispatch_new fails."""
-    d, err = self.new(max_length, max_variants, on_limit, specialize_length)
-    if not d:
-      self.rt.raise_error(err)
-    try:
-      yield d
-    finally:
-      self.lib.dispatch_free(d)
+  def free(self, d):
+    self.lib.dispatch_free(self.ds.pop(d))
 
   def call(self, d, x, out):
-    """(status, error) of dispatch_call on two arrays lent for the call."""
+    """[status, error] of dispatch_call on two arrays lent for the call."""
+    err = ffi.Error()
     with self.rt.wrap(x) as tx, self.rt.wrap(out) as tout:
-      return self.status(self.lib.dispatch_call, d, tx, tout)
+      status = self.lib.dispatch_call(self.ds[d], tx, tout, ctypes.byref(err))
+    if status != 0:
+      self.stub_check(err)
+    return [status, self.error(status, err)]
 
   def path(self, d):
-    return ffi.DISPATCH_PATHS.get(self.lib.dispatch_last_path(d), "?")
+    return ffi.DISPATCH_PATHS.get(self.lib.dispatch_last_path(self.ds[d]), "?")
 
   def stats(self, d):
-    return {name: self.lib.dispatch_stat(d, name.encode()) for name in STATS + ("limit hits",)}
+    got = {name: self.lib.dispatch_stat(self.ds[d], name.encode()) for name in STATS + ("limit hits",)}
+    got["fast variants"] = self.lib.dispatch_fast_count(self.ds[d])
+    return got
 
   def counters(self, names):
     return {name: self.rt.counter(name) for name in names}
@@ -96,12 +93,21 @@ class Lab:
     """dispatch_explain's lines, or a line saying why there are none."""
     buf = ctypes.create_string_buffer(2048)
     err = ffi.Error()
-    if self.lib.dispatch_explain(d, buf, ctypes.sizeof(buf), ctypes.byref(err)) != 0:
-      return [f"(dispatch_explain failed: {self.failure(err)})"]
+    if self.lib.dispatch_explain(self.ds[d], buf, ctypes.sizeof(buf), ctypes.byref(err)) != 0:
+      return [f"(dispatch_explain failed: {failure(self.error(1, err))})"]
     return ["dispatch_explain: " + line for line in buf.value.decode(errors="replace").splitlines()]
 
-  def failure(self, err):
-    return f"{self.rt.error_name(err.code)} in {err.where.decode()}: {err.message.decode(errors='replace')}"
+
+@contextmanager
+def dispatcher(lab, max_length, max_variants=0, on_limit="run generic", specialize_length=0):
+  """A dispatcher id for the with block; raises UopcError when dispatch_new fails."""
+  d, err = lab.new(max_length, max_variants, ffi.DISPATCH_ON_LIMIT[on_limit], specialize_length)
+  if d is None:
+    raise ffi.UopcError(0, err["name"], err["where"], err["message"])
+  try:
+    yield d
+  finally:
+    lab.free(d)
 
 
 # ---- arrays -------------------------------------------------------------------------------
@@ -195,7 +201,7 @@ def check_values(lab, rng, bound, seed, report, count):
             [int(v) for v in rng.integers(1, bound + 1, size=count - count // 2)] + \
             [LANES * int(v) for v in rng.integers(1, bound // LANES + 1, size=count // 2)]
   cases = fast = 0
-  with lab.dispatcher(bound) as d:
+  with dispatcher(lab, bound) as d:
     for n in lengths:
       for x_layout, (x_len, x_view) in X_LAYOUTS.items():
         for out_layout, (out_len, out_view) in OUT_LAYOUTS.items():
@@ -221,7 +227,7 @@ def one_case(lab, d, base, x, buf, out, layout, seed, report):
   progress(f"lab {LAB} values: {case}")
   status, err = lab.call(d, x, out)
   if status != 0:
-    report.fail(case, "dispatch_call failed: " + lab.failure(err))
+    report.fail(case, "dispatch_call failed: " + failure(err))
     return fast
   if (mismatch := exact(out, want)):
     report.fail(case, *mismatch)
@@ -256,7 +262,7 @@ def run_sequence(lab, d, rng, steps, seed, report, what):
     progress(f"lab {LAB} {report.current}: {case}")
     status, err = lab.call(d, x, out)
     if status != 0:
-      report.fail(case, "dispatch_call failed: " + lab.failure(err))
+      report.fail(case, "dispatch_call failed: " + failure(err))
       return False
     if (mismatch := exact(out, x * x + 1)):
       report.fail(case, *mismatch)
@@ -270,18 +276,17 @@ def run_sequence(lab, d, rng, steps, seed, report, what):
 def check_limit(lab, rng, bound, seed, report):
   """A fast variant per length (specialize_length): the limit counts the generic variant too."""
   what = "limit 3, run generic, a variant per length"
-  with lab.dispatcher(bound, 3, "run generic", 1) as d:
+  with dispatcher(lab, bound, 3, "run generic", 1) as d:
     steps = [(16, "fast"), (32, "fast"), (16, "fast"), (48, "generic"), (64, "generic")]
     if run_sequence(lab, d, rng, steps, seed, report, what):
       got = lab.stats(d)
       want = {"variants built": 3, "limit hits": 2, "fast variants": 2}
-      got["fast variants"] = lab.lib.dispatch_fast_count(d)
       case = f"{what}: after lengths 16, 32, 16, 48, 64 seed={seed}"
       for name, value in want.items():
         if got[name] != value:
           report.fail(case, f"the dispatcher's '{name}': expected {value}, got {got[name]}")
   what = "limit 2, fail, a variant per length"
-  with lab.dispatcher(bound, 2, "fail", 1) as d:
+  with dispatcher(lab, bound, 2, "fail", 1) as d:
     if not run_sequence(lab, d, rng, [(16, "fast"), (17, "generic")], seed, report, what):
       return None
     x, buf = inputs(rng, 32), poisoned(32)
@@ -299,14 +304,13 @@ def expect_rejection(lab, d, x, out, buf, want, case, report, mentions=()):
   nothing; the message must name every value in mentions (house style: the value and the limit)."""
   before, x_before = lab.counters(STATS + KERNEL_CALLS), x.copy()
   status, err = lab.call(d, x, out)
-  got = lab.rt.error_name(err.code) if status else "UOPC_OK"
-  text = err.message.decode(errors="replace")
+  got, text = err["name"], err["message"]
   if status == 0 or got != want:
     return report.fail(case, f"expected {want}, got status {status} ({got}): {text}")
   missing = [v for v in mentions if not re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", text)]
   if missing:
     report.fail(case, f"the {want} message should name {', '.join(missing)}: {text!r}")
-  ran = {k: v - before[k] for k, v in lab.counters(("fast path calls", "generic calls") + KERNEL_CALLS).items()
+  ran = {k: v - before[k] for k, v in lab.counters(list(("fast path calls", "generic calls") + KERNEL_CALLS)).items()
          if v != before[k]}
   if ran or lab.path(d) != "none":
     report.fail(case, f"a rejected call ran a kernel: dispatch_last_path {lab.path(d)}, counters {ran}")
@@ -331,7 +335,7 @@ def check_rejections(lab, rng, bound, seed, report):
     ("out = buf[:32][::-1] reverses x = buf[:32] in the same memory", shared[:32], shared[:32][::-1], shared,
      "UOPC_E_ALIAS", ()),
   ]
-  with lab.dispatcher(bound) as d:
+  with dispatcher(lab, bound) as d:
     for what, x, out, buf, code, mentions in cases:
       case = f"{what} with bound {bound} ({describe(x)}; {describe(out, 'out')}) seed={seed}"
       progress(f"lab {LAB} rejections: {case}")
@@ -353,13 +357,12 @@ def check_bad_options(lab, report):
                                             (64, DISPATCH_MAX_VARIANTS + 1, 0), (64, -1, 0), (64, 0, 2)):
     case = f"dispatch_new(max_length={max_length}, max_variants={max_variants}, on_limit={on_limit})"
     progress(f"lab {LAB} rejections: {case}")
-    err = ffi.Error()
-    d = lab.lib.dispatch_new(max_length, max_variants, on_limit, 0, ctypes.byref(err))
-    if d:
-      lab.lib.dispatch_free(d)
+    d, err = lab.new(max_length, max_variants, on_limit, 0)
+    if d is not None:
+      lab.free(d)
       report.fail(case, "expected NULL with UOPC_E_INVALID, got a dispatcher")
-    elif (got := lab.rt.error_name(err.code)) != "UOPC_E_INVALID":
-      report.fail(case, f"expected UOPC_E_INVALID, got {got}: {err.message.decode(errors='replace')}")
+    elif (got := err["name"]) != "UOPC_E_INVALID":
+      report.fail(case, f"expected UOPC_E_INVALID, got {got}: {err['message']}")
 
 
 def expected_log():
@@ -384,7 +387,7 @@ def check_counters(lab, rng, bound, seed, report):
   if not set(STATS) <= set(names):
     raise ffi.HarnessError(f"expected.log lacks {', '.join(sorted(set(STATS) - set(names)))}")
   before = lab.counters(names)
-  with lab.dispatcher(0) as d:   # the driver's options: dispatch_init(&d, NULL, ...)
+  with dispatcher(lab, 0) as d:   # the driver's options: dispatch_init(&d, NULL, ...)
     for (total, view_, what), path in zip(DRIVER, DRIVER_PATHS):
       base = aligned_empty(total)
       base[:] = np.arange(total) - 3
@@ -394,13 +397,13 @@ def check_counters(lab, rng, bound, seed, report):
       progress(f"lab {LAB} counters: {case}")
       status, err = lab.call(d, x, out)
       if status != 0:
-        return report.fail(case, "dispatch_call failed: " + lab.failure(err))
+        return report.fail(case, "dispatch_call failed: " + failure(err))
       if (mismatch := exact(out, x * x + 1)):
         report.fail(case, *mismatch)
       if lab.path(d) != path:
         report.fail(case, f"expected the {path} path, dispatch_last_path says {lab.path(d)}", *lab.explain(d)[:6])
     own = lab.stats(d)
-  delta = {name: lab.rt.counter(name) - before[name] for name in names}
+  delta = {name: value - before[name] for name, value in lab.counters(names).items()}
   case = "after the driver's sequence 32, 48, 33, 32, 64, 17, arange(64)[::2], arange(33)[1:] (expected.log)"
   for name in names:
     if delta[name] != want[name]:
@@ -416,22 +419,28 @@ def main(argv=None):
   ap.add_argument("--seed", type=int, help="the random seed (default: a fresh one, printed)")
   ap.add_argument("--maximum", type=int, default=4096, help="the dispatcher's bound on n (default 4096)")
   ap.add_argument("--lengths", type=int, default=20, help="random lengths to draw (default 20)")
+  worker_options(ap)
   args = ap.parse_args(argv)
   if not LANES * 4 <= args.maximum <= INT32_MAX - 1:
     ap.error(f"--maximum must be in [{LANES * 4}, {INT32_MAX - 1}] (lengths 16..64 and bound+1 are checked)")
   seed, replay = start_check(LAB, "check_23_2", args, {"maximum": 4096, "lengths": 20})
   report = LabReport(LAB, replay)
   try:
-    lab = Lab(args.build)
-  except ffi.HarnessError as e:
+    lab = connect("harness.check_23_2", args, keep_alignment=True)   # the fast path wants 64-byte alignment
+  except (ffi.HarnessError, NotImplementedYet, WorkerDied, RemoteError) as e:
     print(f"FAIL lab {LAB} setup: {e}")
     return 2
   rng = np.random.default_rng(seed)
   common = (lab, rng, args.maximum, seed, report)
-  report.run("values", check_values, *common, args.lengths)
-  report.run("variant limit", check_limit, *common)
-  report.run("rejections", check_rejections, *common)
-  report.run("counters", check_counters, *common)
+  try:
+    report.run("values", check_values, *common, args.lengths)
+    report.run("variant limit", check_limit, *common)
+    report.run("rejections", check_rejections, *common)
+    report.run("counters", check_counters, *common)
+  except WorkerDied as e:
+    return died(LAB, e)
+  finally:
+    lab.close()
   return report.finish()
 
 

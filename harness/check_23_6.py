@@ -15,8 +15,9 @@ from contextlib import contextmanager
 import numpy as np
 
 from harness import ffi
-from harness.common import (Report, compare, describe, dtype_name, progress, start_check,
-                            strides_of)
+from harness.common import (Report, compare, connect, describe, died, dtype_name, error_data, failure, progress,
+                            start_check, strides_of, worker_options)
+from harness.remote import RemoteError, WorkerDied
 
 LAB = "23.6"
 RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
@@ -35,39 +36,58 @@ OUT_STEPS = (1, 2)   # out is buf[:n] or buf[:2n:2] of a poisoned buffer
 
 
 class Lab:
-  """The lab library with the calls the checks make."""
+  """The worker's half: the calls into the lab library, with plain data in and out (see
+  harness/remote.py). Jits stay here, named by ids."""
 
   def __init__(self, build):
     self.rt = ffi.Runtime(build)
     self.lib = self.rt.lab(LAB)
+    self.jits = {}
+
+  def error(self, status, err):
+    return error_data(self.rt, status, err)
 
   def new(self, maximum):
+    """[jit id or None, error]."""
     err = ffi.Error()
     jit = self.lib.guarded_jit_new(maximum, ctypes.byref(err))
-    if jit and jit.contents.maximum != maximum:
-      raise ffi.HarnessError("struct guarded_jit in harness/ffi.py no longer matches guarded_jit.h")
-    return jit, err
-
-  @contextmanager
-  def jit(self, maximum):
-    """A guarded_jit for the with block; raises UopcError when guarded_jit_new fails."""
-    jit, err = self.new(maximum)
     if not jit:
-      self.rt.raise_error(err)
-    try:
-      yield jit
-    finally:
-      self.lib.guarded_jit_free(jit)
+      return [None, self.error(1, err)]
+    if jit.contents.maximum != maximum:
+      raise ffi.HarnessError("struct guarded_jit in harness/ffi.py no longer matches guarded_jit.h")
+    self.jits[len(self.jits)] = jit
+    return [len(self.jits) - 1, self.error(0, err)]
+
+  def free(self, jit):
+    self.lib.guarded_jit_free(self.jits.pop(jit))
+
+  def fields(self, jit):
+    c = self.jits[jit].contents
+    return {"variants built": c.variants_built, "compiled calls": c.compiled_calls,
+            "layout fallbacks": c.layout_fallbacks}
 
   def call(self, jit, x, out):
-    """(status, error) of guarded_jit_call on two arrays lent for the call."""
+    """[status, error, the jit's counts afterwards] of guarded_jit_call on two arrays lent for
+    the call."""
     err = ffi.Error()
     with self.rt.wrap(x) as tx, self.rt.wrap(out) as tout:
-      status = self.lib.guarded_jit_call(jit, tx, tout, ctypes.byref(err))
-    return status, err
+      status = self.lib.guarded_jit_call(self.jits[jit], tx, tout, ctypes.byref(err))
+    return [status, self.error(status, err), self.fields(jit)]
 
-  def failure(self, err):
-    return f"{self.rt.error_name(err.code)} in {err.where.decode()}: {err.message.decode()}"
+  def counters(self, names):
+    return {name: self.rt.counter(name) for name in names}
+
+
+@contextmanager
+def new_jit(lab, maximum):
+  """A jit id for the with block; raises UopcError when guarded_jit_new fails."""
+  jit, err = lab.new(maximum)
+  if jit is None:
+    raise ffi.UopcError(0, err["name"], err["where"], err["message"])
+  try:
+    yield jit
+  finally:
+    lab.free(jit)
 
 
 def poisoned(n, dtype, step=1):
@@ -94,7 +114,7 @@ def check_values(lab, rng, maximum, seed, report, count):
   lengths = [n for n in (1, 7, 31, 64) if n < maximum] + [maximum] + \
             [int(v) for v in rng.integers(1, maximum + 1, size=count)]
   cases = 0
-  with lab.jit(maximum) as jit:
+  with new_jit(lab, maximum) as jit:
     for n in lengths:
       for dtype in (np.float32, np.float64):
         for layout, (base_len, view) in X_LAYOUTS.items():
@@ -110,24 +130,24 @@ def one_case(lab, jit, base, x, step, layout, seed, report):
   buf, out = poisoned(x.size, x.dtype, step)
   case = f"length={x.size} dtype={dtype_name(x)} x={layout} (stride {strides_of(x)[0]}) " \
          f"out stride {step} seed={seed}"
-  before, counts = base.copy(), (jit.contents.compiled_calls, jit.contents.layout_fallbacks)
+  before, counts = base.copy(), lab.fields(jit)
   want_compiled = x.dtype == np.float32 and x.flags.c_contiguous and out.flags.c_contiguous
   progress(f"lab {LAB} values: {case}")
-  status, err = lab.call(jit, x, out)
+  status, err, after = lab.call(jit, x, out)
   if status != 0:
-    return report.fail(case, "guarded_jit_call failed: " + lab.failure(err))
+    return report.fail(case, "guarded_jit_call failed: " + failure(err))
   if (mismatch := compare(out, x * x + 1, RTOL[x.dtype])):
     return report.fail(case, *mismatch)
   if (overwritten := poison_intact(buf, out)):
     return report.fail(case, "wrote outside the output view: " + overwritten)
   if base.tobytes() != before.tobytes():
     return report.fail(case, "the call changed its input x")
-  if (path := wrong_path(jit, counts, want_compiled)):
+  if (path := wrong_path(counts, after, want_compiled)):
     report.fail(case, path)
 
 
-def wrong_path(jit, state, want_compiled):
-  got = (jit.contents.compiled_calls - state[0], jit.contents.layout_fallbacks - state[1])
+def wrong_path(before, after, want_compiled):
+  got = tuple(after[k] - before[k] for k in ("compiled calls", "layout fallbacks"))
   want = (1, 0) if want_compiled else (0, 1)
   if got != want:
     path = "the compiled kernel" if want_compiled else "the eager fallback"
@@ -138,7 +158,7 @@ def wrong_path(jit, state, want_compiled):
 
 def check_aliasing(lab, rng, maximum, seed, report):
   n = min(37, maximum)
-  with lab.jit(maximum) as jit:
+  with new_jit(lab, maximum) as jit:
     for dtype, layout in ((np.float32, "contiguous"), (np.float64, "contiguous"), (np.float32, "x[::2]")):
       base_len, view = X_LAYOUTS[layout]
       base = (rng.standard_normal(base_len(n)) * 8).astype(dtype)
@@ -146,9 +166,9 @@ def check_aliasing(lab, rng, maximum, seed, report):
       want = x * x + 1
       case = f"in place (out is x): length={n} {describe(x)} seed={seed}"
       progress(f"lab {LAB} aliasing: {case}")
-      status, err = lab.call(jit, x, x)
+      status, err, _ = lab.call(jit, x, x)
       if status != 0:
-        report.fail(case, "guarded_jit_call failed: " + lab.failure(err))
+        report.fail(case, "guarded_jit_call failed: " + failure(err))
       elif (mismatch := compare(x, want, RTOL[np.dtype(dtype)])):
         report.fail(case, *mismatch)
     buf = np.arange(n + 1, dtype=np.float32)
@@ -164,15 +184,15 @@ def check_aliasing(lab, rng, maximum, seed, report):
 def expect_rejection(lab, jit, x, out, want, case, report, mentions=()):
   """Checks that the call fails with the error code named want and leaves jit's counts alone;
   the message must mention every value in mentions (house style: the value and the limit)."""
-  state = (jit.contents.compiled_calls, jit.contents.layout_fallbacks)
-  status, err = lab.call(jit, x, out)
-  got = lab.rt.error_name(err.code) if status else "UOPC_OK"
+  state = lab.fields(jit)
+  status, err, after = lab.call(jit, x, out)
+  got = err["name"]
   if status == 0 or got != want:
-    return report.fail(case, f"expected {want}, got status {status} ({got}): {err.message.decode()}")
-  missing = [str(v) for v in mentions if str(v) not in err.message.decode()]
+    return report.fail(case, f"expected {want}, got status {status} ({got}): {err['message']}")
+  missing = [str(v) for v in mentions if str(v) not in err["message"]]
   if missing:
-    report.fail(case, f"the {want} message should name {', '.join(missing)}: {err.message.decode()!r}")
-  if (jit.contents.compiled_calls, jit.contents.layout_fallbacks) != state:
+    report.fail(case, f"the {want} message should name {', '.join(missing)}: {err['message']!r}")
+  if after != state:
     report.fail(case, "a rejected call was counted as a compiled call or a fallback")
 
 
@@ -185,7 +205,7 @@ def check_rejections(lab, rng, maximum, seed, report):
     ("an i32 vector", np.arange(16, dtype=np.int32), np.int32, (16,), "UOPC_E_DTYPE", ("i32",)),
     ("a 2-D f32 array", np.ones((3, 4), f32), f32, (3, 4), "UOPC_E_INVALID", ()),
   ]
-  with lab.jit(maximum) as jit:
+  with new_jit(lab, maximum) as jit:
     for what, x, out_dtype, out_shape, code, mentions in inputs:
       buf, flat = poisoned(int(np.prod(out_shape)), out_dtype)
       out = flat.reshape(out_shape)
@@ -197,12 +217,11 @@ def check_rejections(lab, rng, maximum, seed, report):
   for bad in (0, INT32_MAX + 1):
     progress(f"lab {LAB} rejections: guarded_jit_new({bad})")
     jit, err = lab.new(bad)
-    got = lab.rt.error_name(err.code)
-    if jit:
-      lab.lib.guarded_jit_free(jit)
+    if jit is not None:
+      lab.free(jit)
       report.fail(f"guarded_jit_new({bad})", "expected NULL with UOPC_E_INVALID, got a jit")
-    elif got != "UOPC_E_INVALID":
-      report.fail(f"guarded_jit_new({bad})", f"expected UOPC_E_INVALID, got {got}: {err.message.decode()}")
+    elif err["name"] != "UOPC_E_INVALID":
+      report.fail(f"guarded_jit_new({bad})", f"expected UOPC_E_INVALID, got {err['name']}: {err['message']}")
   return "lengths 0 and maximum+1, i32, 2-D, maximum 0 and 2^31"
 
 
@@ -210,20 +229,18 @@ def check_counters(lab, rng, maximum, seed, report):
   """The chapter's example: lengths 1, 7, 31, 64, 7 then arange(20)[::2], all f32."""
   names = ("variants built", "compiled calls", "layout fallbacks")
   want = dict(zip(names, (1, 5, 1)))
-  before = {name: lab.rt.counter(name) for name in names}
+  before = lab.counters(list(names))
   inputs = [np.arange(n, dtype=np.float32) for n in (1, 7, 31, 64, 7)] + [np.arange(20, dtype=np.float32)[::2]]
-  with lab.jit(64) as jit:
+  with new_jit(lab, 64) as jit:
     for x in inputs:
       out = np.empty_like(x)
       progress(f"lab {LAB} counters: {describe(x)}")
-      status, err = lab.call(jit, x, out)
+      status, err, fields = lab.call(jit, x, out)
       if status != 0:
-        return report.fail(f"the example's call on {describe(x)}", lab.failure(err))
+        return report.fail(f"the example's call on {describe(x)}", failure(err))
       if (mismatch := compare(out, x * x + 1, RTOL[x.dtype])):
         report.fail(f"the example's call on {describe(x)}", *mismatch)
-    fields = dict(zip(names, (jit.contents.variants_built, jit.contents.compiled_calls,
-                              jit.contents.layout_fallbacks)))
-  delta = {name: lab.rt.counter(name) - before[name] for name in names}
+  delta = {name: value - before[name] for name, value in lab.counters(list(names)).items()}
   case = "after lengths 1, 7, 31, 64, 7 (f32 contiguous) and arange(20)[::2] (f32)"
   for name in names:
     if delta[name] != want[name]:
@@ -239,22 +256,28 @@ def main(argv=None):
   ap.add_argument("--seed", type=int, help="the random seed (default: a fresh one, printed)")
   ap.add_argument("--maximum", type=int, default=4096, help="the declared bound (default 4096)")
   ap.add_argument("--lengths", type=int, default=20, help="random lengths to draw (default 20)")
+  worker_options(ap)
   args = ap.parse_args(argv)
   if args.maximum < 2:
     ap.error("--maximum must be at least 2 (a partial overlap needs two elements)")
   seed, replay = start_check(LAB, "check_23_6", args, {"maximum": 4096})
   report = Report(LAB, replay)
   try:
-    lab = Lab(args.build)
-  except ffi.HarnessError as e:
+    lab = connect("harness.check_23_6", args)
+  except (ffi.HarnessError, WorkerDied, RemoteError) as e:
     print(f"FAIL lab {LAB} setup: {e}")
     return 2
   rng = np.random.default_rng(seed)
   common = (lab, rng, args.maximum, seed, report)
-  report.run("values", check_values, *common, args.lengths)
-  report.run("in place and overlap", check_aliasing, *common)
-  report.run("rejections", check_rejections, *common)
-  report.run("counters", check_counters, *common)
+  try:
+    report.run("values", check_values, *common, args.lengths)
+    report.run("in place and overlap", check_aliasing, *common)
+    report.run("rejections", check_rejections, *common)
+    report.run("counters", check_counters, *common)
+  except WorkerDied as e:
+    return died(LAB, e)
+  finally:
+    lab.close()
   return report.finish()
 
 

@@ -4,11 +4,18 @@ A check module runs named sub-checks; each failure prints the lab, the sub-check
 expected against got, and a command that replays the run with the same seed. Nothing prints a
 raw traceback: an unexpected exception becomes one FAIL line naming it.
 """
+import argparse
+import importlib
 import os
 import random
+import re
 import signal
+import socket
+from pathlib import Path
 
 import numpy as np
+
+from harness import remote
 
 DTYPE_NAMES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
                np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
@@ -68,10 +75,13 @@ class Report:
     self.failed, self.passed, self.current, self.count = [], [], None, 0
 
   def run(self, name, fn, *args):
-    """Runs one sub-check; fn returns a short note for its PASS line."""
+    """Runs one sub-check; fn returns a short note for its PASS line. A worker that died is not
+    this sub-check's failure to report: it ends the check (see connect)."""
     self.current, self.count = name, 0
     try:
       note = fn(*args)
+    except remote.WorkerDied:
+      raise
     except Exception as e:   # the whole point: one line, never a traceback
       self.fail(f"stopped by {type(e).__name__}: {e}")
     if self.count == 0:
@@ -161,3 +171,58 @@ class LabReport(Report):
     print(f"lab {self.lab}: stopped at a stub ({self.stub}); "
           f"{len(self.skipped)} later checks not run")
     return 1
+
+
+# ---- the worker -------------------------------------------------------------------------------
+
+def error_data(rt, status, err):
+  """A C call's error as data for the parent: its code's name ("UOPC_OK" when status is 0), where
+  and its message."""
+  return {"name": rt.error_name(err.code) if status else "UOPC_OK",
+          "where": err.where.decode(errors="replace"), "message": err.message.decode(errors="replace")}
+
+
+def failure(err):
+  """error_data as one line: "UOPC_E_BOUNDS in sym_dim_check: dim 'n' = 65 outside [1, 64]"."""
+  return f"{err['name']} in {err['where']}: {err['message']}"
+
+
+ENTRY = re.compile(r"^[A-Za-z0-9_.]+-[0-9a-f]{64}$")
+
+
+def cache_entries(cache):
+  """The names of the whole entries (<entry>-<sha256>/ with a manifest) in a cache directory."""
+  try:
+    return {p.name for p in Path(cache).iterdir() if ENTRY.match(p.name) and p.is_dir() and not p.is_symlink()
+            and (p / "manifest").is_file()}
+  except OSError:
+    return set()
+
+
+def worker_options(ap):
+  """The options of a check's main that say where its Lab runs (harness/remote.py)."""
+  ap.add_argument("--worker-fd", type=int, help=argparse.SUPPRESS)
+  ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
+  ap.add_argument("--local", action="store_true", help="load the library in this process (debugging)")
+
+
+def connect(module, args, keep_alignment=False):
+  """The check's Lab: a worker the grader started (--worker-fd, sandboxed), a worker started here,
+  or (--local) the library in this process. keep_alignment: the worker's buffers keep the
+  parent's addresses modulo 64 (the code under test chooses paths by alignment). Raises what the
+  Lab's constructor raised."""
+  from harness import ffi
+  known = (ffi.HarnessError, ffi.UopcError, NotImplementedYet)
+  if args.worker_fd is not None:
+    return remote.Remote(socket.socket(fileno=args.worker_fd), known, keep_alignment=keep_alignment)
+  if args.local:
+    return remote.Local(importlib.import_module(module).Lab(args.build))
+  if args.cache_dir is None:
+    args.cache_dir = os.environ.get("UOPC_CACHE_DIR")
+  return remote.start(module, args.build, known, keep_alignment=keep_alignment)
+
+
+def died(lab, error):
+  """The line a check prints when its worker is gone; the grader reads the rest from the worker."""
+  print(f"lab {lab}: the worker stopped: {error}", flush=True)
+  return 3

@@ -7,14 +7,17 @@
                                                                 every subfolder, N at a time
     .venv/bin/python -m harness.grade 23.1 --check              verdicts only (make lab-23.1)
 
-Each lab is built in a scratch copy from the student's files and the instructor's everything
-else, each test runs in its own sandboxed process, and the score comes from the lab's manifest
-(harness/manifests/). Prints progress, a table per lab, `Lab 23.k score: a/b`, the total, and
-last `N passed, N failed`; writes Gradescope's results.json after every test (--output).
-Options: --seed and --lengths fix the NumPy checks' random draws (printed when drawn),
---own-stages links the submission's own earlier stages instead of solutions/, --only ID runs
-one test (and what it needs), --run-as USER runs student code as that user (root only).
-Exit status: 0 when every test passed, 1 when one did not, 2 when the grade could not start.
+Each lab is built in a scratch copy from the student's files (regular files of the manifest's
+names, screened) and the instructor's everything else; every build and test runs in its own
+bubblewrap sandbox (or says why not), and its verdict comes from outside it; the score comes from
+the lab's manifest (harness/manifests/). Prints the sandbox in use, progress, a table per lab,
+`Lab 23.k score: a/b`, the total, and last `N passed, N failed`; writes Gradescope's results.json
+after every test (--output). Options: --seed and --lengths fix the NumPy checks' random draws
+(printed when drawn), --own-stages links the submission's own earlier stages instead of
+solutions/, --only ID runs one test (and what it needs), --run-as USER runs student code as that
+user (root only; else nobody when root, inside the sandbox). UOPC_GRADE_SANDBOX=off forces the
+fallback. Exit status: 0 when every test passed, 1 when one did not, 2 when the grade could not
+start (a missing submission included).
 """
 import argparse
 import os
@@ -25,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.grading import manifest as manifests_mod, sandbox, tables
+from harness.grading import hook, intake, manifest as manifests_mod, sandbox, tables
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
@@ -66,8 +69,10 @@ def grade(args):
   try:
     manifests, labs = load_manifests(args.labs)
     user = sandbox.lookup_user(args.run_as)
-  except (manifests_mod.ManifestError, KeyError) as e:
-    print(f"grade: cannot start: {e}")
+    if args.submission:
+      intake.check_submission(args.submission)
+  except (manifests_mod.ManifestError, KeyError, intake.IntakeError) as e:
+    print(f"grade: cannot start: {e.args[0] if e.args else e}")
     return 2
   seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
   lengths = args.lengths if args.lengths is not None else random.SystemRandom().randint(16, 32)
@@ -76,8 +81,10 @@ def grade(args):
   what = str(args.submission) if args.submission else f"{args.impl}/ of this tree"
   print(f"grading {what}: labs {', '.join(labs)}; held-out draws: seed={seed} lengths={lengths}"
         f" (replay with --seed {seed} --lengths {lengths}); timeout scale {sandbox.timeout_scale():g}", flush=True)
+  contained = sandbox.describe(user)
+  print("\n".join(contained), flush=True)
   results = ResultsFile(args.output)
-  results.notes.append(f"seed={seed} lengths={lengths}")
+  results.notes += [f"seed={seed} lengths={lengths}"] + contained
   scores = []
   for k, lab in enumerate(labs):
     print(f"\n== lab {lab}: {manifests[lab].title} ==", flush=True)
@@ -101,7 +108,10 @@ def summarize(scores, manifests, results, check_mode):
       lines.append(line)
   passed, failed = sum(s.passed for s in scores), sum(s.failed for s in scores)
   skipped = sum(s.skipped for s in scores)
+  lines += [f"warning: {w}" for w in hook.UNPROTECTED]
   print()
+  for w in hook.UNPROTECTED:
+    print(f"warning: {w}")
   if not check_mode:
     total = f"Total: {sum(s.earned for s in scores):g}/{sum(s.possible for s in scores):g}"
     print(total)
@@ -116,11 +126,16 @@ def summarize(scores, manifests, results, check_mode):
 
 def grade_many(args):
   """Each subfolder of --submissions, --jobs at a time, each in its own grader process."""
-  subs = sorted(p for p in args.submissions.iterdir() if p.is_dir())
+  if not args.submissions.is_dir():
+    print(f"grade: cannot start: the folder of submissions {args.submissions} does not exist")
+    return 2
+  subs = sorted(p for p in args.submissions.iterdir() if p.is_dir() and not p.is_symlink())
   out_dir = args.output or Path("grades")
   out_dir.mkdir(parents=True, exist_ok=True)
   seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-  print(f"grading {len(subs)} submissions, {args.jobs} at a time; seed={seed}", flush=True)
+  jobs = min(max(1, args.jobs), sandbox.grades_that_fit())
+  fit = f" (at most {jobs} fit: each grade may hold {sandbox.GRADE_MEMORY >> 30} GiB)" if jobs < args.jobs else ""
+  print(f"grading {len(subs)} submissions, {jobs} at a time{fit}; seed={seed}", flush=True)
 
   def one(sub):
     argv = [sys.executable, "-m", "harness.grade", *args.labs, "--submission", str(sub), "--seed", str(seed),
@@ -134,7 +149,7 @@ def grade_many(args):
     print(f"  {sub.name:<30} {(total or ['Total: ?'])[0]:<20} {last[0]}  (log: {out_dir / (sub.name + '.log')})", flush=True)
     return status
 
-  with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+  with ThreadPoolExecutor(jobs) as pool:
     statuses = list(pool.map(one, subs))
   print(f"{statuses.count(0)} passed, {len(statuses) - statuses.count(0)} failed")
   return 0 if all(s == 0 for s in statuses) else 1
@@ -148,6 +163,8 @@ def main(argv=None):
   except KeyboardInterrupt:
     print("\ngrade: interrupted (results.json holds every test finished so far)")
     return 130
+  finally:
+    sandbox.GRADE_LIMITS.remove()
   if os.environ.get("UOPC_GRADE_TIMING"):
     print(f"(graded in {time.monotonic() - start:.1f}s)")
   return status

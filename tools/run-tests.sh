@@ -18,6 +18,7 @@ fi
 [ "${1:-}" = -- ] && shift
 passed=0; failed=0
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch   # what a suite leaves there (testutil.h) goes with the scratch
 count() { sed -n "s/^\[  $1  \] \([0-9]*\) test.*/\1/p" "$2" | head -n 1; }
 
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -70,6 +71,7 @@ if [ $harness = 1 ]; then
     echo "FAIL the grader's own tests:"; cat "$scratch/unit"; failed=$((failed + 1))
   fi
   python_suite grader .venv/bin/python -m harness.grading.selfcheck
+  python_suite integrity .venv/bin/python -m harness.grading.integrity
 fi
 echo
 echo "$passed passed, $failed failed"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the workbook needs, only when it is missing: the C toolchain,
-# cmocka and OpenSSL's headers from apt (through sudo when not root), and a
-# .venv with NumPy for the harness. CUDA is optional and never installed here.
+# cmocka and OpenSSL's headers, bubblewrap (the grader's sandbox) from apt
+# (through sudo when not root), and a .venv with NumPy for the harness. CUDA is
+# optional and never installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,7 @@ command -v gcc >/dev/null || missing+=(gcc)
 command -v make >/dev/null || missing+=(make)
 [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
 [ -f /usr/include/openssl/evp.h ] || missing+=(libssl-dev)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 

@@ -1,62 +1,87 @@
-"""checks.py: the NumPy checks of a lab (harness/check_23_N.py), one process per lab.
+"""checks.py: the NumPy checks of a lab (harness/check_23_N.py): judged here, run in a sandbox.
 
-The check module runs once, through checkwrap, on the scratch build with the grade's seed and
-number of random lengths (both printed, so a run can be replayed). Its report lines give one
-Result per sub-check ("PASS lab 23.1 elementwise: ..." or "FAIL lab 23.1 elementwise: case"
-followed by indented details and a replay line). A sub-check that never reported: CRASH or
-TIMEOUT when the process died (with the case the harness noted as running), else NOT RUN
-(the check stopped earlier, for example at a stub).
+A check module has two halves (harness/remote.py). Its Lab, the only code that loads the
+student's library, runs in a worker process in the sandbox, on the scratch build. Its checks
+(the inputs, NumPy's answers, the comparisons) run in a trusted process started from the
+grader's own tree, outside the sandbox, which talks to the worker over a socket and prints the
+report: "PASS lab 23.1 elementwise: ..." or "FAIL lab 23.1 elementwise: case" followed by
+indented details and a replay line. No line the student's code prints can reach that report.
+
+A sub-check that never reported: CRASH or TIMEOUT when the worker died (with the case the check
+noted as running), else NOT RUN (the check stopped earlier, for example at a stub).
 """
+import os
 import re
-import secrets
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
-from harness.grading import sandbox
+from harness.grading import sandbox, scrub
+from harness.grading.manifest import ROOT
 from harness.grading.verdict import CRASH, FAIL, NOT_RUN, PASS, TIMEOUT, Result
 
 PROGRESS_ENV = "UOPC_HARNESS_PROGRESS"   # harness.common's note of the case about to run
 DETAIL_LINES = 20
+PARENT_GRACE = 30                         # seconds the trusted half may outlive its worker
 
 
 def module_for(lab):
   return f"harness.check_{lab.replace('.', '_')}"
 
 
-def has_check(root, lab):
-  return (Path(root) / "harness" / f"check_{lab.replace('.', '_')}.py").is_file()
+def has_check(lab):
+  return (ROOT / "harness" / f"check_{lab.replace('.', '_')}.py").is_file()
 
 
-def run_checks(lab, build_root, rundir, timeout, seed, lengths, replay_base, user=None):
-  """{sub-check name: Result} for the lab's check module, run on build_root/build/labs."""
-  nonce = secrets.token_hex(16)
+def run_checks(lab, ws, timeout, seed, lengths, replay_base, user=None):
+  """({sub-check name: Result}, the Result for sub-checks that never reported, replay)."""
+  rundir = ws.rundir()
+  try:
+    return _run(lab, ws, rundir, timeout, seed, lengths, replay_base, user)
+  finally:
+    rundir.close()
+
+
+def _run(lab, ws, rundir, timeout, seed, lengths, replay_base, user):
+  ours, theirs = socket.socketpair()
   progress = Path(rundir.path) / "progress"
-  build = f"{build_root}/build/labs"
-  argv = [sys.executable, "-m", "harness.grading.checkwrap", module_for(lab), "--build", build,
-          "--seed", str(seed), "--lengths", str(lengths)]
-  env = rundir.env(PYTHONPATH=str(build_root), **{PROGRESS_ENV: str(progress)})
-  out = sandbox.run(argv, rundir, env, timeout, stdin_text=nonce + "\n", user=user)
+  report_path = Path(rundir.path) / "report"
+  argv = [sys.executable, "-m", module_for(lab), "--build", "build/labs", "--seed", str(seed),
+          "--lengths", str(lengths), "--worker-fd", str(ours.fileno()), "--cache-dir", rundir.cache]
+  with open(report_path, "wb") as report:
+    parent = subprocess.Popen(argv, cwd=ROOT, stdout=report, stderr=subprocess.STDOUT, pass_fds=(ours.fileno(),),
+                              env=dict(os.environ, **{PROGRESS_ENV: str(progress)}))
+  ours.close()
+  worker = [sandbox.python(), "-m", "harness.remote", module_for(lab), "--build", f"{ws.root}/build/labs"]
+  env = rundir.env(PYTHONPATH=str(ws.root))
+  out = sandbox.run(worker, rundir, env, timeout, user=user, mounts=ws.mounts(), channel=theirs)
+  theirs.close()
+  try:
+    parent.wait(PARENT_GRACE)
+  except subprocess.TimeoutExpired:
+    parent.kill()
+    parent.wait()
   replay = f"{replay_base} --seed {seed} --lengths {lengths}"
-  results, status = parse(out.stdout, nonce, lab, build, replay)
+  results = parse(report_path.read_text(errors="replace"), lab, replay)
   running = progress.read_text().strip() if progress.exists() else ""
-  return results, _stopped(out, status, running, timeout), replay
+  stopped = _stopped(out, parent.returncode, running, timeout)
+  setup = results.pop("setup", None)
+  if setup and stopped.verdict == NOT_RUN:   # the Lab could not start: its reason for every sub-check
+    stopped = Result(FAIL, f"the check could not start: {setup.detail}", setup.lines[1:] + _tail(out.stderr))
+  return results, stopped, replay
 
 
-def parse(stdout, nonce, lab, build, replay):
-  """({name: Result}, the module's exit status or None) from the tagged lines."""
-  results, current, status = {}, None, None
-  for raw in stdout.splitlines():
-    if not raw.startswith(f"@{nonce} "):
-      continue
-    line = raw[len(nonce) + 2:].replace(build, "build/labs")
+def parse(text, lab, replay):
+  """{name: Result} from the trusted half's report."""
+  results, current = {}, None
+  for line in text.splitlines():
     m = re.match(rf"^(PASS|FAIL) lab {re.escape(lab)} ([^:]+?)(?:: (.*))?$", line)
     if m:
-      current = _record(results, m.group(2), m.group(1), m.group(3) or "")
-    elif line.startswith("@exit "):
-      status = line.split()[1]
+      current = _record(results, m.group(2), m.group(1), scrub.line(m.group(3) or ""))
     elif current and line.startswith("  "):
-      _detail(current, line.strip(), replay)
-  return results, status
+      _detail(current, scrub.line(line.strip()), replay)
+  return results
 
 
 def _record(results, name, word, text):
@@ -79,18 +104,17 @@ def _detail(result, text, replay):
     result.lines.append("  " + text)
 
 
-def _stopped(out, status, running, timeout):
-  """The Result for sub-checks that never reported, or None when the module simply finished."""
-  where = f" while running: {running}" if running else ""
+def _stopped(out, parent_status, running, timeout):
+  """The Result for sub-checks that never reported."""
+  where = f" while running: {scrub.line(running)}" if running else ""
   if out.timed_out:
     return Result(TIMEOUT, f"the check ran past {timeout * sandbox.timeout_scale():g}s{where}")
   if out.signal:
     return Result(CRASH, f"killed by {sandbox.signal_name(out.signal)}{where}", _tail(out.stderr))
-  if status is None:
-    return Result(CRASH, f"the check process ended (exit status {out.returncode}) without a report{where}",
-                  _tail(out.stderr))
+  if parent_status in (2, 3) and out.returncode:
+    return Result(CRASH, f"the check's worker ended (exit status {out.returncode}){where}", _tail(out.stderr))
   return Result(NOT_RUN, "the check stopped before this sub-check (see the failure above)")
 
 
 def _tail(text, n=10):
-  return [l for l in text.splitlines() if l.strip()][-n:]
+  return scrub.lines([l for l in text.splitlines() if l.strip()][-n:], n)

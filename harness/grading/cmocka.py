@@ -1,15 +1,16 @@
-"""cmocka.py: runs one cmocka case in its own process and reads its verdict.
+"""cmocka.py: runs one cmocka case in its own sandboxed process and judges it.
 
-The suite binary was built with grade_hook.h, so UOPC_GRADE_CASE selects the case and the
-nonce line proves the group returned. The verdict comes from the process first (a signal is
-a CRASH, a timeout a TIMEOUT, exit 0 without the nonce line EXITED EARLY), then from cmocka's
-lines for the case: [       OK ], [  FAILED  ] (with the messages before it; an exception
-that cmocka caught, such as a segmentation fault, is a CRASH) or [  SKIPPED ].
+The suite binary was linked with the grade hook (grade_hook.c), which selects the case
+(UOPC_GRADE_CASE) and, when the suite's main returns, reports its status (cmocka's count of
+failed cases) over a channel the student's code cannot write to. So the verdict rests on that
+record, not on what the process prints: a signal is a CRASH, a timeout a TIMEOUT, no record
+(exit(), _exit() or a forged summary before main returned) EXITED EARLY; then main must have
+returned 0, the process must have exited 0, and cmocka must have printed [ OK ] for the case.
+cmocka's own lines still give the messages of a failure and say when it caught a signal.
 """
 import re
-import secrets
 
-from harness.grading import sandbox
+from harness.grading import hook, sandbox, scrub
 from harness.grading.verdict import CRASH, EXITED, FAIL, PASS, SKIPPED, TIMEOUT, Result
 
 EXCEPTION = re.compile(r"Test failed with exception: (.*)")
@@ -17,42 +18,47 @@ RUN_COUNT = re.compile(r"^\[==========\] (\d+) test\(s\) run\.", re.M)
 MESSAGE_LINES = 25
 
 
-def run_case(binary, case, rundir, env, timeout, user=None, gpu=False):
+def run_case(binary, case, rundir, env, timeout, user=None, gpu=False, mounts=None):
   """The Result of one case of the suite at binary."""
-  nonce = secrets.token_hex(16)
-  out = sandbox.run([str(binary)], rundir, dict(env, UOPC_GRADE_CASE=case), timeout,
-                    stdin_text=nonce + "\n", user=user, gpu=gpu, merge=True)
-  return interpret(out, case, nonce, timeout * sandbox.timeout_scale())
+  out, record = hook.run([str(binary)], rundir, dict(env, UOPC_GRADE_CASE=case), timeout, user=user, gpu=gpu,
+                         merge=True, mounts=mounts)
+  return interpret(out, record, case, timeout * sandbox.timeout_scale())
 
 
-def interpret(out, case, nonce, timeout):
+def interpret(out, record, case, timeout):
   text = out.stdout + "\n" + out.stderr
   messages = case_messages(text, case)
   if out.timed_out:
     return Result(TIMEOUT, f"no answer after {timeout:g}s", messages)
+  if out.signal == 31:   # SIGSYS: the grade hook's seccomp filter
+    return Result(CRASH, "killed by SIGSYS: it touched the grader's channel or a call the grade forbids "
+                         "(ptrace, process_vm_*, pidfd_getfd, io_uring)", messages)
   if out.signal:
     return Result(CRASH, f"killed by {sandbox.signal_name(out.signal)}", messages)
   caught = EXCEPTION.search(text)
   if caught:
-    return Result(CRASH, f"{caught.group(1).strip()} (caught by cmocka)", messages)
-  summary = re.search(rf"^@grade {nonce} failed=(\d+)$", text, re.M)
-  if summary is None:
-    word = f"exit status {out.returncode}" if out.returncode else "exit status 0"
-    return Result(EXITED, f"the suite ended ({word}) before cmocka finished: exit() or _exit() in a test?",
+    return Result(CRASH, f"{scrub.line(caught.group(1).strip())} (caught by cmocka)", messages)
+  if record.problem:
+    return Result(FAIL, f"the grade hook's record is not valid ({record.problem})", messages)
+  if record.returned is None:
+    word = f"exit status {out.returncode}"
+    return Result(EXITED, f"the suite ended ({word}) before its main returned: exit(), _exit() or exec in a test?",
                   messages)
   ran = RUN_COUNT.search(text)
   if ran and ran.group(1) == "0":
     return Result(FAIL, f"the suite has no case named {case} (grader manifest out of date)")
-  if re.search(rf"^\[  SKIPPED \] {re.escape(case)}$", text, re.M):
+  clean = record.returned == 0 and out.returncode == 0
+  if clean and re.search(rf"^\[  SKIPPED \] {re.escape(case)}$", text, re.M):
     return Result(SKIPPED, first_line(messages) or "skipped by the test", messages)
-  if summary.group(1) == "0" and re.search(rf"^\[       OK \] {re.escape(case)}$", text, re.M):
+  if clean and re.search(rf"^\[       OK \] {re.escape(case)}$", text, re.M):
     return Result(PASS)
-  return Result(FAIL, first_line(messages) or f"failed (exit status {out.returncode})", messages)
+  why = f"failed (main returned {record.returned}, exit status {out.returncode})"
+  return Result(FAIL, first_line(messages) or why, messages)
 
 
 def case_messages(text, case):
   """The lines the case printed between its RUN line and its verdict (cmocka's own bracketed
-  lines left out), at most MESSAGE_LINES."""
+  lines left out), scrubbed and at most MESSAGE_LINES."""
   lines, inside = [], False
   for line in text.splitlines():
     if line.startswith(f"[ RUN      ] {case}"):
@@ -60,9 +66,9 @@ def case_messages(text, case):
       continue
     if inside and re.match(r"^\[ *(OK|FAILED|SKIPPED|PASSED|==========) *\]", line):
       break
-    if inside and line.strip() and not line.startswith("@grade "):
+    if inside and line.strip():
       lines.append(line.replace("[  ERROR   ] --- ", "").replace("[   LINE   ] --- ", ""))
-  return lines[:MESSAGE_LINES] + ([f"... {len(lines) - MESSAGE_LINES} more lines"] if len(lines) > MESSAGE_LINES else [])
+  return scrub.lines(lines, MESSAGE_LINES)
 
 
 def first_line(lines):

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from harness.grading import counters, manifest as manifests_mod, sandbox, workspace
+from harness.grading import counters, manifest as manifests_mod, workspace
 from harness.grading.manifest import ROOT
 
 
@@ -25,11 +25,12 @@ def scenarios(m, manifests):
     if problems or not build.ok or not build.built(workspace.driver_target(m.lab)):
       raise RuntimeError(f"lab {m.lab}: solutions/ did not build:\n" + "\n".join(problems + [build.log]))
     public, hidden = {}, {}
+    expected = (ROOT / m.lab_dir / "expected.log").read_text().splitlines()
     for t in (t for t in m.tests if t.kind == "driver"):
-      rd = sandbox.RunDir()
+      rd = ws.rundir()
       try:
-        r = counters.run_driver(build.root / workspace.driver_target(m.lab), ROOT / m.lab_dir / "expected.log",
-                                rd, t.timeout, bool(t.spec.get("warm")))
+        r = counters.run_driver(build.root / workspace.driver_target(m.lab), expected, rd, t.timeout,
+                                bool(t.spec.get("warm")), mounts=ws.mounts(workspace.driver_target(m.lab)))
       finally:
         rd.close()
       if not r.passed:

@@ -1,7 +1,9 @@
 """results.py: Gradescope's results.json, rewritten (atomically) after every test.
 
 Each test becomes {name, number, score, max_score, status, output, visibility}; a killed run
-leaves the file as it was after the last finished test. SKIPPED tests (no GPU, no CUDA compiler,
+leaves the file as it was after the last finished test. The grader's console output stays
+hidden from students (stdout_visibility): it prints every failure, held-out tests' included,
+which a student sees only through each test's own visibility. SKIPPED tests (no GPU, no CUDA compiler,
 an instructor-only suite absent from this tree) carry max_score 0: a missing GPU never costs.
 """
 import json
@@ -42,7 +44,7 @@ class ResultsFile:
     data = {"score": sum(t["score"] for t in self.tests),
             "execution_time": round(time.monotonic() - self.start, 1),
             "output": summary or "\n".join(self.notes), "visibility": "visible",
-            "stdout_visibility": "visible", "tests": self.tests}
+            "stdout_visibility": "hidden", "tests": self.tests}
     self.path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".results-")
     with os.fdopen(fd, "w") as f:

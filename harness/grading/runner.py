@@ -1,16 +1,18 @@
 """runner.py: grades one lab: builds its scratch copy, runs its tests in manifest order, scores.
 
-A test runs only when the lab's library built, its binary built, and every test it depends on
-passed; otherwise it is NOT RUN and says which prerequisite failed, so one mistake is not
-charged twice. A test that needs a GPU or a CUDA compiler this machine lacks is SKIPPED and its
-points leave the maximum. Anything unexpected inside the grader becomes that test's FAIL line.
+Everything the verdicts are compared with (the goldens, expected.log) is read when the grader
+starts, before any student code runs. A test runs only when the lab's library built, its binary
+built, and every test it depends on passed; otherwise it is NOT RUN and says which prerequisite
+failed, so one mistake is not charged twice. A test that needs a GPU or a CUDA compiler this
+machine lacks is SKIPPED and its points leave the maximum. Anything unexpected inside the grader
+becomes that test's FAIL line.
 """
 import os
 import shutil
 import traceback
 from dataclasses import dataclass, field
 
-from harness.grading import checks, cmocka, counters, sandbox, tables, workspace
+from harness.grading import checks, cmocka, counters, scrub, tables, workspace
 from harness.grading.manifest import ROOT
 from harness.grading.verdict import FAIL, NOT_RUN, PASS, SKIPPED, Result
 
@@ -26,6 +28,7 @@ class Options:
   user: object = None                # a passwd entry: run student code as this user
   check_mode: bool = False           # make lab-23.k: verdicts without points
   keep: bool = False                 # keep the scratch copies (for debugging the grader)
+  screen: str = "all"                # "library": skip the source screen, "none": both (integrity.py)
 
 
 @dataclass
@@ -57,12 +60,28 @@ def replay_base(lab, opts):
   return " ".join(parts)
 
 
+def references(m):
+  """What a lab's verdicts are compared with, read now: expected.log's lines and the golden
+  counters of each counters test (an error text in place of those that cannot be read)."""
+  expected = (ROOT / m.lab_dir / "expected.log").read_text().splitlines() \
+    if (ROOT / m.lab_dir / "expected.log").is_file() else []
+  goldens = {}
+  for t in m.tests:
+    if t.kind == "counters":
+      try:
+        goldens[t.id] = counters.load_golden(m.lab, t.spec["scenario"])
+      except (OSError, ValueError, KeyError) as e:
+        goldens[t.id] = f"no golden counters to compare with: {e}"
+  return expected, goldens
+
+
 class LabGrader:
   def __init__(self, manifest, manifests, opts, results, number_base):
     self.m, self.manifests, self.opts, self.results = manifest, manifests, opts, results
     self.score = LabScore(manifest.lab)
     self.done, self.caps, self.number = {}, capabilities(), number_base
-    self.numpy = None
+    self.numpy, self.ws = None, None
+    self.expected, self.goldens = references(manifest)
 
   def tests(self):
     return [t for t in self.m.tests if not self.opts.only or t.id in self.opts.only or
@@ -79,13 +98,18 @@ class LabGrader:
     return found
 
   def grade(self):
-    ws = workspace.Workspace(self.m, self.manifests, self.opts.submission, self.opts.impl,
-                             self.opts.own_stages, self.opts.user)
+    ws = self.ws = workspace.Workspace(self.m, self.manifests, self.opts.submission, self.opts.impl,
+                                       self.opts.own_stages, self.opts.user, self.opts.screen)
+    scrub.hide_path(ws.root, "")
+    scrub.hide_path(ws.top, "<scratch>")
+    scrub.hide_path(ROOT, "<grader>")
     try:
       build = self._build(ws)
       for test in self.tests():
         self._record(test, self._safe_run(test, build))
     finally:
+      scrub.forget_path(ws.root)
+      scrub.forget_path(ws.top)
       if self.opts.keep:
         print(f"  (scratch copy kept: {ws.root})")
       else:
@@ -93,7 +117,10 @@ class LabGrader:
     return self.score
 
   def _build(self, ws):
-    problems = ws.prepare()
+    try:
+      problems = ws.prepare()
+    except RuntimeError as e:   # the grader's own build failed: not the student's doing
+      problems = [f"the grader could not prepare this lab: {e}"]
     targets = sorted({workspace.suite_target(t.spec["suite"], self.m.lab) for t in self.tests()
                       if t.kind == "cmocka" and (ROOT / t.spec["suite"]).is_file()})
     if any(t.kind == "driver" for t in self.tests()):
@@ -101,9 +128,11 @@ class LabGrader:
     build = ws.build(targets)
     for note in build.notes:
       print(f"  {note}")
+    if build.ok and not problems and self.opts.screen != "none":
+      problems += ws.screen_libraries(build)
     ok = build.ok and not problems
     said = [l for l in build.log.splitlines() if not l.lstrip().startswith(("CC ", "LINK ", "TEST "))]
-    text = "\n".join(problems + said)
+    text = "\n".join(problems + scrub.lines(said, workspace.DIAGNOSTIC_LINES))
     self.results.add_note(self.m.lab, f"{self.m.lab}.0", "build", ok,
                           ("the lab built\n" if ok else "the lab did not build:\n") + "\n".join(build.notes + [text]))
     if not ok:
@@ -135,9 +164,6 @@ class LabGrader:
         return Result(NOT_RUN, f"needs {dep}, which " + (f"gave {r.verdict}" if r else "did not run"))
     return getattr(self, f"_run_{test.kind}")(test, build)
 
-  def _rundir(self):
-    return sandbox.RunDir(self.opts.user)
-
   def _run_cmocka(self, test, build):
     suite = test.spec["suite"]
     if not (ROOT / suite).is_file():
@@ -145,10 +171,10 @@ class LabGrader:
     binary = workspace.suite_target(suite, self.m.lab)
     if not build.built(binary):
       return Result(NOT_RUN, f"the suite {suite} did not build (see the build diagnostics)")
-    rd = self._rundir()
+    rd = self.ws.rundir()
     try:
       r = cmocka.run_case(build.root / binary, test.spec["case"], rd, rd.env(), test.timeout,
-                          self.opts.user, "gpu" in test.needs)
+                          self.opts.user, "gpu" in test.needs, self.ws.mounts(binary))
     finally:
       rd.close()
     if r.verdict == SKIPPED and not test.needs:
@@ -162,34 +188,29 @@ class LabGrader:
     binary = workspace.driver_target(self.m.lab)
     if not build.built(binary):
       return Result(NOT_RUN, f"the driver {binary} did not build (see the build diagnostics)")
-    rd = self._rundir()
+    rd = self.ws.rundir()
     try:
-      r = counters.run_driver(build.root / binary, ROOT / self.m.lab_dir / "expected.log", rd,
-                              test.timeout, bool(test.spec.get("warm")), self.opts.user)
+      r = counters.run_driver(build.root / binary, self.expected, rd, test.timeout, bool(test.spec.get("warm")),
+                              self.opts.user, self.ws.mounts(binary))
     finally:
       rd.close()
     r.replay = f"make lab-{self.m.lab}" + ("   (twice with the same UOPC_CACHE_DIR)" if test.spec.get("warm") else "")
     return r
 
   def _run_counters(self, test, build):
-    try:
-      golden = counters.load_golden(self.m.lab, test.spec["scenario"])
-    except (OSError, ValueError, KeyError) as e:
-      return Result(FAIL, f"no golden counters to compare with: {e}")
+    golden = self.goldens[test.id]
+    if isinstance(golden, str):
+      return Result(FAIL, golden)
     r = counters.compare(self.done[test.spec["scenario"]], golden, test.spec["keys"])
     r.replay = f"UOPC_COUNTERS_JSON=/tmp/c.json make lab-{self.m.lab} && cat /tmp/c.json   (reference: goldens/{self.m.lab}.json)"
     return r
 
   def _run_numpy(self, test, build):
     if self.numpy is None:
-      if not checks.has_check(build.root, self.m.lab):
+      if not checks.has_check(self.m.lab):
         return Result(SKIPPED, f"harness/check_{self.m.lab.replace('.', '_')}.py is not in this tree")
-      rd = self._rundir()
-      try:
-        self.numpy = checks.run_checks(self.m.lab, build.root, rd, test.timeout, self.opts.seed,
-                                       self.opts.lengths, replay_base(self.m.lab, self.opts), self.opts.user)
-      finally:
-        rd.close()
+      self.numpy = checks.run_checks(self.m.lab, self.ws, test.timeout, self.opts.seed, self.opts.lengths,
+                                     replay_base(self.m.lab, self.opts), self.opts.user)
     found, stopped, replay = self.numpy
     r = found.get(test.spec["check"]) or Result(stopped.verdict, stopped.detail, list(stopped.lines))
     if not r.passed:
@@ -216,4 +237,4 @@ class LabGrader:
     if r.table and r.passed:
       output += "\n" + "\n".join(tables.counter_table(r.table))
     self.number += 1
-    self.results.add(self.m.lab, f"{self.m.lab}.{self.number}", test, r, earned, counted, output)
+    self.results.add(self.m.lab, f"{self.m.lab}.{self.number}", test, r, earned, counted, scrub.test_output(output))

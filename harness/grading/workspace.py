@@ -1,13 +1,24 @@
 """workspace.py: builds one lab of a submission in a scratch copy of the instructor's tree.
 
-The copy holds the instructor's runtime (uopc/), headers, drivers, tests, harness and Makefile;
-only the student files of the lab under grade (the manifest's student_files) come from the
-submission, so student edits to anything else are ignored. The earlier stages it links come
-from solutions/ (or, with own_stages or in a tree without solutions/, from the submission), so
-one broken stage cannot zero the next. The build runs the project Makefile with IMPL=labs, so
-the flags are those of `make test`; grade_hook.h is appended to the copy's tests/testutil.h to
-run one case per process. Instructor-only suites (tests/hidden/23.N/x.c) become tests/23.N/hidden_x.c.
+Two builds, two kinds of trust:
+
+  TrustedBuild  in the grader's own tree, of what no student wrote: the runtime (libuopc.so), the
+                grade hook (libgradehook.so), the given objects of every lab, the reference
+                libraries of solutions/ and the held-out suites as objects. The project Makefile
+                does it (make -f Makefile -f harness/grading/grade.mk), once per grade.
+  Workspace     a scratch tree per lab: the instructor's headers, drivers, public suites and
+                Makefile, the lab's student files from the submission (intake.py: regular files
+                of the manifest's names only), and the trusted build's products copied in. The
+                earlier stages a lab links are the reference's libraries (or, with own_stages or
+                in a tree without solutions/, built from the submission), so one broken stage
+                cannot zero the next. Held-out suites and the reference enter only as objects.
+
+The scratch build runs in the sandbox as the sandbox user: the tree read-only, only build/
+writable; make's -o keeps the trusted products as they are. Tests then see the tree read-only,
+each suite seeing only its own binary of build/labs/tests/ (so a visible test cannot read a
+held-out suite's binary).
 """
+import fcntl
 import os
 import shlex
 import shutil
@@ -16,13 +27,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.grading import sandbox
+from harness.grading import intake, sandbox, screen
 from harness.grading.manifest import ROOT
 
-HOOK = Path(__file__).with_name("grade_hook.h")
 BUILD = "build/labs"
+GRADE_MK = "harness/grading/grade.mk"
+HOOK = f"{BUILD}/grade/libgradehook.so"
 MAKE_TIMEOUT = 300
 DIAGNOSTIC_LINES = 40
+WORKER_FILES = ("harness/__init__.py", "harness/ffi.py", "harness/common.py", "harness/remote.py")
 
 
 @dataclass
@@ -38,15 +51,6 @@ class Build:
     return (self.root / rel).exists()
 
 
-def find_student_file(submission, lab_dir, name):
-  """The submission's copy of a student file: tree layout (labs/<lab>/x.c), a lab folder
-  (<lab>/x.c) or a flat upload (x.c). None when it has none."""
-  for rel in (Path("labs") / lab_dir / name, Path(lab_dir) / name, Path(name)):
-    if (submission / rel).is_file():
-      return submission / rel
-  return None
-
-
 def suite_name(suite):
   """A suite's binary name: test_x, or hidden_test_x for tests/hidden/."""
   return ("hidden_" if "/hidden/" in suite else "") + Path(suite).stem
@@ -60,72 +64,188 @@ def driver_target(lab):
   return f"{BUILD}/bin/lab-{lab}"
 
 
+def lab_lib(lab, build=BUILD):
+  return f"{build}/lib/liblab{lab.replace('.', '_')}.so"
+
+
+def given_files(m):
+  """The lab's .c files that are neither student files nor its driver."""
+  folder = ROOT / m.lab_dir
+  return sorted(p.name for p in folder.glob("*.c") if p.name != "main.c" and p.name not in m.student_files)
+
+
+def has_solutions(m):
+  return (ROOT / "solutions" / Path(m.lab_dir).name).is_dir()
+
+
+# ---- the grader's own build ---------------------------------------------------------------------
+
+class TrustedBuild:
+  """The products of the grader's tree a scratch copy needs; made once per grader process."""
+  _made = {}
+
+  @classmethod
+  def ensure(cls, manifests):
+    """{relative path in a scratch build: absolute path} of every trusted product, or raises
+    RuntimeError with make's output."""
+    key = tuple(sorted(manifests))
+    if key not in cls._made:
+      cls._made[key] = cls._build(manifests)
+    return cls._made[key]
+
+  @classmethod
+  def _build(cls, manifests):
+    labs = [f"{BUILD}/lib/libuopc.so", HOOK]
+    refs, products = [], {f"{BUILD}/lib/libuopc.so": ROOT / BUILD / "lib/libuopc.so",
+                          f"{BUILD}/lib/libgradehook.so": ROOT / HOOK}
+    for lab, m in manifests.items():
+      for name in given_files(m):
+        obj = f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o"
+        labs.append(obj)
+        products[obj] = ROOT / obj
+      for t in m.tests:
+        suite = t.spec.get("suite", "")
+        if t.kind == "cmocka" and "/hidden/" in suite and (ROOT / suite).is_file():
+          obj = f"{BUILD}/grade/hidden/{lab}/{Path(suite).stem}.o"
+          labs.append(obj)
+          products[f"hidden/{lab}/{Path(suite).stem}.o"] = ROOT / obj
+      if has_solutions(m):
+        refs.append(lab_lib(lab, "build/solutions"))
+        products[f"reference/{lab_lib(lab)}"] = ROOT / lab_lib(lab, "build/solutions")
+    ROOT.joinpath("build").mkdir(exist_ok=True)
+    with open(ROOT / "build" / ".grade-lock", "w") as lock:
+      fcntl.flock(lock, fcntl.LOCK_EX)     # grades run side by side (--jobs) build this once
+      for impl, targets in (("labs", sorted(set(labs))), ("solutions", refs)):
+        if targets:
+          done = subprocess.run(["make", "-s", "-f", "Makefile", "-f", GRADE_MK, f"-j{os.cpu_count() or 2}",
+                                 f"IMPL={impl}"] + targets, cwd=ROOT, capture_output=True, text=True)
+          if done.returncode != 0:
+            raise RuntimeError(f"the grader's own build (IMPL={impl}) failed:\n{done.stdout}{done.stderr}")
+    return products
+
+
+# ---- one lab's scratch copy ---------------------------------------------------------------------
+
 class Workspace:
   """The scratch copy for one lab; remove() deletes it."""
 
-  def __init__(self, manifest, manifests, submission, impl, own_stages, user=None):
-    self.m, self.manifests = manifest, manifests
+  def __init__(self, manifest, manifests, submission, impl, own_stages, user=None, screen="all"):
+    self.m, self.manifests, self.screen = manifest, manifests, screen
     self.submission = Path(submission) if submission else None
     self.impl, self.own_stages, self.user = impl, own_stages, user
-    self.root = Path(tempfile.mkdtemp(prefix=f"uopc-grade-{manifest.lab}-"))
-    self.notes = []
+    self.top = Path(tempfile.mkdtemp(prefix=f"uopc-grade-{manifest.lab}-"))   # 0700: ours alone
+    self.root = self.top / "tree"
+    self.hidden = self.top / "hidden"
+    self.notes, self.kept = [], []      # kept: trusted products make must not remake
+    self.screened = []                  # the labs built here from student files
+    if not sandbox.jail().bwrap and sandbox.sandbox_user(user):
+      os.chmod(self.top, 0o711)         # the fallback's --run-as user must reach the tree
 
   def remove(self):
-    shutil.rmtree(self.root, ignore_errors=True)
+    shutil.rmtree(self.top, ignore_errors=True)
+
+  def rundir(self):
+    """A fresh run directory beside the tree (not inside it: the tree is read-only to tests)."""
+    return sandbox.RunDir(self.user, parent=str(self.top))
 
   def prepare(self):
-    """Copies the tree; returns the problems found (a student file missing)."""
-    for rel in ("uopc", "harness", "Makefile"):
+    """Makes the tree; returns the problems found (a student file missing or refused)."""
+    products = TrustedBuild.ensure(self.manifests)
+    self.root.mkdir(mode=0o755)
+    self.hidden.mkdir(mode=0o755)
+    for rel in ("Makefile", GRADE_MK, "tests/testutil.h") + WORKER_FILES:
       _copy(ROOT / rel, self.root / rel)
-    (self.root / "tests" / self.m.lab).mkdir(parents=True)
-    shutil.copy2(ROOT / "tests" / "testutil.h", self.root / "tests" / "testutil.h")
-    shutil.copy2(HOOK, self.root / "tests" / HOOK.name)
-    with open(self.root / "tests" / "testutil.h", "a") as f:
-      f.write('\n#include "grade_hook.h"   /* added by the grader */\n')
-    for suite in {t.spec["suite"] for t in self.m.tests if t.kind == "cmocka"}:
-      if (ROOT / suite).is_file():
-        shutil.copy2(ROOT / suite, self.root / "tests" / self.m.lab / (suite_name(suite) + ".c"))
+    _copy(ROOT / "harness" / f"check_{self.m.lab.replace('.', '_')}.py",
+          self.root / "harness" / f"check_{self.m.lab.replace('.', '_')}.py", missing_ok=True)
+    shutil.copytree(ROOT / "uopc" / "include", self.root / "uopc" / "include")
+    (self.root / "tests" / self.m.lab).mkdir(parents=True, exist_ok=True)
+    for suite in sorted({t.spec["suite"] for t in self.m.tests if t.kind == "cmocka"}):
+      if "/hidden/" not in suite and (ROOT / suite).is_file():
+        _copy(ROOT / suite, self.root / "tests" / self.m.lab / Path(suite).name)
+    self._place(products, f"{BUILD}/lib/libuopc.so")
+    self._place(products, f"{BUILD}/lib/libgradehook.so")
+    for rel, src in products.items():
+      if rel.startswith(f"hidden/{self.m.lab}/"):
+        _copy(src, self.top / rel)
     problems = []
     for lab in self.m.deps + [self.m.lab]:
-      problems += self._lab_files(self.manifests[lab], lab == self.m.lab)
-    if self.user:
-      subprocess.run(["chown", "-R", f"{self.user.pw_uid}:{self.user.pw_gid}", str(self.root)], check=False)
+      problems += self._stage(self.manifests[lab], lab == self.m.lab, products)
+    self._hand_build_to_sandbox()
     return problems
 
-  def _lab_files(self, m, graded):
-    """The lab's folder from the instructor, its student files from their source."""
-    _copy(ROOT / m.lab_dir, self.root / m.lab_dir)
-    where, find = self._source(m, graded)
+  def _place(self, products, rel, src_key=None):
+    _copy(products[src_key or rel], self.root / rel)
+    self.kept.append(rel)
+
+  def _stage(self, m, graded, products):
+    """One stage of the tree: the reference's library and the lab's headers, or the lab's folder
+    with its student files from their source and its given objects from the trusted build."""
+    reference = f"reference/{lab_lib(m.lab)}"
+    if not graded and not self.own_stages and reference in products:
+      self.notes.append(f"lab {m.lab}: the reference's library (solutions/, as built by the grader)")
+      for h in (ROOT / m.lab_dir).glob("*.h"):
+        _copy(h, self.root / m.lab_dir / h.name)
+      self._place(products, lab_lib(m.lab), reference)
+      return []
+    shutil.copytree(ROOT / m.lab_dir, self.root / m.lab_dir, dirs_exist_ok=True)
+    for name in given_files(m):
+      self._place(products, f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o")
+    got, where = self._read(m, graded)
     self.notes.append(f"lab {m.lab}: student files from {where}")
-    problems = []
+    self.screened.append(m.lab)
+    problems = list(got.refused)
     for name in m.student_files:
-      src = find(name)
-      if src is None:
-        problems.append(f"{m.lab_dir}/{name} is missing from {where}")
-        (self.root / m.lab_dir / name).unlink(missing_ok=True)
+      dst = self.root / m.lab_dir / name
+      handout = ROOT / m.lab_dir / name
+      refused = screen.check_file(f"{m.lab_dir}/{name}", got.files[name].decode("latin-1"),
+                                  handout.read_text(encoding="latin-1")) \
+        if name in got.files and handout.is_file() and self.screen == "all" else []
+      problems += [f"refused {r}" for r in refused]
+      if name in got.files and not refused:
+        dst.write_bytes(got.files[name])
       else:
-        shutil.copyfile(src, self.root / m.lab_dir / name)
+        dst.unlink(missing_ok=True)
+        if name not in got.files and not any(name in r for r in got.refused):
+          problems.append(f"{m.lab_dir}/{name} is missing from {where}")
     return problems
 
-  def _source(self, m, graded):
-    """(where, name -> path or None) for a lab's student files."""
+  def _read(self, m, graded):
+    """(Intake, where) of a stage's student files."""
     lab_name = Path(m.lab_dir).name
-    solutions = ROOT / "solutions" / lab_name
-    if self.impl == "solutions" or (not graded and not self.own_stages and solutions.is_dir()):
-      return "solutions/", lambda name: _file(solutions / name)
+    if self.impl == "solutions" or (not graded and not self.own_stages and has_solutions(m)):
+      return intake.read_files(ROOT / "solutions", lab_name, m.student_files), "solutions/"
     if self.submission is None:
-      return "labs/ (this tree)", lambda name: _file(ROOT / m.lab_dir / name)
-    return str(self.submission), lambda name: find_student_file(self.submission, lab_name, name)
+      return intake.read_files(ROOT / "labs", lab_name, m.student_files), "labs/ (this tree)"
+    return intake.read_files(self.submission, lab_name, m.student_files, self.user), str(self.submission)
+
+  def _hand_build_to_sandbox(self):
+    """build/ belongs to the sandbox user, so that the sandboxed make can write there; the rest
+    of the tree stays the grader's (and read-only to every sandbox)."""
+    who = sandbox.sandbox_user(self.user)
+    self.root.joinpath(BUILD).mkdir(parents=True, exist_ok=True)
+    if who:
+      for path in [self.root / "build"] + list((self.root / "build").rglob("*")):
+        if path.is_dir():
+          os.chown(path, who.pw_uid, who.pw_gid)
+
+  def mounts(self, binary=None):
+    """What a test sees: the tree read-only, and of the suites only its own binary."""
+    tests = str(self.root / BUILD / "tests")
+    os.makedirs(tests, exist_ok=True)
+    return sandbox.Mounts(ro=[str(self.root)], hide=[tests],
+                          show=[str(self.root / binary)] if binary and "/tests/" in binary else [])
 
   def build(self, targets):
-    """Runs make for the lab's library and the targets (-k: a failed target costs only the
-    tests that need it). Returns a Build."""
-    lib = f"{BUILD}/lib/liblab{self.m.lab.replace('.', '_')}.so"
-    argv = ["make", "-k", "-s", f"-j{os.cpu_count() or 2}", "IMPL=labs", lib] + targets
-    rundir = sandbox.RunDir(self.user)
+    """Runs make for the lab's library and the targets in the sandbox (-k: a failed target costs
+    only the tests that need it). Returns a Build."""
+    lib = lab_lib(self.m.lab)
+    argv = ["make", "-k", "-s", "-f", "Makefile", "-f", GRADE_MK, f"-j{os.cpu_count() or 2}", "IMPL=labs",
+            "GRADE_SCRATCH=1", f"GRADE_HIDDEN={self.hidden}"] + [f"-o{k}" for k in self.kept] + [lib] + targets
+    rundir = self.rundir()
     try:
       script = f"cd {shlex.quote(str(self.root))} && exec {shlex.join(argv)} 2>&1"
-      out = sandbox.run(["bash", "-c", script], rundir, rundir.env(), MAKE_TIMEOUT, user=self.user)
+      mounts = sandbox.Mounts(ro=[str(self.root), str(self.hidden)], rw=[str(self.root / "build")])
+      out = sandbox.run(["bash", "-c", script], rundir, rundir.env(), MAKE_TIMEOUT, user=self.user, mounts=mounts)
     finally:
       rundir.close()
     log = out.stdout + out.stderr
@@ -135,16 +255,35 @@ class Workspace:
     return Build(self.root, lib not in missing, _diagnostics(log, self.root), missing, self.notes)
 
 
-def _file(path):
-  return path if path.is_file() else None
+  def screen_libraries(self, build):
+    """Refusals for the libraries built here from student files (screen.check_library)."""
+    def tool(argv):
+      rundir = self.rundir()
+      try:
+        return sandbox.run(argv, rundir, rundir.env(), 60, user=self.user, mounts=self.mounts()).stdout
+      finally:
+        rundir.close()
+    trusted = [ROOT / BUILD / "lib/libuopc.so", ROOT / HOOK] + \
+              [ROOT / lab_lib(d, "build/solutions") for d in self.m.deps if d not in self.screened and
+               (ROOT / lab_lib(d, "build/solutions")).is_file()]
+    refusals = []
+    for lab in self.screened:
+      m, lib = self.manifests[lab], self.root / lab_lib(lab)
+      if not lib.is_file():
+        continue
+      reference = ROOT / lab_lib(lab, "build/solutions")
+      allowed = screen.symbols(reference, "undefined") if reference.is_file() else set()
+      for name in given_files(m):
+        allowed |= screen.symbols(ROOT / BUILD / "obj" / m.lab_dir / f"{name[:-2]}.o", "undefined")
+      refusals += [f"refused {lab_lib(lab)}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
+    return refusals
 
 
-def _copy(src, dst):
-  if src.is_dir():
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "build"))
-  else:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src, dst)
+def _copy(src, dst, missing_ok=False):
+  if missing_ok and not src.exists():
+    return
+  dst.parent.mkdir(parents=True, exist_ok=True)
+  shutil.copy2(src, dst)
 
 
 def _diagnostics(log, root):

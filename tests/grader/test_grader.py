@@ -2,7 +2,10 @@
 
     .venv/bin/python -m unittest discover -s tests/grader
 
-The verdict parser on crafted cmocka output (a forged pass, an early exit, a caught signal),
+Intake's refusals (a link, a hard link, a file too large), the screen's rules on a small handout,
+the worker protocol (a view round trip, a guard page that faults), the verdict parser on crafted
+cmocka output and hook records (a forged pass, an early exit, a caught signal, a record that is
+not the hook's),
 the manifest's point check against a README, the broken-variant reader, and one end-to-end
 grade of an adversarial submission: a function that aborts (CRASH), one that loops (TIMEOUT)
 and one that prints cmocka's pass lines and exits (EXITED EARLY), next to a test that passes.
@@ -16,12 +19,20 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness.grading import cmocka, manifest, sandbox, selfcheck
+import socket
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+from harness import remote
+from harness.grading import cmocka, hook, intake, manifest, sandbox, screen, selfcheck
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
 ROOT = manifest.ROOT
-NONCE = "0123abcd"
+RETURNED_0 = "grade-hook 1 protected\nmain returned 0\n"
 
 
 def outcome(text, returncode=0, timed_out=False):
@@ -29,35 +40,44 @@ def outcome(text, returncode=0, timed_out=False):
 
 
 class InterpretTest(unittest.TestCase):
-  OK = "[ RUN      ] t\n[       OK ] t\n[==========] 1 test(s) run.\n@grade 0123abcd failed=0\n"
+  OK = "[ RUN      ] t\n[       OK ] t\n[==========] 1 test(s) run.\n"
 
-  def verdict(self, text, rc=0, timed_out=False):
-    return cmocka.interpret(outcome(text, rc, timed_out), "t", NONCE, 10).verdict
+  def verdict(self, text, record="", rc=0, timed_out=False):
+    return cmocka.interpret(outcome(text, rc, timed_out), hook.parse(record), "t", 10).verdict
 
-  def test_pass_needs_the_nonce_line(self):
-    self.assertEqual(self.verdict(self.OK), "PASS")
-    self.assertEqual(self.verdict(self.OK.replace(NONCE, "forged")), "EXITED EARLY")
+  def test_pass_needs_the_hooks_record(self):
+    self.assertEqual(self.verdict(self.OK, RETURNED_0), "PASS")
+    self.assertEqual(self.verdict(self.OK), "EXITED EARLY")
 
   def test_forged_ok_then_exit_is_exited_early(self):
     self.assertEqual(self.verdict("[ RUN      ] t\n[       OK ] t\n[  PASSED  ] 1 test(s).\n"), "EXITED EARLY")
 
+  def test_main_returning_failures_is_a_fail_whatever_was_printed(self):
+    self.assertEqual(self.verdict(self.OK, RETURNED_0.replace("returned 0", "returned 1"), rc=1), "FAIL")
+    self.assertEqual(self.verdict(self.OK, RETURNED_0, rc=1), "FAIL")
+
+  def test_a_record_not_of_the_hooks_form_fails(self):
+    self.assertEqual(self.verdict(self.OK, "main returned 0\n"), "FAIL")
+    self.assertEqual(self.verdict(self.OK, RETURNED_0 + RETURNED_0), "FAIL")
+
   def test_signal_and_timeout(self):
     self.assertEqual(self.verdict("[ RUN      ] t\n", rc=-6), "CRASH")
+    self.assertEqual(self.verdict("[ RUN      ] t\n", rc=-31), "CRASH")
     self.assertEqual(self.verdict("[ RUN      ] t\n", timed_out=True), "TIMEOUT")
-    caught = "[ RUN      ] t\nTest failed with exception: Segmentation fault(11)\n[  FAILED  ] t\n@grade 0123abcd failed=1\n"
-    self.assertEqual(self.verdict(caught, rc=1), "CRASH")
+    caught = "[ RUN      ] t\nTest failed with exception: Segmentation fault(11)\n[  FAILED  ] t\n"
+    self.assertEqual(self.verdict(caught, RETURNED_0.replace("returned 0", "returned 1"), rc=1), "CRASH")
 
   def test_failure_keeps_the_message(self):
-    text = "[ RUN      ] t\nERROR: expected 1, got 2\n[  FAILED  ] t\n@grade 0123abcd failed=1\n"
-    r = cmocka.interpret(outcome(text, 1), "t", NONCE, 10)
+    text = "[ RUN      ] t\nERROR: expected 1, got 2\n[  FAILED  ] t\n"
+    r = cmocka.interpret(outcome(text, 1), hook.parse(RETURNED_0.replace("returned 0", "returned 1")), "t", 10)
     self.assertEqual((r.verdict, r.detail), ("FAIL", "ERROR: expected 1, got 2"))
 
 
 class ManifestTest(unittest.TestCase):
   def test_every_lab_loads_and_adds_up(self):
-    for lab in manifest.available():
+    for lab in manifest.available():   # a handout's manifests hold the held-out points apart
       m = manifest.load(lab)
-      self.assertEqual(m.max_points, 20 if m.worked else 100, lab)
+      self.assertEqual(m.max_points + sum(m.held_out.values()), 20 if m.worked else 100, lab)
 
   def test_points_that_disagree_with_the_readme_are_an_error(self):
     tree = Path(tempfile.mkdtemp())
@@ -72,9 +92,86 @@ class ManifestTest(unittest.TestCase):
     finally:
       shutil.rmtree(tree)
 
+  @unittest.skipUnless((ROOT / "tests" / "broken").is_dir(), "tests/broken/ is the instructor's")
   def test_broken_variants_are_read_from_the_mk_files(self):
     names = {(lab, case) for lab, _, _, _, case in selfcheck.broken_variants()}
     self.assertIn(("23.6", "test_guarded_jit_strided_view_matches_eager"), names)
+
+
+class IntakeTest(unittest.TestCase):
+  def test_only_regular_files_of_one_name_are_read(self):
+    sub = Path(tempfile.mkdtemp())
+    try:
+      lab = sub / "labs" / "23.9-x"
+      lab.mkdir(parents=True)
+      (lab / "a.c").write_text("int a;\n")
+      (lab / "b.c").symlink_to(ROOT / "Makefile")
+      os.link(lab / "a.c", sub / "c.c")
+      (lab / "d.c").write_bytes(b"x" * (intake.MAX_BYTES + 1))
+      got = intake.read_files(sub, "labs/23.9-x", ["a.c", "b.c", "c.c", "d.c", "e.c"])
+      self.assertEqual(list(got.files), [])
+      self.assertEqual(len(got.refused), 4, got.refused)
+      (sub / "c.c").unlink()
+      got = intake.read_files(sub, "labs/23.9-x", ["a.c"])
+      self.assertEqual(got.files, {"a.c": b"int a;\n"})
+    finally:
+      shutil.rmtree(sub)
+
+  def test_a_missing_submission_is_named(self):
+    with self.assertRaisesRegex(intake.IntakeError, "does not exist"):
+      intake.check_submission("/nonexistent/submission")
+
+
+class ScreenTest(unittest.TestCase):
+  HANDOUT = ('#include "x.h"\nstatic int given(int v) { return v + 1; }\n'
+             'int f(int v) {\n  /* Lab 23.9: write f here. See README.md in this folder. */\n  return -1;\n}\n'
+             'int g(void) { return given(2); }\n')
+
+  def refusals(self, text):
+    return screen.check_file("x.c", text, self.HANDOUT)
+
+  def test_a_body_and_static_helpers_are_the_students(self):
+    mine = self.HANDOUT.replace("return -1;", "return helper(v) * 2;").replace(
+      "int f(int v)", "#include <stdint.h>\n#define TWO 2\nstatic int helper(int v) { return v; }\nint f(int v)")
+    self.assertEqual(self.refusals(mine), [])
+
+  def test_given_code_and_signatures_stay(self):
+    self.assertIn("given code", self.refusals(self.HANDOUT.replace("v + 1", "v + 2"))[0])
+    self.assertIn("signature", self.refusals(self.HANDOUT.replace("int f(int v)", "int f(long v)"))[0])
+
+  def test_what_could_run_or_rename_code_is_refused(self):
+    for added, word in (("int helper(void) { return 0; }", "not static"),
+                        ("static void __attribute__((constructor)) c(void) {}", "constructor"),
+                        ("#pragma weak g", "directive"), ("#define given(v) 0", "redefines"),
+                        ("#define static", "redefines"), ('#include "../secret.h"', "by name only")):
+      self.assertIn(word, " ".join(self.refusals(self.HANDOUT + added + "\n")), added)
+    self.assertIn("asm", self.refusals(self.HANDOUT.replace("return -1;", "__asm__(\"nop\"); return -1;"))[0])
+
+
+class RemoteTest(unittest.TestCase):
+  def test_a_view_round_trips_and_aliases_stay_one_buffer(self):
+    class Lab:
+      def double(self, x, out):
+        out[:] = x * 2
+        return [int(x.size), "ok"]
+    base = np.arange(10, dtype=np.float32)
+    ours, theirs = socket.socketpair()
+    worker = threading.Thread(target=remote.serve, args=(Lab(), theirs))
+    worker.start()
+    remote._send(theirs, {"ok": "ready"})
+    far = remote.Remote(ours, ())
+    self.assertEqual(far.double(base[::2], base[1::2]), [5, "ok"])
+    self.assertEqual(base.tolist(), [0, 0, 2, 4, 4, 8, 6, 12, 8, 16])
+    far.close()
+    worker.join()
+    theirs.close()
+    self.assertEqual(remote.Local(Lab()).double(np.ones(2), np.zeros(2)), [2, "ok"])
+
+  def test_a_write_past_a_buffer_faults(self):
+    code = ("import ctypes; from harness import remote; g = remote.Guarded(bytes(12), None); "
+            "ctypes.memmove(g.array.ctypes.data + 12, b'x', 1)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True)
+    self.assertEqual(done.returncode, -11)
 
 
 EVIL = {  # function -> a line put first in its body

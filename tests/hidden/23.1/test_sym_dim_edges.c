@@ -1,6 +1,7 @@
 /* test_sym_dim_edges.c: lab 23.1, instructor-only (tests/hidden/, not in the handout):
- * sym_dim_check at both edges of many bounds, multiples at the edges, and values near
- * INT64_MIN and INT64_MAX. Graded with visibility after_due_date. */
+ * sym_dim_check at both edges of many bounds, multiples at the edges (of 16, and of others:
+ * a check that knows only 16 fails), and values near INT64_MIN and INT64_MAX. Graded with
+ * visibility after_due_date. */
 #include "sym_dim.h"
 #include "testutil.h"
 
@@ -45,6 +46,23 @@ static void test_sym_dim_check_multiples_at_the_edges(void **state) {
   expect(&d, 4095, 0);
   expect(&d, 17, 0);
   expect(&d, 0, 0);
+  static const int64_t multiples[] = {2, 3, 7, 8, 64, 1000};
+  for (size_t k = 0; k < sizeof multiples / sizeof *multiples; k++) {
+    int64_t m = multiples[k];
+    sym_dim e = dim("n", m, 50 * m, m);
+    expect(&e, m, 1);
+    expect(&e, 50 * m, 1);
+    expect(&e, 7 * m, 1);
+    expect(&e, 7 * m + 1, 0);
+    expect(&e, 50 * m - 1, 0);
+    expect(&e, m + m / 2, 0);
+  }
+  sym_dim neg = dim("k", -12, 12, 3);   /* negative multiples count too */
+  expect(&neg, -12, 1);
+  expect(&neg, -9, 1);
+  expect(&neg, -10, 0);
+  expect(&neg, 0, 1);
+  expect(&neg, 13, 0);
 }
 
 static void test_sym_dim_check_extreme_values(void **state) {
@@ -53,6 +71,10 @@ static void test_sym_dim_check_extreme_values(void **state) {
   expect(&d, INT64_MAX, 1);
   expect(&d, INT64_MIN, 0);
   expect(&d, 0, 0);
+  sym_dim t = dim("n", 3, INT64_MAX, 3);   /* INT64_MAX = 3 * 3074457345618258602 + 1 */
+  expect(&t, INT64_MAX, 0);
+  expect(&t, INT64_MAX - 1, 1);
+  expect(&t, INT64_MIN, 0);
 }
 
 int main(void) {
