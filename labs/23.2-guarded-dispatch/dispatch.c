@@ -91,6 +91,8 @@ static void trace_decision(const dispatcher *d) {
 static void variant_free(dispatch_variant *v) {
   if (!v) return;
   uopc_program_free(v->program);
+  guard_plan_fini(&v->plan);
+  guard_set_fini(&v->guards);
   free(v);
 }
 
@@ -123,28 +125,22 @@ int dispatch_variant_key(const dispatcher *d, dispatch_path path, int64_t exact_
 
 int dispatch_generic_guards(const dispatcher *d, guard_set *s, uopc_error *err) {
   static const char *const names[] = {"out", "x"};
+  const guard_site n = {DISPATCH_ARG_X, GUARD_SHAPE, 0}, out_n = {DISPATCH_ARG_OUT, GUARD_SHAPE, 0};
   int rc = guard_set_init(s, DISPATCH_N_ARGS, names, err);
   if (!rc) rc = guard_set_add_rank(s, DISPATCH_ARG_X, 1, err);
   if (!rc) rc = guard_set_add_rank(s, DISPATCH_ARG_OUT, 1, err);
-  if (!rc) rc = guard_set_add_dim_bounds(s, &d->n, DISPATCH_ARG_X, 0, err);
-  if (!rc) rc = guard_set_add_dims_equal(s, DISPATCH_ARG_OUT, 0, DISPATCH_ARG_X, 0, err);
+  if (!rc) rc = guard_set_add_bounds(s, &d->n, n, err);
+  if (!rc) rc = guard_set_add_equal(s, out_n, n, err);
   if (!rc) rc = guard_set_add_dtype(s, DISPATCH_ARG_X, UOPC_F32, err);
   if (!rc) rc = guard_set_add_dtype(s, DISPATCH_ARG_OUT, UOPC_F32, err);
   return rc;
-}
-
-/* The plan of v's guards; a set with no compiled form stays interpreted. */
-static int plan_variant(dispatch_variant *v, uopc_error *err) {
-  int rc = guard_plan_compile(&v->guards, &v->plan, err);
-  v->planned = rc == UOPC_OK;
-  return rc == UOPC_E_UNSUPPORTED ? UOPC_OK : rc;
 }
 
 /* Guards, plan, key, source and program of a new variant. */
 static int make_variant(dispatcher *d, dispatch_variant *v, uopc_error *err) {
   int rc = v->path == DISPATCH_PATH_FAST ? dispatch_fast16_guards(d, v->exact_n, &v->guards, err)
                                          : dispatch_generic_guards(d, &v->guards, err);
-  if (!rc) rc = plan_variant(v, err);
+  if (!rc) rc = guard_plan_compile(&v->plan, &v->guards, err);
   if (!rc) rc = dispatch_variant_key(d, v->path, v->exact_n, &v->key, err);
   if (rc) return rc;
   variant_spec spec = {&d->graph, d->op, d->op_name, &d->n, v->exact_n, &v->guards, &v->key};
@@ -181,13 +177,12 @@ static unsigned index_slot(int64_t value) {   /* Fibonacci hashing: the top six 
   return (unsigned)(((uint64_t)value * UINT64_C(0x9E3779B97F4A7C15)) >> 58) & INDEX_MASK;
 }
 
-/* The dim s pins, through its first bounds guard [p, p]; 0 when none. */
+/* The extent s pins, through its first range guard [p, p] on a shape; 0 when none. */
 static int pinned_dim(const guard_set *s, int *arg, int *axis, int64_t *value) {
   for (int k = 0; k < s->count; k++) {
     const guard *g = &s->guards[k];
-    if (g->kind != GUARD_DIM_BOUNDS || g->dim.lo != g->dim.hi) continue;
-    if (g->arg < 0 || g->arg >= s->n_args || g->axis < 0 || g->axis >= UOPC_MAX_RANK) return 0;
-    *arg = g->arg, *axis = g->axis, *value = g->dim.lo;
+    if (g->kind != GUARD_RANGE || g->lo != g->hi || g->site.field != GUARD_SHAPE) continue;
+    *arg = g->site.arg, *axis = g->site.axis, *value = g->lo;
     return 1;
   }
   return 0;
@@ -199,7 +194,7 @@ static void index_add(dispatch_index *ix, const dispatch_variant *v, int k) {
   int arg, axis;
   int64_t value;
   if (!ix->usable) return;
-  ix->usable = v->planned && v->guards.n_args == DISPATCH_N_ARGS && pinned_dim(&v->guards, &arg, &axis, &value) &&
+  ix->usable = v->guards.n_args == DISPATCH_N_ARGS && pinned_dim(&v->guards, &arg, &axis, &value) &&
                (ix->entries == 0 || (arg == ix->arg && axis == ix->axis));
   if (!ix->usable) return;
   unsigned s = index_slot(value);
@@ -213,7 +208,7 @@ static void index_add(dispatch_index *ix, const dispatch_variant *v, int k) {
 
 /* The only fast variant that can hold for call, or -1. */
 static inline __attribute__((always_inline)) int index_find(const dispatch_index *ix, const guard_call *call) {
-  const uopc_tensor *t = &call->args[ix->arg];
+  const guard_view *t = &call->args[ix->arg];
   if (ix->axis >= t->rank) return -1;
   int64_t m = t->shape[ix->axis];
   for (unsigned s = index_slot(m); ix->variant[s]; s = (s + 1) & INDEX_MASK)
@@ -247,7 +242,7 @@ int dispatch_build(dispatcher *d, dispatch_path path, int64_t exact_n, dispatch_
 /* ---- Calls. */
 
 /* The bytes [*lo, *hi) a rank-1 view reaches from element 0 at p. */
-static void vector_range(const uopc_tensor *t, uintptr_t p, uintptr_t *lo, uintptr_t *hi) {
+static void vector_range(const guard_view *t, uintptr_t p, uintptr_t *lo, uintptr_t *hi) {
   int64_t reach = (t->shape[0] - 1) * t->strides[0] * 4;
   *lo = reach < 0 ? p + (uintptr_t)reach : p;
   *hi = (reach < 0 ? p : p + (uintptr_t)reach) + 4;
@@ -255,7 +250,7 @@ static void vector_range(const uopc_tensor *t, uintptr_t p, uintptr_t *lo, uintp
 
 /* What no variant can serve is an error, not a guard failure. */
 static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err) {
-  const uopc_tensor *out = &c->args[DISPATCH_ARG_OUT], *x = &c->args[DISPATCH_ARG_X];
+  const guard_view *out = &c->args[DISPATCH_ARG_OUT], *x = &c->args[DISPATCH_ARG_X];
   if (x->rank != 1 || out->rank != 1)
     return UOPC_FAIL(err, UOPC_E_INVALID, "x and out must be vectors (rank 1), got ranks %d and %d",
                      x->rank, out->rank);
@@ -280,17 +275,17 @@ static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err)
 }
 
 /* The facts that answer check_args for most calls: two f32 vectors, disjoint. */
-#define ARGS_FACTS (guard_fact_rank(DISPATCH_ARG_OUT, 1) | guard_fact_rank(DISPATCH_ARG_X, 1) | \
-                    guard_fact_dtype(DISPATCH_ARG_OUT, UOPC_F32) | guard_fact_dtype(DISPATCH_ARG_X, UOPC_F32) | \
-                    guard_fact_disjoint(DISPATCH_ARG_OUT, DISPATCH_ARG_X))
+#define ARGS_MASK (guard_fact(DISPATCH_ARG_OUT, GUARD_FACT_DTYPE | GUARD_FACT_RANK) | \
+                   guard_fact(DISPATCH_ARG_X, GUARD_FACT_DTYPE | GUARD_FACT_RANK))
+#define ARGS_FACTS (guard_fact(DISPATCH_ARG_OUT, UOPC_F32 | 1u << 3) | guard_fact(DISPATCH_ARG_X, UOPC_F32 | 1u << 3))
 
 /* check_args, answered from the call's facts when they hold (the ranks, the
  * dtypes and the disjointness it would test again; disjoint views cannot
  * partly overlap); anything else (in place, an error) takes check_args. */
 static inline __attribute__((always_inline)) int args_ok(const dispatcher *d, const guard_call *c, uopc_error *err) {
   int64_t n = c->args[DISPATCH_ARG_X].shape[0];
-  if ((c->facts & ARGS_FACTS) == ARGS_FACTS && c->args[DISPATCH_ARG_OUT].shape[0] == n && n >= d->n.lo &&
-      n <= d->n.hi)
+  if ((c->facts & ARGS_MASK) == ARGS_FACTS && (c->apart & guard_pair_bit(DISPATCH_ARG_OUT, DISPATCH_ARG_X)) &&
+      c->args[DISPATCH_ARG_OUT].shape[0] == n && n >= d->n.lo && n <= d->n.hi)
     return UOPC_OK;
   return check_args(d, c, err);
 }
@@ -303,51 +298,40 @@ static inline __attribute__((always_inline)) void count_checks(dispatcher *d, in
   if (failures) uopc_counter_bump(d->slots[SLOT_FAILURES], failures);
 }
 
-/* A variant's first call is checked by guard_set_check, the reference, and
- * its plan must agree; later calls use the plan. */
-static int check_variant(const dispatch_variant *v, const guard_call *call, int first, int *failed,
-                         uopc_error *err) {
-  if (!first) return dispatch_variant_check(v, call, failed, err);
-  int planned = -1, rc = guard_set_check(&v->guards, call, failed, NULL, err);
-  if (rc || !v->planned) return rc;
-  rc = guard_plan_check(&v->plan, call, &planned, err);
-  if (!rc && planned != *failed)
-    return UOPC_FAIL(err, UOPC_E_GUARD, "variant %s: guard_set_check gives %d but its compiled guards give %d "
-                     "(-1: all hold); not run", v->entry, *failed, planned);
-  return rc;
-}
-
-/* A variant from dispatch_on_miss runs only after its own guards held. */
+/* A variant from dispatch_on_miss runs only after its own guards held. Its
+ * first call is checked by guard_set_check, the reference, and its plan
+ * must agree; later calls use the plan. */
 static int verify(dispatcher *d, const dispatch_variant *v, const guard_call *call, uopc_error *err) {
-  int failed, rc = check_variant(v, call, d->last.built, &failed, err);
+  int holds = dispatch_variant_holds(v, call), failed = -1, rc = UOPC_OK;
+  if (d->last.built || !holds) rc = guard_set_check(&v->guards, call, &failed, NULL, err);
   if (rc) return rc;
-  count_checks(d, 1, failed >= 0);
-  if (failed < 0) return UOPC_OK;
+  count_checks(d, 1, !holds);
+  if (holds != (failed < 0))
+    return UOPC_FAIL(err, UOPC_E_GUARD, "variant %s: guard_set_check finds %s but its compiled guards %s; not run",
+                     v->entry, failed < 0 ? "no failing guard" : "a failing guard", holds ? "hold" : "fail");
+  if (holds) return UOPC_OK;
   return UOPC_FAIL(err, UOPC_E_GUARD, "variant %s was chosen but its guard '%s' does not hold; not run",
                    v->entry, v->guards.guards[failed].what);
 }
 
 /* dispatch_select through the index when it is usable; 1 when it was. */
-static inline __attribute__((always_inline)) int index_select(dispatcher *d, const guard_call *call, int *index, int *rc, uopc_error *err) {
+static inline __attribute__((always_inline)) int index_select(dispatcher *d, const guard_call *call, int *index) {
   if (!d->index.usable) return 0;
-  int k = index_find(&d->index, call), failed = 0;
-  *rc = k >= 0 ? dispatch_variant_check(d->fast[k], call, &failed, err) : UOPC_OK;
-  if (*rc) return 1;
-  *index = k >= 0 && failed < 0 ? k : -1;
+  int k = index_find(&d->index, call);
+  *index = k >= 0 && dispatch_variant_holds(d->fast[k], call) ? k : -1;
   int checked = *index >= 0 ? k + 1 : d->count;
   count_checks(d, checked, checked - (*index >= 0));
   return 1;
 }
 
 int dispatch_index_select(dispatcher *d, const guard_call *call, int *index, uopc_error *err) {
-  int rc;
   if (call->count < DISPATCH_N_ARGS)
     return UOPC_FAIL(err, UOPC_E_INVALID, "a call with %d arguments checked against sets over %d", call->count,
                      DISPATCH_N_ARGS);
-  if (!index_select(d, call, index, &rc, err))
+  if (!index_select(d, call, index))
     return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "%s: the fast variants pin no common dim to values of their own",
                      d->op_name);
-  return rc;
+  return UOPC_OK;
 }
 
 /* The first half of a call, shared by dispatch_choose and dispatch_call:
@@ -362,7 +346,7 @@ static inline int choose(dispatcher *d, const uopc_tensor *x, uopc_tensor *out, 
   int rc = guard_call_init_pair(&r->call, out, x, err);
   if (!rc) rc = args_ok(d, &r->call, err);
   int index = -1, count = d->count;
-  if (!rc && !index_select(d, &r->call, &index, &rc, err)) rc = dispatch_select(d, &r->call, &index, err);
+  if (!rc && !index_select(d, &r->call, &index)) rc = dispatch_select(d, &r->call, &index, err);
   if (rc) return rc;
   r->n_rejected = index >= 0 ? index : count;   /* the first that holds wins */
   dispatch_variant *v = index >= 0 ? d->fast[index] : NULL;

@@ -48,9 +48,8 @@ typedef struct dispatch_options {
 typedef struct dispatch_variant {
   dispatch_path path;
   int64_t exact_n;              /* 0, or the length a fast variant is built for */
-  guard_set guards;
-  int planned;                  /* 1: plan is guards compiled, and calls check it */
-  guard_plan plan;
+  guard_set guards;             /* owned */
+  guard_plan plan;              /* guards compiled: what a call checks */
   spec_key key;
   uopc_program *program;        /* owned */
   char entry[64];
@@ -146,14 +145,15 @@ void dispatch_run(dispatcher *d, const dispatch_choice *c);
  * equal lengths, n's bounds (exactly exact_n when it is not 0), n % 16 == 0,
  * contiguity, 64-byte alignment of both buffers, and out disjoint from x
  * (the kernel's restrict). A shape guard stands in for none of the others.
- * Errors: those of the guard_set adders. */
+ * s is initialised here; the caller frees it (guard_set_fini), also on
+ * error. Errors: those of the guard_set adders. */
 int dispatch_fast16_guards(const dispatcher *d, int64_t exact_n, guard_set *s, uopc_error *err);
 
-/* Checks the fast variants in order (dispatch_variant_check): *index = the
+/* Checks the fast variants in order (dispatch_variant_holds): *index = the
  * first whose guards hold, or -1. Counts one guard check per variant checked
  * and one failure per set that failed; records nothing (the rejected
- * variants are those before *index, or all). Errors: those of
- * guard_set_check. */
+ * variants are those before *index, or all). Errors: none yet (err is for
+ * a selection that can fail). */
 int dispatch_select(dispatcher *d, const guard_call *call, int *index, uopc_error *err);
 
 /* No fast variant held: decides what the call runs. A call that qualifies
@@ -174,15 +174,13 @@ int dispatch_explain(const dispatcher *d, char *buf, size_t size, uopc_error *er
 
 /* ---- Plumbing, for the steps and the tests. */
 
-/* guard_set_check(&v->guards, call, failed, NULL, err), through v's compiled
- * plan when it has one (the same answer, a few nanoseconds instead of a
- * switch per guard). call comes from guard_call_init. Inline: dispatch_select
- * runs it for every variant of every call. */
-static inline __attribute__((always_inline)) int dispatch_variant_check(const dispatch_variant *v,
-                                                                        const guard_call *call, int *failed,
-                                                                        uopc_error *err) {
-  return v->planned ? guard_plan_check(&v->plan, call, failed, err)
-                    : guard_set_check(&v->guards, call, failed, NULL, err);
+/* 1 when every guard of v holds for call: guard_set_check's answer (no
+ * failing guard), through v's compiled plan (a few nanoseconds instead of a
+ * switch per guard). call comes from guard_call_init. Inline:
+ * dispatch_select runs it for every variant of every call. */
+static inline __attribute__((always_inline)) int dispatch_variant_holds(const dispatch_variant *v,
+                                                                        const guard_call *call) {
+  return guard_plan_holds(&v->plan, call);
 }
 
 /* dispatch_select's answer and counts, through d->index: only the variant
@@ -198,13 +196,13 @@ int dispatch_variant_key(const dispatcher *d, dispatch_path path, int64_t exact_
                          spec_key *key, uopc_error *err);
 
 /* Builds a variant (guards and their plan, key, source, program), appends it
- * (fast) or sets it (generic), and counts a compile. A set with no compiled
- * form is checked by guard_set_check alone. Errors: UOPC_E_LIMIT
+ * (fast) or sets it (generic), and counts a compile. Errors: UOPC_E_LIMIT
  * (DISPATCH_MAX_VARIANTS), those of codegen and uopc_program_new. */
 int dispatch_build(dispatcher *d, dispatch_path path, int64_t exact_n, dispatch_variant **out,
                    uopc_error *err);
 
-/* The generic variant's guards: dtypes, ranks, equal lengths, n's bounds. */
+/* The generic variant's guards: dtypes, ranks, equal lengths, n's bounds.
+ * s is initialised here; the caller frees it, also on error. */
 int dispatch_generic_guards(const dispatcher *d, guard_set *s, uopc_error *err);
 
 const char *dispatch_path_name(dispatch_path p);   /* "fast path", "generic" */

@@ -60,9 +60,9 @@ static int check_options(vcache *c, uopc_error *err) {
   if (!identifier(o->op, 40)) return UOPC_FAIL(err, UOPC_E_INVALID, "option op must be a C identifier of 1 to 40"
                                                " characters");
   if (!o->build) return UOPC_FAIL(err, UOPC_E_INVALID, "op '%s': option build is NULL", o->op);
-  if (o->n_outputs < 1 || o->n_inputs < 0 || o->n_outputs + o->n_inputs > VGUARD_MAX_ARGS)
+  if (o->n_outputs < 1 || o->n_inputs < 0 || o->n_outputs + o->n_inputs > GUARD_MAX_ARGS)
     return UOPC_FAIL(err, UOPC_E_INVALID, "op '%s': %d outputs and %d inputs; at least one output and at most %d"
-                     " in all", o->op, o->n_outputs, o->n_inputs, VGUARD_MAX_ARGS);
+                     " in all", o->op, o->n_outputs, o->n_inputs, GUARD_MAX_ARGS);
   for (int k = 0; k < o->n_outputs; k++) snprintf(c->names[k], SYM_NAME_MAX, "out%d", k);
   for (int k = 0; k < o->n_inputs; k++) {
     if (!identifier(o->inputs[k], SYM_NAME_MAX - 1))
@@ -111,7 +111,8 @@ int vcache_init(vcache *c, const vcache_options *opts, uopc_error *err) {
 static void variant_free(vcache_variant *v) {
   if (!v) return;
   exec_free(v->exec);
-  vguard_set_fini(&v->guards);
+  guard_plan_fini(&v->plan);
+  guard_set_fini(&v->guards);
   ir_graph_free(v->graph);
   free(v);
 }
@@ -152,7 +153,7 @@ static int declare_inputs(const vcache *c, vcache_variant *v, const ir_node **in
 
 /* The graph of v's spec: the inputs, then the op's builder. */
 static int build_graph(vcache *c, vcache_variant *v, const ir_node **outputs, uopc_error *err) {
-  const ir_node *inputs[VGUARD_MAX_ARGS] = {0};
+  const ir_node *inputs[GUARD_MAX_ARGS] = {0};
   uopc_error inner = {0};
   int rc = ir_graph_new(&v->graph, err);
   if (rc) return rc;
@@ -169,15 +170,15 @@ static int build_graph(vcache *c, vcache_variant *v, const ir_node **outputs, uo
 /* Before compiling: a guard that fails on the call the variant is built for
  * is an output the graph cannot write (a wrong dtype or shape, a strided or
  * overlapping output), or a bug (an input guard). */
-static int refuse(const vcache *c, const vcache_variant *v, const vguard_call *call, uopc_error *err) {
+static int refuse(const vcache *c, const vcache_variant *v, const guard_call *call, uopc_error *err) {
   int failed;
-  vguard_reason why;
-  int rc = vguard_set_first_failure(&v->guards, call, &failed, &why, err);
+  guard_reason why;
+  int rc = guard_set_check(&v->guards, call, &failed, &why, err);
   if (rc || failed < 0) return rc;
-  const vguard *g = &v->guards.guards[failed];
+  const guard *g = &v->guards.guards[failed];
   int output = g->arg < v->spec.n_outputs;
-  int code = !output ? UOPC_E_GUARD : g->kind == VGUARD_DTYPE ? UOPC_E_DTYPE : g->kind == VGUARD_CONTIGUOUS
-             ? UOPC_E_LAYOUT : g->kind == VGUARD_DISJOINT ? UOPC_E_ALIAS : UOPC_E_BOUNDS;
+  int code = !output ? UOPC_E_GUARD : g->kind == GUARD_DTYPE ? UOPC_E_DTYPE : g->kind == GUARD_CONTIGUOUS
+             ? UOPC_E_LAYOUT : g->kind == GUARD_DISJOINT ? UOPC_E_ALIAS : UOPC_E_BOUNDS;
   return UOPC_FAIL(err, code, "op '%s': %s '%s' cannot serve this call: guard '%s' failed: %s", c->opts.op,
                    output ? "output" : "input", c->names[g->arg], g->what, why.text);
 }
@@ -203,12 +204,13 @@ static int check_new_key(const vcache *c, const spec_key *key, uopc_error *err) 
   return UOPC_OK;
 }
 
-static int make_variant(vcache *c, vcache_variant *v, const vguard_call *call, int general, uopc_error *err) {
-  const ir_node *outputs[VGUARD_MAX_ARGS] = {0};
+static int make_variant(vcache *c, vcache_variant *v, const guard_call *call, int general, uopc_error *err) {
+  const ir_node *outputs[GUARD_MAX_ARGS] = {0};
   int rc = vcache_spec_of(c, call, general, &v->spec, err);
   if (!rc) rc = build_graph(c, v, outputs, err);
   if (!rc) rc = vcache_spec_guards(c, &v->spec, outputs, &v->guards, err);
   if (!rc) rc = refuse(c, v, call, err);
+  if (!rc) rc = guard_plan_compile(&v->plan, &v->guards, err);
   if (!rc) rc = vcache_spec_key(c, &v->spec, v->graph, outputs, &v->key, err);
   if (!rc) rc = check_new_key(c, &v->key, err);
   if (rc) return rc;
@@ -217,7 +219,7 @@ static int make_variant(vcache *c, vcache_variant *v, const vguard_call *call, i
   return rc ? rc : check_dims(c, v, err);
 }
 
-static int build(vcache *c, const vguard_call *call, int general, vcache_variant **out, uopc_error *err) {
+static int build(vcache *c, const guard_call *call, int general, vcache_variant **out, uopc_error *err) {
   vcache_variant *v = calloc(1, sizeof *v);
   if (!v) return UOPC_FAIL(err, UOPC_E_NOMEM, "op '%s': no memory for a variant", c->opts.op);
   int rc = make_variant(c, v, call, general, err);
@@ -233,11 +235,11 @@ static int build(vcache *c, const vguard_call *call, int general, vcache_variant
 /* ---- Calls. */
 
 /* "x: f32 (7, 3); y: f32 (7)" for messages. */
-static void call_text(const vcache *c, const vguard_call *call, char *buf, size_t size) {
+static void call_text(const vcache *c, const guard_call *call, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   for (int a = c->opts.n_outputs; a < call->count && used + 1 < size; a++) {
-    const vguard_view *x = &call->args[a];
+    const guard_view *x = &call->args[a];
     used += (size_t)snprintf(buf + used, size - used, "%s%s: %s (", a > c->opts.n_outputs ? "; " : "", c->names[a],
                              uopc_dtype_name(x->dtype));
     for (int k = 0; k < x->rank && used + 1 < size; k++)
@@ -247,9 +249,9 @@ static void call_text(const vcache *c, const vguard_call *call, char *buf, size_
 }
 
 /* The first variant whose guards hold, or -1; checks and failures counted. */
-static int select_variant(vcache *c, const vguard_call *call) {
+static int select_variant(vcache *c, const guard_call *call) {
   int k = 0;
-  while (k < c->count && !vguard_set_holds(&c->variants[k]->guards, call)) k++;
+  while (k < c->count && !guard_plan_holds(&c->variants[k]->plan, call)) k++;
   int found = k < c->count;
   count_checks(c, k + found, k);
   return found ? k : -1;
@@ -257,7 +259,7 @@ static int select_variant(vcache *c, const vguard_call *call) {
 
 /* No variant held: a new one, specialised while the limit allows (one place
  * is kept for a general variant), past it as the policy says. */
-static int miss(vcache *c, const vguard_call *call, vcache_variant **out, uopc_error *err) {
+static int miss(vcache *c, const guard_call *call, vcache_variant **out, uopc_error *err) {
   const vcache_policy *p = &c->opts.policy;
   vcache_record *r = &c->last;
   int general = c->count - c->n_general + 1 >= p->max_variants;
@@ -277,12 +279,12 @@ static int miss(vcache *c, const vguard_call *call, vcache_variant **out, uopc_e
 }
 
 /* A variant from miss runs only after its own guards held (one check). */
-static int verify(vcache *c, const vcache_variant *v, const vguard_call *call, uopc_error *err) {
-  int holds = vguard_set_holds(&v->guards, call), failed = -1;
-  vguard_reason why = {"?"};
+static int verify(vcache *c, const vcache_variant *v, const guard_call *call, uopc_error *err) {
+  int holds = guard_plan_holds(&v->plan, call), failed = -1;
+  guard_reason why = {"?"};
   count_checks(c, 1, !holds);
   if (holds) return UOPC_OK;
-  vguard_set_first_failure(&v->guards, call, &failed, &why, NULL);
+  guard_set_check(&v->guards, call, &failed, &why, NULL);
   return UOPC_FAIL(err, UOPC_E_GUARD, "op '%s': variant %s was built for this call, but its guard '%s' fails (%s);"
                    " not run", c->opts.op, v->entry, failed >= 0 ? v->guards.guards[failed].what : "?", why.text);
 }
@@ -313,7 +315,7 @@ static void trace_decision(const vcache *c) {
 
 static int choose(vcache *c, const uopc_tensor **args, vcache_variant **out, uopc_error *err) {
   vcache_record *r = &c->last;
-  int rc = vguard_call_init(&r->call, c->opts.n_outputs + c->opts.n_inputs, args, err);
+  int rc = guard_call_init(&r->call, c->opts.n_outputs + c->opts.n_inputs, args, err);
   if (rc) return rc;
   r->have_call = 1;
   int k = select_variant(c, &r->call);
@@ -332,7 +334,7 @@ static int choose(vcache *c, const uopc_tensor **args, vcache_variant **out, uop
 int vcache_choose(vcache *c, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
                   int n_inputs, vcache_variant **out, uopc_error *err) {
   vcache_record *r = &c->last;
-  const uopc_tensor *args[VGUARD_MAX_ARGS];
+  const uopc_tensor *args[GUARD_MAX_ARGS];
   r->number++;
   r->chosen = -1;
   r->n_rejected = r->built = r->limit_hit = r->have_call = 0;
@@ -386,8 +388,8 @@ int vcache_explain(const vcache *c, char *buf, size_t size, uopc_error *err) {
   else append(buf, size, &used, "no variant ran: %s: %s\n", uopc_error_name(r->error.code), r->error.message);
   for (int k = 0; k < r->n_rejected && k < c->count; k++) {   /* rechecked for their reasons */
     const vcache_variant *f = c->variants[k];
-    vguard_reason why;
-    int failed, rc = vguard_set_first_failure(&f->guards, &r->call, &failed, &why, err);
+    guard_reason why;
+    int failed, rc = guard_set_check(&f->guards, &r->call, &failed, &why, err);
     if (rc) return rc;
     if (failed < 0) append(buf, size, &used, "  %s rejected, yet all its guards hold on this call\n", f->entry);
     else append(buf, size, &used, "  %s rejected: guard '%s' failed: %s\n", f->entry,

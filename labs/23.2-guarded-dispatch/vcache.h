@@ -16,7 +16,7 @@
 
 #include "exec.h"
 #include "spec_key.h"
-#include "vguard.h"
+#include "guard_plan.h"
 
 /* The process counters, under lab 23.2's names so that logs compare; calls
  * of each variant are the runtime's "calls <entry>". */
@@ -49,10 +49,10 @@ typedef struct vcache_arg {
 
 typedef struct vcache_spec {
   int n_outputs, n_inputs;
-  vcache_arg args[VGUARD_MAX_ARGS];            /* outputs, then inputs, as in a call */
+  vcache_arg args[GUARD_MAX_ARGS];            /* outputs, then inputs, as in a call */
   int n_dims;
   sym_dim dims[SYM_BINDING_MAX];
-  vguard_site dim_sites[SYM_BINDING_MAX];      /* each dim's first site: where it is read */
+  guard_site dim_sites[SYM_BINDING_MAX];      /* each dim's first site: where it is read */
   int general;                                 /* only what the graph's meaning needs */
 } vcache_spec;
 
@@ -87,9 +87,9 @@ typedef struct vcache_policy {
 
 typedef struct vcache_options {
   const char *op;                        /* a C identifier: the entries' prefix and the key's op */
-  int n_inputs, n_outputs;               /* together at most VGUARD_MAX_ARGS; outputs are out0, ... */
-  const char *inputs[VGUARD_MAX_ARGS];   /* input names (C identifiers) */
-  const char *axes[VGUARD_MAX_ARGS];     /* optional dim names of input k's axes, "m n"; NULL: x_0 ... */
+  int n_inputs, n_outputs;               /* together at most GUARD_MAX_ARGS; outputs are out0, ... */
+  const char *inputs[GUARD_MAX_ARGS];   /* input names (C identifiers) */
+  const char *axes[GUARD_MAX_ARGS];     /* optional dim names of input k's axes, "m n"; NULL: x_0 ... */
   vcache_build_fn build;
   void *ctx;                             /* passed to build */
   vcache_policy policy;
@@ -100,7 +100,8 @@ typedef struct vcache_options {
 
 typedef struct vcache_variant {
   vcache_spec spec;
-  vguard_set guards;        /* derived from spec and the graph; compiled */
+  guard_set guards;        /* derived from spec and the graph */
+  guard_plan plan;         /* guards compiled: what a call checks */
   spec_key key;
   ir_graph *graph;          /* owned */
   exec *exec;               /* owned */
@@ -118,7 +119,7 @@ typedef struct vcache_stats {   /* this cache's share of the counters */
 typedef struct vcache_record {
   int64_t number;          /* 1 for the cache's first call */
   int have_call;           /* 0: the call was refused before call was read */
-  vguard_call call;
+  guard_call call;
   int chosen;              /* variant index; -1: none ran */
   int n_rejected;
   int built, limit_hit;
@@ -127,8 +128,8 @@ typedef struct vcache_record {
 
 typedef struct vcache {
   vcache_options opts;
-  char names[VGUARD_MAX_ARGS][SYM_NAME_MAX];                   /* out0, ..., then the inputs */
-  char axis_names[VGUARD_MAX_ARGS][UOPC_MAX_RANK][SYM_NAME_MAX];   /* preferred dim names, by input */
+  char names[GUARD_MAX_ARGS][SYM_NAME_MAX];                   /* out0, ..., then the inputs */
+  char axis_names[GUARD_MAX_ARGS][UOPC_MAX_RANK][SYM_NAME_MAX];   /* preferred dim names, by input */
   spec_key_parts base;     /* the key parts no call changes */
   int count, n_general;
   vcache_variant *variants[VCACHE_MAX_VARIANTS];   /* checked in this order */
@@ -177,15 +178,15 @@ int vcache_explain(const vcache *c, char *buf, size_t size, uopc_error *err);
  * constants when pin_01) and drops what only makes code faster. Errors:
  * UOPC_E_BOUNDS (an extent or stride past the limits), UOPC_E_LIMIT (more
  * than SYM_BINDING_MAX dims). */
-int vcache_spec_of(const vcache *c, const vguard_call *call, int general, vcache_spec *spec, uopc_error *err);
+int vcache_spec_of(const vcache *c, const guard_call *call, int general, vcache_spec *spec, uopc_error *err);
 
 /* The guards of a variant for spec whose graph computes outputs: dtypes and
  * ranks; each input extent's bounds, multiple, constant or equality with
  * its dim's first site; stride bounds; contiguity; each output extent equal
  * to the graph's expression for it; alignment; every output disjoint from
- * every other argument. s is initialised here (vguard_set_fini frees it).
+ * every other argument. s is initialised here (guard_set_fini frees it).
  * Errors: those of the adders. */
-int vcache_spec_guards(const vcache *c, const vcache_spec *spec, const ir_node *const *outputs, vguard_set *s,
+int vcache_spec_guards(const vcache *c, const vcache_spec *spec, const ir_node *const *outputs, guard_set *s,
                        uopc_error *err);
 
 /* The key: op, the graph's hash, target, dtypes, layout, numerics, compiler

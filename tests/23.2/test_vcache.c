@@ -142,7 +142,7 @@ static void explain(const vcache *c, char *text, size_t size) {
 
 static void guards_contain(const vcache_variant *v, const char *what) {
   char text[4096];
-  vguard_set_describe(&v->guards, "; ", text, sizeof text);
+  guard_set_describe(&v->guards, "; ", text, sizeof text);
   assert_contains(text, what);
 }
 
@@ -308,7 +308,7 @@ static void test_vcache_divisibility_is_a_guard(void **state) {
   assert_string_equal(any->entry, "affine_fd0");
   char text[VCACHE_EXPLAIN_MAX];
   explain(c, text, sizeof text);
-  assert_contains(text, "guard 'n = x.shape[0] is a multiple of 16' failed: x.shape[0] = 33 is not a multiple of 16");
+  assert_contains(text, "guard 'n = x.shape[0] is a multiple of 16' failed: n = 33 is not a multiple of 16");
   assert_ptr_equal(affine(c, 17), any);
   assert_ptr_equal(affine(c, 64), m16);
   assert_counts(c, 2, 7, 2);
@@ -395,7 +395,7 @@ static void test_vcache_wrong_outputs_are_errors(void **state) {
   assert_contains(err.message, "guard 'out0.shape[0] == x.shape[0]' failed: out0.shape[0] = 7 differs from"
                                " x.shape[0] = 5");
   assert_uopc_code(vcache_call(c, wrong_dtype, 1, ins, 1, &err), UOPC_E_DTYPE, err);
-  assert_contains(err.message, "guard 'out0 is f32' failed: out0 is f64, not f32");
+  assert_contains(err.message, "guard 'out0 is f32' failed: out0 has dtype f64, not f32");
   assert_counts(c, 0, 0, 0);
   uopc_tensor_release(&o64);
   release(&o7), release(&x);
