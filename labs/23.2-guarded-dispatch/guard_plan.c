@@ -77,19 +77,13 @@ int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args, uo
 
 /* ---- Compiling. */
 
-static uint32_t site_at(guard_site at) {
-  size_t field = at.field == GUARD_SHAPE ? offsetof(guard_view, shape) : offsetof(guard_view, strides);
-  return (uint32_t)(offsetof(guard_call, args) + (size_t)at.arg * sizeof(guard_view) + field +
-                    (size_t)at.axis * sizeof(int64_t));
-}
-
 static void need_site(guard_plan *p, guard_site at) {
   if (p->rank_min[at.arg] < at.axis + 1) p->rank_min[at.arg] = at.axis + 1;
 }
 
 /* The test of an integer guard (RANGE, DIVISIBLE, EQUAL). */
 static guard_test test_of(guard_plan *p, const guard *g) {
-  guard_test t = {.value_at = site_at(g->site), .other_at = site_at(g->site), .lo = INT64_MIN, .hi = INT64_MAX};
+  guard_test t = {.value_at = guard_site_offset(g->site), .other_at = guard_site_offset(g->site), .lo = INT64_MIN, .hi = INT64_MAX};
   need_site(p, g->site);
   if (g->kind == GUARD_RANGE) {
     t.lo = g->lo;
@@ -100,7 +94,7 @@ static guard_test test_of(guard_plan *p, const guard *g) {
     t.modulus = pow2 ? 0 : g->value;
   } else {   /* EQUAL: the difference is 0 */
     need_site(p, g->site2);
-    t.other_at = site_at(g->site2);
+    t.other_at = guard_site_offset(g->site2);
     t.other_mask = ~(uint64_t)0;
     t.lo = t.hi = 0;
   }

@@ -16,6 +16,7 @@
 #ifndef GUARD_PLAN_H
 #define GUARD_PLAN_H
 
+#include <stddef.h>
 #include "guard.h"
 
 /* ---- The facts of a call: 8 bits per argument (dtype in bits 0-2, rank in
@@ -28,6 +29,14 @@ static inline uint64_t guard_fact(int arg, uint64_t bits) { return bits << (8 * 
 static inline uint32_t guard_pair_bit(int a, int b) {
   int lo = a < b ? a : b, hi = a < b ? b : a;
   return (uint32_t)1 << (lo * (2 * GUARD_MAX_ARGS - lo - 1) / 2 + (hi - lo - 1));
+}
+
+/* Where site at lies in a call: a byte offset, for tests that read it
+ * without the (argument, field, axis) arithmetic. */
+static inline uint32_t guard_site_offset(guard_site at) {
+  size_t field = at.field == GUARD_SHAPE ? offsetof(guard_view, shape) : offsetof(guard_view, strides);
+  return (uint32_t)(offsetof(guard_call, args) + (size_t)at.arg * sizeof(guard_view) + field +
+                    (size_t)at.axis * sizeof(int64_t));
 }
 
 /* Fills *c from count tensors (views copied; nothing retained) and computes
