@@ -61,7 +61,7 @@ int vcache_select(vcache *c, const guard_call *call, int *index, uopc_error *err
 /* The only specialised variant that can hold for call, or -1 (vcache_build.c
  * says why). */
 static inline __attribute__((always_inline)) int index_find(const vcache_index *ix, const guard_call *call) {
-  if (ix->site.arg >= call->count || ix->site.axis >= call->args[ix->site.arg].rank) return -1;
+  if (!ix->entries || ix->site.arg >= call->count || ix->site.axis >= call->args[ix->site.arg].rank) return -1;
   int64_t m = GUARD_AT(call, ix->at);
   for (unsigned s = vcache_index_slot(m); ix->variant[s]; s = (s + 1) & VCACHE_INDEX_MASK)
     if (ix->value[s] == m) return ix->variant[s] - 1;
