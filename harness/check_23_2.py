@@ -8,8 +8,9 @@ x[::2] and x[::-1], into outputs aligned, misaligned and strided inside poisoned
 place. out must equal NumPy's float32 x*x + 1 bit for bit, the poison and x must survive, and
 the call must take the fast path exactly when both vectors are contiguous, 64-byte aligned and
 disjoint with n % 16 == 0. Then the variant limit under both policies, the rejections with their
-codes, and the counters of the driver's sequence against expected.log. The dispatcher stays
-opaque: dispatch_ffi.h allocates it and reads its path and counts.
+codes, and the counters of the driver's sequence against expected.log. The dispatcher (an
+instance of the lab's variant cache) stays opaque: dispatch_ffi.h allocates it and reads its
+counts, dispatch.h's dispatch_last_path and dispatch_fast_count its path and fast variants.
 """
 import argparse
 import ctypes

@@ -8,6 +8,8 @@
 #include <string.h>
 #include "exec.h"
 
+_Static_assert(UOPC_SIGNATURE_MAX <= SYM_BINDING_MAX, "a program's dims fit one binding");
+
 struct exec {
   lower_program *low;
   uopc_program *program;
@@ -215,6 +217,24 @@ static int scratch_for(exec *e, const sym_binding *b, uopc_error *err) {
   return UOPC_OK;
 }
 
+/* The kernel on buffers (outputs, inputs, as the kernel takes them) and the
+ * value of each lowered dim; the scratch is e's. */
+static void call_program(exec *e, void *const *buffers, const int64_t *dims) {
+  const lower_program *p = e->low;
+  int n_ptrs = p->n_outputs + p->n_inputs, n = 0;
+  void *ptrs[n_ptrs + 1];
+  int32_t d32[p->n_dims + 1];
+  void *args[p->n_buffers + p->n_dims + 2];
+  for (int k = 0; k < n_ptrs; k++) ptrs[k] = buffers[k];
+  ptrs[n_ptrs] = e->scratch;
+  for (int k = 0; k < n_ptrs + (p->n_temps ? 1 : 0); k++) args[n++] = &ptrs[k];
+  for (int d = 0; d < p->n_dims; d++) {
+    d32[d] = (int32_t)dims[d];            /* the plan chose 32 bits only when every bound fits */
+    args[n++] = p->index.bits == 32 ? (void *)&d32[d] : (void *)&dims[d];
+  }
+  uopc_program_call(e->program, args);
+}
+
 int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
              int n_inputs, uopc_error *err) {
   const lower_program *p = e->low;
@@ -226,26 +246,37 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
   if (!rc) rc = check_aliases(outputs, n_outputs, inputs, n_inputs, p, err);
   if (!rc) rc = scratch_for(e, &b, err);
   if (rc) return rc;
-  void *ptrs[p->n_buffers + 1];
-  int32_t d32[p->n_dims + 1];
+  void *ptrs[p->n_outputs + p->n_inputs + 1];
   int64_t d64[p->n_dims + 1];
-  void *args[p->n_buffers + p->n_dims + 2];
-  int n = 0;
   for (int k = 0; k < n_outputs; k++) ptrs[k] = uopc_tensor_data(outputs[k]);
   for (int i = 0; i < n_inputs; i++) {
     const ir_node *node = p->buffers[p->n_outputs + i].node;
     int at_base = !(node->offset->kind == SYM_CONST && node->offset->value == 0);
     ptrs[n_outputs + i] = at_base ? (void *)inputs[i]->storage->base : uopc_tensor_data(inputs[i]);
   }
-  ptrs[n_outputs + n_inputs] = e->scratch;
-  for (int k = 0; k < n_outputs + n_inputs + (p->n_temps ? 1 : 0); k++) args[n++] = &ptrs[k];
-  for (int d = 0; d < p->n_dims && !rc; d++) {
-    rc = sym_binding_get(&b, &p->dims[d], &d64[d], err);
-    d32[d] = (int32_t)d64[d];            /* the plan chose 32 bits only when every bound fits */
-    args[n++] = p->index.bits == 32 ? (void *)&d32[d] : (void *)&d64[d];
-  }
+  for (int d = 0; d < p->n_dims && !rc; d++) rc = sym_binding_get(&b, &p->dims[d], &d64[d], err);
   if (rc) return rc;
-  uopc_program_call(e->program, args);
+  call_program(e, ptrs, d64);
   for (int k = 0; k < n_outputs; k++) uopc_tensor_bump_version(outputs[k]);   /* written (23.3) */
+  return UOPC_OK;
+}
+
+/* Only what no guard states: a max over an empty axis, and the scratch,
+ * both read from a binding made of the values given. */
+int exec_run_checked(exec *e, void *const *buffers, const int64_t *dims, uopc_error *err) {
+  const lower_program *p = e->low;
+  if (p->n_nonempty || p->scratch_bytes) {
+    sym_binding b;
+    sym_binding_init(&b);
+    for (int d = 0; d < p->n_dims; d++) {
+      b.dims[d] = p->dims[d];
+      b.values[d] = dims[d];
+    }
+    b.count = p->n_dims;
+    int rc = check_bound(p, &b, err);
+    if (!rc) rc = scratch_for(e, &b, err);
+    if (rc) return rc;
+  }
+  call_program(e, buffers, dims);
   return UOPC_OK;
 }

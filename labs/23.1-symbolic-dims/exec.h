@@ -43,6 +43,16 @@ int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape
 int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
              int n_inputs, uopc_error *err);
 
+/* Runs the program on a call the caller has checked: lab 23.2's variant
+ * cache, whose guards state everything exec_run checks but a max over an
+ * empty axis. buffers: element 0 of each output, then of each input, as the
+ * kernel takes them (the storage base for an input whose offset is an
+ * expression); dims: each lowered dim's value, in exec_lowered(e)->dims
+ * order. Nothing else is checked: a wrong pointer or value is a wrong result
+ * or a fault. Errors: UOPC_E_BOUNDS (a max over an empty axis),
+ * UOPC_E_NOMEM (the temporaries), those of sym_expr_eval. */
+int exec_run_checked(exec *e, void *const *buffers, const int64_t *dims, uopc_error *err);
+
 const lower_program *exec_lowered(const exec *e);
 const char *exec_source(const exec *e);
 const uopc_program *exec_program(const exec *e);

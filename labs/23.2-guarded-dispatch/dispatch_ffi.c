@@ -22,21 +22,13 @@ void dispatch_free(dispatcher *d) {
   free(d);
 }
 
-int dispatch_last_path(const dispatcher *d) {
-  return (int)d->last.path;
-}
-
 int64_t dispatch_stat(const dispatcher *d, const char *name) {
-  const dispatch_stats *s = &d->stats;
+  const vcache_stats *s = &d->cache.stats;
   if (!strcmp(name, DISPATCH_C_VARIANTS_BUILT)) return s->variants_built;
   if (!strcmp(name, DISPATCH_C_GUARD_CHECKS)) return s->guard_checks;
   if (!strcmp(name, DISPATCH_C_GUARD_FAILURES)) return s->guard_failures;
-  if (!strcmp(name, DISPATCH_C_FAST_CALLS)) return s->fast_calls;
-  if (!strcmp(name, DISPATCH_C_GENERIC_CALLS)) return s->generic_calls;
+  if (!strcmp(name, DISPATCH_C_FAST_CALLS)) return d->stats.fast_calls;
+  if (!strcmp(name, DISPATCH_C_GENERIC_CALLS)) return d->stats.generic_calls;
   if (!strcmp(name, DISPATCH_STAT_LIMIT_HITS)) return s->limit_hits;
   return -1;
-}
-
-int dispatch_fast_count(const dispatcher *d) {
-  return d->count;
 }

@@ -9,7 +9,7 @@
 
 #include "dispatch.h"
 
-#define DISPATCH_STAT_LIMIT_HITS "limit hits"   /* dispatch_stats.limit_hits */
+#define DISPATCH_STAT_LIMIT_HITS "limit hits"   /* d->cache.stats.limit_hits */
 
 /* ---- Lifecycle. */
 
@@ -25,16 +25,12 @@ void dispatch_free(dispatcher *d);
 
 /* ---- What a caller checks. */
 
-/* The path of the last call (a dispatch_path): DISPATCH_PATH_NONE before the
- * first call and after a call that ran no kernel. */
-int dispatch_last_path(const dispatcher *d);
-
 /* This dispatcher's own count named name: one of the DISPATCH_C_ counter
  * names ("variants built", "guard checks", "guard failures", "fast path calls",
  * "generic calls") or DISPATCH_STAT_LIMIT_HITS; -1 for any other name. */
 int64_t dispatch_stat(const dispatcher *d, const char *name);
 
-/* The fast variants d holds (the generic one is not counted). */
-int dispatch_fast_count(const dispatcher *d);
+/* dispatch_last_path and dispatch_fast_count (dispatch.h) serve foreign
+ * callers as they are. */
 
 #endif

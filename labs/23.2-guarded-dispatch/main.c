@@ -48,11 +48,11 @@ static int run_one(dispatcher *d, const char *what, int64_t total, int64_t start
   if (rc == UOPC_OK) rc = uopc_tensor_empty(&out, UOPC_F32, 1, x.shape, err);
   if (rc == UOPC_OK) rc = dispatch_call(d, &x, &out, err);
   if (rc == UOPC_OK) {
-    printf("call %lld: n = %-3lld %-11s -> %s\n", (long long)d->last.number, (long long)x.shape[0], what,
-           dispatch_path_name(d->last.path));
+    printf("call %lld: n = %-3lld %-11s -> %s\n", (long long)d->cache.last.number, (long long)x.shape[0], what,
+           dispatch_path_name(dispatch_last_path(d)));
     char why[DISPATCH_EXPLAIN_MAX];
     /* explain's first line repeats the one above; its reasons follow. */
-    if (d->last.path == DISPATCH_PATH_GENERIC && (rc = dispatch_explain(d, why, sizeof why, err)) == UOPC_OK)
+    if (dispatch_last_path(d) == DISPATCH_PATH_GENERIC && (rc = dispatch_explain(d, why, sizeof why, err)) == UOPC_OK)
       printf("%s", strchr(why, '\n') ? strchr(why, '\n') + 1 : why);
     if (rc == UOPC_OK && !check(&x, &out)) rc = -1;
   }
@@ -75,9 +75,9 @@ int main(void) {
   if (rc == UOPC_OK) rc = run_one(&d, "stride 2", 64, 0, 2, &err);      /* arange(64)[::2] */
   if (rc == UOPC_OK) rc = run_one(&d, "misaligned", 33, 1, 1, &err);    /* arange(33)[1:], 4 bytes in */
   if (rc == UOPC_OK) {
-    printf("variants: %d fast, %d generic\n", d.count, d.generic ? 1 : 0);
-    for (int k = 0; k < d.count; k++) printf("  %s: %s/kernel.c\n", d.fast[k]->entry, uopc_program_dir(d.fast[k]->program));
-    if (d.generic) printf("  %s: %s/kernel.c\n", d.generic->entry, uopc_program_dir(d.generic->program));
+    printf("variants: %d fast, %d generic\n", dispatch_fast_count(&d), dispatch_generic(&d) ? 1 : 0);
+    for (int k = 0; k < d.cache.count; k++)   /* the fast ones first, then the generic one */
+      printf("  %s: %s/kernel.c\n", d.cache.variants[k]->entry, uopc_program_dir(d.cache.variants[k]->program));
     printf("counters:\n");
     uopc_counters_print(stdout);
   }

@@ -26,14 +26,14 @@ static int name_taken(const vcache *c, const vcache_spec *spec, const char *name
 /* A new dim read at site at, named by the first free candidate: the
  * preferred name of its axis, "<input>_<axis>" ("_s<axis>" for a stride),
  * "dim<index>". Generated code takes it as a parameter of that name. */
-static int new_dim(const vcache *c, vcache_spec *spec, vguard_site at, int64_t lo, int64_t hi, int64_t multiple,
+static int new_dim(const vcache *c, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int64_t multiple,
                    int *out, uopc_error *err) {
   if (spec->n_dims == SYM_BINDING_MAX)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "op '%s': input '%s' needs more than %d dims", c->opts.op, c->names[at.arg],
                      SYM_BINDING_MAX);
   char cand[3][SYM_NAME_MAX + 16];
-  snprintf(cand[0], sizeof cand[0], "%s", at.field == VGUARD_SHAPE ? c->axis_names[at.arg][at.axis] : "");
-  snprintf(cand[1], sizeof cand[1], "%s_%s%d", c->names[at.arg], at.field == VGUARD_SHAPE ? "" : "s", at.axis);
+  snprintf(cand[0], sizeof cand[0], "%s", at.field == GUARD_SHAPE ? c->axis_names[at.arg][at.axis] : "");
+  snprintf(cand[1], sizeof cand[1], "%s_%s%d", c->names[at.arg], at.field == GUARD_SHAPE ? "" : "s", at.axis);
   snprintf(cand[2], sizeof cand[2], "dim%d", spec->n_dims);
   for (int k = 0; k < 3; k++) {
     uopc_error e;
@@ -48,10 +48,10 @@ static int new_dim(const vcache *c, vcache_spec *spec, vguard_site at, int64_t l
 }
 
 /* Extent k of input arg a: a constant, the dim of an equal earlier extent, or a new dim. */
-static int extent_of(const vcache *c, vcache_spec *spec, const vguard_call *call, vguard_site at,
+static int extent_of(const vcache *c, vcache_spec *spec, const guard_call *call, guard_site at,
                      vcache_extent *e, uopc_error *err) {
   const vcache_policy *p = &c->opts.policy;
-  int64_t v = vguard_site_value(call, at);
+  int64_t v = guard_site_value(call, at);
   e->dim = -1;
   e->value = v;
   if (v < 0 || v > p->max_extent)
@@ -59,7 +59,7 @@ static int extent_of(const vcache *c, vcache_spec *spec, const vguard_call *call
                      "] (policy.max_extent)", c->opts.op, c->names[at.arg], at.axis, v, p->max_extent);
   if ((p->exact_sizes && !spec->general) || (p->pin_01 && v <= 1)) return UOPC_OK;
   for (int d = 0; d < spec->n_dims; d++)   /* equal in this call: one dim, and a guard says so */
-    if (spec->dim_sites[d].field == VGUARD_SHAPE && vguard_site_value(call, spec->dim_sites[d]) == v) {
+    if (spec->dim_sites[d].field == GUARD_SHAPE && guard_site_value(call, spec->dim_sites[d]) == v) {
       e->dim = d;
       return UOPC_OK;
     }
@@ -67,34 +67,34 @@ static int extent_of(const vcache *c, vcache_spec *spec, const vguard_call *call
   return new_dim(c, spec, at, p->pin_01 ? 2 : 0, p->max_extent, m, &e->dim, err);
 }
 
-static int stride_of(const vcache *c, vcache_spec *spec, const vguard_call *call, vguard_site at, int *dim,
+static int stride_of(const vcache *c, vcache_spec *spec, const guard_call *call, guard_site at, int *dim,
                      uopc_error *err) {
-  int64_t v = vguard_site_value(call, at), limit = c->opts.policy.max_stride;
+  int64_t v = guard_site_value(call, at), limit = c->opts.policy.max_stride;
   if (v < -limit || v > limit)
     return UOPC_FAIL(err, UOPC_E_BOUNDS, "op '%s': input '%s' stride %d is %" PRId64 ", outside [%" PRId64 ", %"
                      PRId64 "] (policy.max_stride)", c->opts.op, c->names[at.arg], at.axis, v, -limit, limit);
   return new_dim(c, spec, at, -limit, limit, 1, dim, err);
 }
 
-static int64_t alignment(const vcache_policy *p, const vguard_call *call, int a, int general) {
+static int64_t alignment(const vcache_policy *p, const guard_call *call, int a, int general) {
   return !general && p->align > 1 && (call->data[a] & (uintptr_t)(p->align - 1)) == 0 ? p->align : 0;
 }
 
-static int input_spec(const vcache *c, vcache_spec *spec, const vguard_call *call, int a, uopc_error *err) {
+static int input_spec(const vcache *c, vcache_spec *spec, const guard_call *call, int a, uopc_error *err) {
   vcache_arg *arg = &spec->args[a];
   int rc = UOPC_OK;
   arg->dtype = call->args[a].dtype;
   arg->rank = call->args[a].rank;
   arg->align = alignment(&c->opts.policy, call, a, spec->general);
-  arg->strided = spec->general || c->opts.policy.strided_only || !vguard_call_contiguous(call, a);
+  arg->strided = spec->general || c->opts.policy.strided_only || !guard_call_contiguous(call, a);
   for (int k = 0; k < arg->rank && !rc; k++)
-    rc = extent_of(c, spec, call, (vguard_site){a, VGUARD_SHAPE, k}, &arg->shape[k], err);
+    rc = extent_of(c, spec, call, (guard_site){a, GUARD_SHAPE, k}, &arg->shape[k], err);
   for (int k = 0; k < arg->rank && arg->strided && !rc; k++)
-    rc = stride_of(c, spec, call, (vguard_site){a, VGUARD_STRIDE, k}, &arg->strides[k], err);
+    rc = stride_of(c, spec, call, (guard_site){a, GUARD_STRIDE, k}, &arg->strides[k], err);
   return rc;
 }
 
-int vcache_spec_of(const vcache *c, const vguard_call *call, int general, vcache_spec *spec, uopc_error *err) {
+int vcache_spec_of(const vcache *c, const guard_call *call, int general, vcache_spec *spec, uopc_error *err) {
   int n_out = c->opts.n_outputs, n = n_out + c->opts.n_inputs, rc = UOPC_OK;
   memset(spec, 0, sizeof *spec);
   if (call->count != n)
@@ -113,31 +113,23 @@ int vcache_spec_of(const vcache *c, const vguard_call *call, int general, vcache
 
 /* ---- The guards. */
 
-static int input_guards(const vcache_spec *spec, int a, vguard_set *s, uopc_error *err) {
+static int input_guards(const vcache_spec *spec, int a, guard_set *s, uopc_error *err) {
   const vcache_arg *arg = &spec->args[a];
   int rc = UOPC_OK;
   for (int k = 0; k < arg->rank && !rc; k++) {
-    vguard_site at = {a, VGUARD_SHAPE, k};
+    guard_site at = {a, GUARD_SHAPE, k};
     const vcache_extent *e = &arg->shape[k];
     const sym_dim *d = e->dim >= 0 ? &spec->dims[e->dim] : NULL;
-    vguard_site first = d ? spec->dim_sites[e->dim] : at;
+    guard_site first = d ? spec->dim_sites[e->dim] : at;
 #ifndef VCACHE_NO_CONSTANT_GUARD   /* a test-only build removes it: tests/broken/23.2.mk */
-    if (!d) rc = vguard_add_range(s, NULL, at, e->value, e->value, err);
+    if (!d) rc = guard_set_add_range(s, NULL, at, e->value, e->value, err);
 #endif
-    if (d && (first.arg != at.arg || first.axis != at.axis)) rc = vguard_add_equal(s, at, first, err);
-    else if (d) {
-      rc = vguard_add_range(s, d->name, at, d->lo, d->hi, err);
-      if (!rc && d->multiple_of > 1) rc = vguard_add_divisible(s, d->name, at, d->multiple_of, err);
-      if (!rc) rc = vguard_add_dim(s, d, at, err);
-    }
+    if (d && (first.arg != at.arg || first.axis != at.axis)) rc = guard_set_add_equal(s, at, first, err);
+    else if (d) rc = guard_set_add_bounds(s, d, at, err);
   }
-  for (int k = 0; k < arg->rank && arg->strided && !rc; k++) {
-    const sym_dim *d = &spec->dims[arg->strides[k]];
-    vguard_site at = {a, VGUARD_STRIDE, k};
-    rc = vguard_add_range(s, d->name, at, d->lo, d->hi, err);
-    if (!rc) rc = vguard_add_dim(s, d, at, err);
-  }
-  return rc || arg->strided ? rc : vguard_add_contiguous(s, a, err);
+  for (int k = 0; k < arg->rank && arg->strided && !rc; k++)
+    rc = guard_set_add_bounds(s, &spec->dims[arg->strides[k]], (guard_site){a, GUARD_STRIDE, k}, err);
+  return rc || arg->strided ? rc : guard_set_add_contiguous(s, a, err);
 }
 
 /* The dim of spec named like expression e's, or -1. */
@@ -148,36 +140,36 @@ static int dim_named(const vcache_spec *spec, const sym_expr *e) {
 }
 
 /* Output o: packed rows (exec writes them) of the shape the graph computes. */
-static int output_guards(const vcache_spec *spec, int o, const ir_node *n, vguard_set *s, uopc_error *err) {
+static int output_guards(const vcache_spec *spec, int o, const ir_node *n, guard_set *s, uopc_error *err) {
   int rc = UOPC_OK;
   for (int k = 0; k < n->rank && !rc; k++) {
-    vguard_site at = {o, VGUARD_SHAPE, k};
+    guard_site at = {o, GUARD_SHAPE, k};
     const sym_expr *e = n->shape[k];
     int d = dim_named(spec, e);
-    if (e->kind == SYM_CONST) rc = vguard_add_range(s, NULL, at, e->value, e->value, err);
-    else if (d >= 0) rc = vguard_add_equal(s, at, spec->dim_sites[d], err);
-    else rc = vguard_add_expr(s, at, e, err);
+    if (e->kind == SYM_CONST) rc = guard_set_add_range(s, NULL, at, e->value, e->value, err);
+    else if (d >= 0) rc = guard_set_add_equal(s, at, spec->dim_sites[d], err);
+    else rc = guard_set_add_expr(s, at, e, err);
   }
-  return rc ? rc : vguard_add_contiguous(s, o, err);
+  return rc ? rc : guard_set_add_contiguous(s, o, err);
 }
 
-int vcache_spec_guards(const vcache *c, const vcache_spec *spec, const ir_node *const *outputs, vguard_set *s,
+int vcache_spec_guards(const vcache *c, const vcache_spec *spec, const ir_node *const *outputs, guard_set *s,
                        uopc_error *err) {
   int n_out = spec->n_outputs, n = n_out + spec->n_inputs;
-  const char *names[VGUARD_MAX_ARGS] = {0};
-  for (int a = 0; a < n && a < VGUARD_MAX_ARGS; a++) names[a] = c->names[a];
-  int rc = vguard_set_init(s, n, names, err);
+  const char *names[GUARD_MAX_ARGS] = {0};
+  for (int a = 0; a < n && a < GUARD_MAX_ARGS; a++) names[a] = c->names[a];
+  int rc = guard_set_init(s, n, names, err);
   for (int a = 0; a < n && !rc; a++) {
-    rc = vguard_add_dtype(s, a, a < n_out ? outputs[a]->dtype : spec->args[a].dtype, err);
-    if (!rc) rc = vguard_add_rank(s, a, a < n_out ? outputs[a]->rank : spec->args[a].rank, err);
+    rc = guard_set_add_dtype(s, a, a < n_out ? outputs[a]->dtype : spec->args[a].dtype, err);
+    if (!rc) rc = guard_set_add_rank(s, a, a < n_out ? outputs[a]->rank : spec->args[a].rank, err);
   }
   for (int a = n_out; a < n && !rc; a++) rc = input_guards(spec, a, s, err);
   for (int o = 0; o < n_out && !rc; o++) rc = output_guards(spec, o, outputs[o], s, err);
   for (int a = 0; a < n && !rc; a++)
-    if (spec->args[a].align) rc = vguard_add_aligned(s, a, spec->args[a].align, err);
+    if (spec->args[a].align) rc = guard_set_add_aligned(s, a, spec->args[a].align, err);
   for (int o = 0; o < n_out && !rc; o++)   /* exec's buffers are restrict */
-    for (int b = o + 1; b < n && !rc; b++) rc = vguard_add_disjoint(s, o, b, err);
-  return rc ? rc : vguard_set_compile(s, err);
+    for (int b = o + 1; b < n && !rc; b++) rc = guard_set_add_disjoint(s, o, b, err);
+  return rc;
 }
 
 /* ---- The key and the entry. */

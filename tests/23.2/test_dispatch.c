@@ -71,10 +71,10 @@ static dispatch_path run_case(dispatcher *d, int64_t total, int64_t start, int64
   make_view(&v, total, start, step, out_offset);
   assert_uopc_ok(dispatch_choose(d, &v.x, &v.out, &c, &err), err);
   check_alignment(&c, &v);
-  dispatch_run(d, &c);
+  assert_uopc_ok(dispatch_run(d, &c, &err), err);
   check_eager(&v);
   release_view(&v);
-  return d->last.path;
+  return dispatch_last_path(d);
 }
 
 static dispatcher *new_dispatcher(const dispatch_options *opts) {
@@ -94,9 +94,9 @@ static void test_dispatch_driver_sequence_counts(void **state) {
   for (int i = 0; i < 6; i++) assert_int_equal(run_case(d, lengths[i], 0, 1, 0), paths[i]);
   assert_int_equal(run_case(d, 64, 0, 2, 0), DISPATCH_PATH_GENERIC);   /* strided */
   assert_int_equal(run_case(d, 33, 1, 1, 0), DISPATCH_PATH_GENERIC);   /* misaligned */
-  assert_int_equal(d->stats.variants_built, 2);
-  assert_int_equal(d->stats.guard_checks, 12);
-  assert_int_equal(d->stats.guard_failures, 4);
+  assert_int_equal(d->cache.stats.variants_built, 2);
+  assert_int_equal(d->cache.stats.guard_checks, 12);
+  assert_int_equal(d->cache.stats.guard_failures, 4);
   assert_int_equal(d->stats.fast_calls, 4);
   assert_int_equal(d->stats.generic_calls, 4);
   assert_int_equal(uopc_counter_get(DISPATCH_C_VARIANTS_BUILT), 2);
@@ -116,7 +116,7 @@ static void test_dispatch_length_33_matches_eager(void **state) {
   assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
   run_case(d, 33, 0, 1, 0);
   run_case(d, 47, 0, 1, 0);
-  assert_int_equal(d->last.path, DISPATCH_PATH_GENERIC);
+  assert_int_equal(dispatch_last_path(d), DISPATCH_PATH_GENERIC);
   dispatch_fini(d);
 }
 
@@ -135,7 +135,7 @@ static void test_dispatch_misaligned_view_takes_generic_path(void **state) {
   if (c.path != DISPATCH_PATH_GENERIC)
     fail_msg("a view 4 bytes past a 64-byte boundary was sent to %s (%s)", c.variant->entry,
              dispatch_path_name(c.path));
-  dispatch_run(d, &c);
+  assert_uopc_ok(dispatch_run(d, &c, &err), err);
   check_eager(&v);
   release_view(&v);
   dispatch_fini(d);
@@ -151,7 +151,7 @@ static void test_dispatch_misaligned_out_takes_generic_path(void **state) {
   dispatch_choice c;
   assert_uopc_ok(dispatch_choose(d, &v.x, &v.out, &c, &err), err);
   assert_int_equal(c.path, DISPATCH_PATH_GENERIC);
-  dispatch_run(d, &c);
+  assert_uopc_ok(dispatch_run(d, &c, &err), err);
   check_eager(&v);
   release_view(&v);
   dispatch_fini(d);
@@ -162,7 +162,7 @@ static void test_dispatch_strided_view_takes_generic_path(void **state) {
   dispatcher *d = new_dispatcher(NULL);
   assert_int_equal(run_case(d, 64, 0, 2, 0), DISPATCH_PATH_GENERIC);
   assert_int_equal(run_case(d, 96, 2, 3, 0), DISPATCH_PATH_GENERIC);
-  assert_int_equal(d->count, 0);
+  assert_int_equal(dispatch_fast_count(d), 0);
   dispatch_fini(d);
 }
 
@@ -184,7 +184,7 @@ static void test_dispatch_in_place_call_takes_generic_path(void **state) {
   assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n, &err), err);
   for (int64_t i = 0; i < n; i++) uopc_tensor_set(&x, i, (double)i - 5.0);
   assert_uopc_ok(dispatch_call(d, &x, &x, &err), err);
-  assert_int_equal(d->last.path, DISPATCH_PATH_GENERIC);
+  assert_int_equal(dispatch_last_path(d), DISPATCH_PATH_GENERIC);
   for (int64_t i = 0; i < n; i++) assert_true(uopc_tensor_get(&x, i) == (double)((i - 5) * (i - 5) + 1));
   char text[DISPATCH_EXPLAIN_MAX];
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
@@ -202,14 +202,14 @@ static void test_dispatch_random_views_match_eager(void **state) {
     run_case(d, start + n * step, start, step, rand() % 2 ? 0 : rand() % 4);
   }
   for (int64_t n = 16; n <= 256; n += 16) assert_int_equal(run_case(d, n, 0, 1, 0), DISPATCH_PATH_FAST);
-  assert_true(d->stats.variants_built <= 2);
-  assert_int_equal(d->count, 1);
+  assert_true(d->cache.stats.variants_built <= 2);
+  assert_int_equal(dispatch_fast_count(d), 1);
   dispatch_fini(d);
 }
 
 /* Each variant checks its calls through a plan compiled from its own guard
  * set (in the broken builds too, whose sets lack a guard); on random calls the
- * plan and guard_set_check agree. */
+ * plan says "all hold" exactly when guard_set_check finds no failing guard. */
 static void test_dispatch_variant_plans_agree_with_guard_set_check(void **state) {
   (void)state;
   dispatch_options o = {.specialize_length = 1, .max_variants = 6};
@@ -217,7 +217,7 @@ static void test_dispatch_variant_plans_agree_with_guard_set_check(void **state)
   uopc_error err = {0};
   for (int64_t n = 16; n <= 64; n += 16) run_case(d, n, 0, 1, 0);
   run_case(d, 64, 0, 2, 0);   /* strided: the generic variant, in every build */
-  assert_non_null(d->generic);
+  assert_non_null(dispatch_generic(d));
   srand(2321);
   for (int i = 0; i < 400; i++) {
     view v;
@@ -226,15 +226,14 @@ static void test_dispatch_variant_plans_agree_with_guard_set_check(void **state)
     const uopc_tensor *args[] = {&v.out, &v.x}, *in_place[] = {&v.x, &v.x};
     guard_call c;
     assert_uopc_ok(guard_call_init(&c, DISPATCH_N_ARGS, i % 5 ? args : in_place, &err), err);
-    for (int k = 0; k <= d->count; k++) {
-      const dispatch_variant *var = k < d->count ? d->fast[k] : d->generic;
-      int want, got;
-      assert_true(var->planned);
-      assert_uopc_ok(guard_set_check(&var->guards, &c, &want, NULL, &err), err);
-      assert_uopc_ok(dispatch_variant_check(var, &c, &got, &err), err);
-      if (want != got)
-        fail_msg("%s, call %d (n = %lld, x stride %lld): guard_set_check gives %d, the plan %d", var->entry, i,
-                 (long long)v.x.shape[0], (long long)step, want, got);
+    for (int k = 0; k <= dispatch_fast_count(d); k++) {
+      const dispatch_variant *var = k < dispatch_fast_count(d) ? d->cache.variants[k] : dispatch_generic(d);
+      int failed;
+      assert_uopc_ok(guard_set_check(&var->guards, &c, &failed, NULL, &err), err);
+      if (dispatch_variant_holds(var, &c) != (failed < 0))
+        fail_msg("%s, call %d (n = %lld, x stride %lld): guard_set_check's first failure is %d, the plan says %s",
+                 var->entry, i, (long long)v.x.shape[0], (long long)step, failed,
+                 dispatch_variant_holds(var, &c) ? "all hold" : "one fails");
     }
     release_view(&v);
   }
@@ -257,35 +256,35 @@ static void test_dispatch_index_agrees_with_scan(void **state) {
     const uopc_tensor *args[] = {&v.out, &v.x}, *in_place[] = {&v.x, &v.x};
     guard_call c;
     assert_uopc_ok(guard_call_init(&c, DISPATCH_N_ARGS, i % 7 ? args : in_place, &err), err);
-    dispatch_stats s0 = d->stats;
+    vcache_stats s0 = d->cache.stats;
     int scan = -7, indexed = -7;
     assert_uopc_ok(dispatch_select(d, &c, &scan, &err), err);
-    dispatch_stats s1 = d->stats;
-    assert_uopc_ok(dispatch_index_select(d, &c, &indexed, &err), err);
-    if (scan != indexed || s1.guard_checks - s0.guard_checks != d->stats.guard_checks - s1.guard_checks ||
-        s1.guard_failures - s0.guard_failures != d->stats.guard_failures - s1.guard_failures)
+    vcache_stats s1 = d->cache.stats;
+    assert_uopc_ok(vcache_index_select(&d->cache, &c, &indexed, &err), err);
+    if (scan != indexed || s1.guard_checks - s0.guard_checks != d->cache.stats.guard_checks - s1.guard_checks ||
+        s1.guard_failures - s0.guard_failures != d->cache.stats.guard_failures - s1.guard_failures)
       fail_msg("call %d (n = %lld, x stride %lld, %d variants): the scan gives %d with %lld checks and %lld failures, "
-               "the index %d with %lld and %lld", i, (long long)v.x.shape[0], (long long)step, d->count, scan,
+               "the index %d with %lld and %lld", i, (long long)v.x.shape[0], (long long)step, dispatch_fast_count(d), scan,
                (long long)(s1.guard_checks - s0.guard_checks), (long long)(s1.guard_failures - s0.guard_failures),
-               indexed, (long long)(d->stats.guard_checks - s1.guard_checks),
-               (long long)(d->stats.guard_failures - s1.guard_failures));
+               indexed, (long long)(d->cache.stats.guard_checks - s1.guard_checks),
+               (long long)(d->cache.stats.guard_failures - s1.guard_failures));
     dispatch_choice ch;
-    int before = d->count;
+    int before = dispatch_fast_count(d);
     assert_uopc_ok(dispatch_choose(d, &v.x, i % 7 ? &v.out : &v.x, &ch, &err), err);
     check_alignment(&ch, &v);
-    assert_int_equal(d->last.n_rejected, scan >= 0 ? scan : before);   /* those before the winner, or all */
-    if (scan >= 0) assert_ptr_equal(ch.variant, d->fast[scan]);
-    dispatch_run(d, &ch);
+    assert_int_equal(d->cache.last.n_rejected, scan >= 0 ? scan : before);   /* those before the winner, or all */
+    if (scan >= 0) assert_ptr_equal(ch.variant, d->cache.variants[scan]);
+    assert_uopc_ok(dispatch_run(d, &ch, &err), err);
     if (i % 7) check_eager(&v);
     release_view(&v);
   }
-  assert_true(d->index.usable);
-  assert_true(d->count >= 8);
+  assert_true(d->cache.index.usable);
+  assert_true(dispatch_fast_count(d) >= 8);
   dispatch_fini(d);
   d = new_dispatcher(NULL);   /* a variant for every length pins nothing: the index retires */
   run_case(d, 32, 0, 1, 0);
   int index;
-  assert_uopc_code(dispatch_index_select(d, &d->last.call, &index, &err), UOPC_E_UNSUPPORTED, err);
+  assert_uopc_code(vcache_index_select(&d->cache, &d->cache.last.call, &index, &err), UOPC_E_UNSUPPORTED, err);
   dispatch_fini(d);
 }
 
@@ -300,7 +299,7 @@ static void test_dispatch_explain_rederives_rejections(void **state) {
   char text[DISPATCH_EXPLAIN_MAX];
   for (int64_t n = 16; n <= 48; n += 16) assert_int_equal(run_case(d, n, 0, 1, 0), DISPATCH_PATH_FAST);
   assert_int_equal(run_case(d, 48, 0, 1, 0), DISPATCH_PATH_FAST);
-  assert_int_equal(d->last.n_rejected, 2);
+  assert_int_equal(d->cache.last.n_rejected, 2);
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "call 4: n = 48, fast path (square_plus_one_fast16_n48)\n"
                         "  square_plus_one_fast16_n16 rejected: guard 'n = x.shape[0] in [16, 16]' failed: "
@@ -309,7 +308,7 @@ static void test_dispatch_explain_rederives_rejections(void **state) {
                         "dim 'n' = 48 outside [32, 32]\n"
                         "  all ");
   assert_int_equal(run_case(d, 33, 1, 1, 0), DISPATCH_PATH_GENERIC);   /* n = 32, 4 bytes past a boundary */
-  assert_int_equal(d->last.n_rejected, 3);
+  assert_int_equal(d->cache.last.n_rejected, 3);
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "  square_plus_one_fast16_n32 rejected: guard 'x is aligned to 64 bytes' failed: x is not "
                         "aligned to 64 bytes (element 0 is 4 bytes past a 64-byte boundary)\n"
@@ -366,12 +365,12 @@ static void test_dispatch_variant_limit_runs_generic(void **state) {
   assert_int_equal(run_case(d, 16, 0, 1, 0), DISPATCH_PATH_FAST);
   assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
   assert_int_equal(run_case(d, 16, 0, 1, 0), DISPATCH_PATH_FAST);
-  assert_string_equal(d->fast[1]->entry, "square_plus_one_fast16_n32");
+  assert_string_equal(d->cache.variants[1]->entry, "square_plus_one_fast16_n32");
   assert_int_equal(run_case(d, 48, 0, 1, 0), DISPATCH_PATH_GENERIC);
   assert_int_equal(run_case(d, 64, 0, 1, 0), DISPATCH_PATH_GENERIC);
-  assert_int_equal(d->count, 2);
-  assert_int_equal(d->stats.variants_built, 3);
-  assert_int_equal(d->stats.limit_hits, 2);
+  assert_int_equal(dispatch_fast_count(d), 2);
+  assert_int_equal(d->cache.stats.variants_built, 3);
+  assert_int_equal(d->cache.stats.limit_hits, 2);
   char text[DISPATCH_EXPLAIN_MAX];
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "square_plus_one_fast16_n16 rejected: guard 'n = x.shape[0] in [16, 16]' failed: "
@@ -397,7 +396,38 @@ static void test_dispatch_variant_limit_fails_by_option(void **state) {
   assert_contains(text, "no kernel ran");
   assert_contains(text, "refused with UOPC_E_LIMIT");
   release_view(&v);
-  assert_int_equal(d->stats.variants_built, 2);
+  assert_int_equal(d->cache.stats.variants_built, 2);
+  dispatch_fini(d);
+}
+
+/* The dispatcher is the variant cache with its own steps: the generic
+ * variant is the cache's general one, kept after the fast ones whatever the
+ * order of building, and found on a miss; the kernels are the dispatcher's
+ * own, so the core builds no graph program. */
+static void test_dispatch_generic_is_the_caches_general_variant(void **state) {
+  (void)state;
+  uopc_counters_reset();
+  dispatch_options o = {.specialize_length = 1, .max_variants = 4};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_error err = {0};
+  assert_int_equal(run_case(d, 17, 0, 1, 0), DISPATCH_PATH_GENERIC);
+  assert_int_equal(run_case(d, 16, 0, 1, 0), DISPATCH_PATH_FAST);
+  assert_int_equal(run_case(d, 17, 0, 1, 0), DISPATCH_PATH_GENERIC);
+  assert_int_equal(d->cache.count, 2);
+  assert_int_equal(d->cache.n_general, 1);
+  assert_string_equal(d->cache.variants[0]->entry, "square_plus_one_fast16_n16");
+  assert_ptr_equal(dispatch_generic(d), d->cache.variants[1]);
+  assert_true(dispatch_generic(d)->general);
+  assert_int_equal(d->cache.last.chosen, 1);
+  assert_int_equal(d->cache.last.n_rejected, 1);
+  /* checks: 1 (generic built); 1 (n16 built); 1 failure + 1 */
+  assert_int_equal(d->cache.stats.guard_checks, 4);
+  assert_int_equal(d->cache.stats.guard_failures, 1);
+  assert_int_equal(uopc_counter_get(EXEC_C_BUILT), 0);
+  assert_int_equal(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), 2);
+  char text[DISPATCH_EXPLAIN_MAX];
+  assert_uopc_ok(vcache_explain(&d->cache, text, sizeof text, &err), err);
+  assert_contains(text, "ran square_plus_one_generic, variant 2 of 2\n");
   dispatch_fini(d);
 }
 
@@ -419,8 +449,8 @@ static void test_dispatch_variant_keys(void **state) {
   assert_false(spec_key_equal(&a, &g));
   run_case(d, 32, 0, 1, 0);
   run_case(d, 48, 0, 1, 0);
-  assert_int_equal(d->count, 1);   /* n is no part of the fast key: one variant serves both */
-  assert_true(spec_key_equal(&d->fast[0]->key, &a));
+  assert_int_equal(dispatch_fast_count(d), 1);   /* n is no part of the fast key: one variant serves both */
+  assert_true(spec_key_equal(&d->cache.variants[0]->key, &a));
   dispatch_fini(d);
   dispatch_options o = {.fast_math = 1};
   d = new_dispatcher(&o);
@@ -465,7 +495,7 @@ static void test_dispatch_rejects_bad_inputs(void **state) {
   expect_rejected(d, &big, &big, UOPC_E_BOUNDS, "dim 'n' = 65 outside [1, 64]");
   expect_rejected(d, &empty, &empty, UOPC_E_BOUNDS, "dim 'n' = 0 outside [1, 64]");
   expect_rejected(d, &head, &shifted, UOPC_E_ALIAS, "out partly overlaps x");
-  assert_int_equal(d->stats.variants_built, 0);
+  assert_int_equal(d->cache.stats.variants_built, 0);
   uopc_tensor *all[] = {&f64, &m, &f, &big, &shifted, &head, &empty};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
   dispatch_fini(d);
@@ -477,7 +507,7 @@ static void test_dispatch_generated_source_banner(void **state) {
   dispatcher *d = new_dispatcher(NULL);
   run_case(d, 32, 0, 1, 0);
   char path[4200], text[8192];
-  snprintf(path, sizeof path, "%s/kernel.c", uopc_program_dir(d->fast[0]->program));
+  snprintf(path, sizeof path, "%s/kernel.c", uopc_program_dir(d->cache.variants[0]->program));
   FILE *f = fopen(path, "r");
   assert_non_null(f);
   size_t len = fread(text, 1, sizeof text - 1, f);
@@ -510,6 +540,7 @@ int main(void) {
     cmocka_unit_test(test_dispatch_explain_first_call_generic),
     cmocka_unit_test(test_dispatch_variant_limit_runs_generic),
     cmocka_unit_test(test_dispatch_variant_limit_fails_by_option),
+    cmocka_unit_test(test_dispatch_generic_is_the_caches_general_variant),
     cmocka_unit_test(test_dispatch_variant_keys),
     cmocka_unit_test(test_dispatch_rejects_bad_inputs),
     cmocka_unit_test(test_dispatch_generated_source_banner),

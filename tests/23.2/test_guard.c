@@ -2,6 +2,7 @@
  * Each guard kind is checked on a call built here, holding and failing, and a
  * failure's reason must carry the actual values. */
 #include "dispatch.h"
+#include "guard_plan.h"
 #include "testutil.h"
 
 static const char *const NAMES[] = {"out", "x"};
@@ -19,12 +20,14 @@ static void new_set(guard_set *s) {
   assert_uopc_ok(guard_set_init(s, 2, NAMES, &err), err);
 }
 
+static guard_site shape(int arg, int axis) { return (guard_site){arg, GUARD_SHAPE, axis}; }
+
 /* The last guard of s must fail on c with exactly this reason. */
 static void expect_fails(const guard_set *s, const guard_call *c, const char *reason) {
   uopc_error err = {0};
   guard_reason why = {{0}};
   int holds = 1;
-  assert_uopc_ok(guard_check(&s->guards[s->count - 1], c, &holds, &why, &err), err);
+  assert_uopc_ok(guard_check(s, s->count - 1, c, &holds, &why, &err), err);
   if (holds) fail_msg("guard '%s' held; expected it to fail with \"%s\"", s->guards[s->count - 1].what, reason);
   assert_string_equal(why.text, reason);
 }
@@ -32,40 +35,57 @@ static void expect_fails(const guard_set *s, const guard_call *c, const char *re
 static void expect_holds(const guard_set *s, const guard_call *c) {
   uopc_error err = {0};
   int holds = 0;
-  assert_uopc_ok(guard_check(&s->guards[s->count - 1], c, &holds, NULL, &err), err);
+  assert_uopc_ok(guard_check(s, s->count - 1, c, &holds, NULL, &err), err);
   if (!holds) fail_msg("guard '%s' failed; expected it to hold", s->guards[s->count - 1].what);
 }
 
 static void test_guard_reasons_carry_actual_values(void **state) {
   (void)state;
   uopc_error err = {0};
-  uopc_tensor base = {0}, strided = {0}, shifted = {0}, f64 = {0}, odd = {0};
+  uopc_tensor base = {0}, strided = {0}, shifted = {0}, f64 = {0}, odd = {0}, head = {0};
   int64_t n20 = 20, n33 = 33;
   assert_uopc_ok(uopc_tensor_empty(&base, UOPC_F32, 1, &n20, &err), err);
   assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 1, &n20, &err), err);
   assert_uopc_ok(uopc_tensor_empty(&odd, UOPC_F32, 1, &n33, &err), err);
   assert_uopc_ok(uopc_tensor_slice(&strided, &base, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
   assert_uopc_ok(uopc_tensor_slice(&shifted, &base, 0, 1, UOPC_SLICE_NONE, 1, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&head, &base, 0, 0, 19, 1, &err), err);
   guard_set s;
   guard_call c;
   sym_dim n;
+  sym_arena *arena;
   new_set(&s);
   assert_uopc_ok(sym_dim_init(&n, "n", 1, 16, 1, &err), err);
+  assert_uopc_ok(sym_arena_new(&arena, &err), err);
 
   make_call(&c, &base, &strided);
   assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
   expect_fails(&s, &c, "x is not contiguous (strides (2) for shape (10))");
-  assert_uopc_ok(guard_set_add_stride(&s, X, 0, 1, &err), err);
+  assert_uopc_ok(guard_set_add_range(&s, NULL, (guard_site){X, GUARD_STRIDE, 0}, 1, 1, &err), err);
+  assert_string_equal(s.guards[s.count - 1].what, "x.strides[0] == 1");
   expect_fails(&s, &c, "x.strides[0] = 2, not 1");
-  assert_uopc_ok(guard_set_add_dims_equal(&s, OUT, 0, X, 0, &err), err);
+  assert_uopc_ok(guard_set_add_range(&s, NULL, shape(OUT, 0), 1, 8, &err), err);
+  expect_fails(&s, &c, "out.shape[0] = 20 is outside [1, 8]");
+  assert_uopc_ok(guard_set_add_equal(&s, shape(OUT, 0), shape(X, 0), &err), err);
   expect_fails(&s, &c, "out.shape[0] = 20 differs from x.shape[0] = 10");
 
   make_call(&c, &base, &odd);
-  assert_uopc_ok(guard_set_add_divisible(&s, "n", X, 0, 16, &err), err);
+  assert_uopc_ok(guard_set_add_divisible(&s, "n", shape(X, 0), 16, &err), err);
   expect_fails(&s, &c, "n = 33 is not a multiple of 16");
-  assert_uopc_ok(guard_set_add_dim_bounds(&s, &n, X, 0, &err), err);
+  assert_uopc_ok(guard_set_add_divisible(&s, NULL, shape(X, 0), 3, &err), err);
+  expect_holds(&s, &c);
+  assert_uopc_ok(guard_set_add_divisible(&s, NULL, shape(X, 0), 5, &err), err);
+  expect_fails(&s, &c, "x.shape[0] = 33 is not a multiple of 5");
+  assert_uopc_ok(guard_set_add_bounds(&s, &n, shape(X, 0), &err), err);
   expect_fails(&s, &c, "dim 'n' = 33 outside [1, 16]");
   assert_string_equal(s.guards[s.count - 1].what, "n = x.shape[0] in [1, 16]");
+  /* out = x[1:] * 2: out's extent is n - 1 */
+  const sym_expr *less = sym_expr_add(arena, sym_expr_dim(arena, &n), sym_expr_const(arena, -1));
+  assert_uopc_ok(sym_expr_simplify(arena, less, &less, &err), err);
+  assert_uopc_ok(guard_set_add_expr(&s, shape(OUT, 0), less, &err), err);
+  expect_fails(&s, &c, "out.shape[0] = 20, but n - 1 = 32 on this call");
+  make_call(&c, &head, &base);
+  expect_holds(&s, &c);
 
   make_call(&c, &base, &shifted);
   assert_uopc_ok(guard_set_add_aligned(&s, X, 64, &err), err);
@@ -81,8 +101,10 @@ static void test_guard_reasons_carry_actual_values(void **state) {
   assert_uopc_ok(guard_set_add_rank(&s, X, 2, &err), err);
   expect_fails(&s, &c, "x has rank 1, not 2");
 
-  uopc_tensor *all[] = {&base, &strided, &shifted, &f64, &odd};
-  for (size_t i = 0; i < 5; i++) uopc_tensor_release(all[i]);
+  guard_set_fini(&s);
+  sym_arena_free(arena);
+  uopc_tensor *all[] = {&base, &strided, &shifted, &f64, &odd, &head};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
 }
 
 /* A guard on an axis the tensor lacks fails; a guard set stops at the first failure. */
@@ -97,8 +119,9 @@ static void test_guard_set_check_stops_at_first_failure(void **state) {
   guard_call c;
   new_set(&s);
   assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
-  assert_uopc_ok(guard_set_add_divisible(&s, "n", X, 0, 16, &err), err);
+  assert_uopc_ok(guard_set_add_divisible(&s, "n", shape(X, 0), 16, &err), err);
   assert_uopc_ok(guard_set_add_aligned(&s, OUT, 64, &err), err);
+  assert_uopc_ok(guard_set_add_equal(&s, shape(OUT, 0), shape(X, 0), &err), err);
   int failed = 7;
   make_call(&c, &v, &v);
   assert_uopc_ok(guard_set_check(&s, &c, &failed, NULL, &err), err);
@@ -107,7 +130,11 @@ static void test_guard_set_check_stops_at_first_failure(void **state) {
   guard_reason why;
   assert_uopc_ok(guard_set_check(&s, &c, &failed, &why, &err), err);
   assert_int_equal(failed, 1);
-  assert_contains(why.text, "x has no axis for 'n = x.shape[0] is a multiple of 16' (rank 0)");
+  assert_string_equal(why.text, "x has no axis for 'n = x.shape[0] is a multiple of 16' (rank 0)");
+  assert_uopc_ok(guard_check(&s, 3, &c, &failed, &why, &err), err);
+  assert_int_equal(failed, 0);
+  assert_string_equal(why.text, "x has no axis for 'out.shape[0] == x.shape[0]' (rank 0)");
+  guard_set_fini(&s);
   uopc_tensor_release(&v);
   uopc_tensor_release(&scalar);
 }
@@ -121,8 +148,10 @@ static void test_guard_set_rejects_bad_guards(void **state) {
   assert_contains(err.message, "48 bytes is not a power of two");
   assert_uopc_code(guard_set_add_rank(&s, 2, 1, &err), UOPC_E_INVALID, err);
   assert_uopc_code(guard_set_add_disjoint(&s, X, X, &err), UOPC_E_INVALID, err);
-  for (int k = 0; k < GUARD_SET_MAX; k++) assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
-  assert_uopc_code(guard_set_add_contiguous(&s, X, &err), UOPC_E_LIMIT, err);
+  assert_uopc_code(guard_set_add_range(&s, "n", shape(X, 0), 5, 4, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(guard_set_add_equal(&s, shape(X, 0), shape(2, 0), &err), UOPC_E_INVALID, err);
+  assert_uopc_code(guard_set_add_divisible(&s, "n", shape(X, UOPC_MAX_RANK), 4, &err), UOPC_E_INVALID, err);
+  for (int k = 0; k < 40; k++) assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);   /* sets grow */
   guard_call c;
   uopc_tensor v = {0};
   int64_t n = 4;
@@ -131,8 +160,11 @@ static void test_guard_set_rejects_bad_guards(void **state) {
   assert_uopc_ok(guard_call_init(&c, 1, one, &err), err);
   int failed;
   assert_uopc_code(guard_set_check(&s, &c, &failed, NULL, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "a call with 1 arguments checked against a set over 2");
   int holds;
-  assert_uopc_code(guard_check(&s.guards[0], &c, &holds, NULL, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(guard_check(&s, 0, &c, &holds, NULL, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(guard_check(&s, s.count, &c, &holds, NULL, &err), UOPC_E_INVALID, err);
+  guard_set_fini(&s);
   uopc_tensor_release(&v);
 }
 

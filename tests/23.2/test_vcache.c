@@ -109,7 +109,7 @@ static const vcache_variant *call1(vcache *c, const uopc_tensor *const *ins, int
   output(&out, n, 0);
   uopc_tensor *outs[] = {&out.view};
   assert_uopc_ok(vcache_choose(c, outs, 1, ins, c->opts.n_inputs, &v, &err), err);
-  assert_uopc_ok(vcache_run(c, v, outs, ins, &err), err);
+  assert_uopc_ok(vcache_run(c, v, &err), err);
   check_out(&out, v->entry, want, ins);
   release(&out);
   return v;
@@ -142,7 +142,7 @@ static void explain(const vcache *c, char *text, size_t size) {
 
 static void guards_contain(const vcache_variant *v, const char *what) {
   char text[4096];
-  vguard_set_describe(&v->guards, "; ", text, sizeof text);
+  guard_set_describe(&v->guards, "; ", text, sizeof text);
   assert_contains(text, what);
 }
 
@@ -196,7 +196,7 @@ static void test_vcache_unequal_extents_take_another_variant(void **state) {
     const uopc_tensor *ins[] = {&x.view, &y.view};
     uopc_tensor *outs[] = {&o0.view, &o1.view};
     assert_uopc_ok(vcache_choose(c, outs, 2, ins, 2, &v, &err), err);
-    assert_uopc_ok(vcache_run(c, v, outs, ins, &err), err);
+    assert_uopc_ok(vcache_run(c, v, &err), err);
     assert_string_equal(v->entry, entries[k]);
     check_out(&o0, v->entry, want_affine, ins);
     check_out(&o1, v->entry, want_y_double, ins);
@@ -249,7 +249,7 @@ static const vcache_variant *total(vcache *c, int64_t n) {
   if (n != 1 && v->spec.args[1].shape[0].dim < 0)
     fail_msg("a length-%lld call chose %s, whose code sums exactly %lld elements", (long long)n, v->entry,
              (long long)v->spec.args[1].shape[0].value);
-  assert_uopc_ok(vcache_run(c, v, outs, ins, &err), err);
+  assert_uopc_ok(vcache_run(c, v, &err), err);
   float want = 0;
   for (int64_t i = 0; i < n; i++) want += (float)uopc_tensor_get(&x.view, i);
   if (uopc_tensor_get(&out.view, 0) != (double)want)
@@ -308,7 +308,7 @@ static void test_vcache_divisibility_is_a_guard(void **state) {
   assert_string_equal(any->entry, "affine_fd0");
   char text[VCACHE_EXPLAIN_MAX];
   explain(c, text, sizeof text);
-  assert_contains(text, "guard 'n = x.shape[0] is a multiple of 16' failed: x.shape[0] = 33 is not a multiple of 16");
+  assert_contains(text, "guard 'n = x.shape[0] is a multiple of 16' failed: n = 33 is not a multiple of 16");
   assert_ptr_equal(affine(c, 17), any);
   assert_ptr_equal(affine(c, 64), m16);
   assert_counts(c, 2, 7, 2);
@@ -395,7 +395,7 @@ static void test_vcache_wrong_outputs_are_errors(void **state) {
   assert_contains(err.message, "guard 'out0.shape[0] == x.shape[0]' failed: out0.shape[0] = 7 differs from"
                                " x.shape[0] = 5");
   assert_uopc_code(vcache_call(c, wrong_dtype, 1, ins, 1, &err), UOPC_E_DTYPE, err);
-  assert_contains(err.message, "guard 'out0 is f32' failed: out0 is f64, not f32");
+  assert_contains(err.message, "guard 'out0 is f32' failed: out0 has dtype f64, not f32");
   assert_counts(c, 0, 0, 0);
   uopc_tensor_release(&o64);
   release(&o7), release(&x);
@@ -437,13 +437,14 @@ static void test_vcache_limit_runs_the_general_variant(void **state) {
   assert_string_equal(c->variants[1]->entry, "affine_fk32");
   assert_string_equal(c->variants[2]->entry, "affine_fd0s");   /* general: any layout */
   assert_true(c->variants[2]->spec.general);
-  assert_int_equal(c->stats.limit_hits, 1);
+  assert_int_equal(c->stats.limit_hits, 2);   /* 48 and 64 wanted a variant of their own */
   /* checks: 1; 1 failure + 1; 2 failures + 1; 2 failures + 1; 1 */
   assert_counts(c, 3, 10, 5);
   affine(c, 48);
   char text[VCACHE_EXPLAIN_MAX];
   explain(c, text, sizeof text);
   assert_contains(text, "ran affine_fd0s, variant 3 of 3\n");
+  assert_contains(text, "  a new variant was wanted past the variant limit (3): ran the general variant\n");
   vcache_fini(c);
 }
 
@@ -471,6 +472,222 @@ static void test_vcache_limit_fails_by_option(void **state) {
   limit_run(c, lengths, 2);
   release(&out), release(&x);
   vcache_fini(c);
+}
+
+/* ---- The index and the run path. */
+
+/* With exact sizes each variant pins x.shape[0]; the index must give the
+ * scan's answer and counts on every call, as variants are added, for
+ * lengths with and without a variant, and views at any offset. A strided
+ * view of a length that has a variant pins the same value again: the index
+ * retires, and calls scan. */
+static void test_vcache_index_agrees_with_scan(void **state) {
+  (void)state;
+  vcache_policy p = {.exact_sizes = 1, .max_variants = 12};
+  vcache *c = new_cache("affine", build_affine, 1, 1, &p);
+  uopc_error err = {0};
+  srand(2325);
+  for (int i = 0; i < 300; i++) {
+    buf x, out;
+    int64_t n = 1 + rand() % 20, step = 1;
+    input(&x, n + rand() % 2, rand() % 4 ? 0 : 1, step);
+    n = x.view.shape[0];
+    output(&out, n, 0);
+    const uopc_tensor *ins[] = {&x.view}, *args[] = {&out.view, &x.view};
+    uopc_tensor *outs[] = {&out.view};
+    guard_call call;
+    assert_uopc_ok(guard_call_init(&call, 2, args, &err), err);
+    vcache_stats s0 = c->stats;
+    int scan = -7, indexed = -7;
+    assert_uopc_ok(vcache_select(c, &call, &scan, &err), err);
+    vcache_stats s1 = c->stats;
+    assert_uopc_ok(vcache_index_select(c, &call, &indexed, &err), err);
+    if (scan != indexed || s1.guard_checks - s0.guard_checks != c->stats.guard_checks - s1.guard_checks ||
+        s1.guard_failures - s0.guard_failures != c->stats.guard_failures - s1.guard_failures)
+      fail_msg("call %d (n = %lld, stride %lld, %d variants): the scan gives %d, the index %d, or their counts"
+               " differ", i, (long long)n, (long long)step, c->count, scan, indexed);
+    vcache_variant *v;
+    int before = vcache_n_specialised(c);
+    assert_uopc_ok(vcache_choose(c, outs, 1, ins, 1, &v, &err), err);
+    assert_int_equal(c->last.n_rejected, scan >= 0 ? scan : before);
+    if (scan >= 0) assert_ptr_equal(v, c->variants[scan]);
+    assert_uopc_ok(vcache_run(c, v, &err), err);
+    check_out(&out, v->entry, want_affine, ins);
+    release(&out), release(&x);
+  }
+  assert_true(c->index.usable);
+  assert_int_equal(vcache_n_specialised(c), 11);   /* one place kept for the general variant */
+  vcache_fini(c);
+  c = new_cache("affine", build_affine, 1, 1, &p);
+  buf x;
+  input(&x, 10, 0, 2);
+  const uopc_tensor *strided[] = {&x.view};
+  affine(c, 5);
+  call1(c, strided, 5, want_affine);
+  assert_false(c->index.usable);
+  release(&x);
+  vcache_fini(c);
+  c = new_cache("affine", build_affine, 1, 1, NULL);   /* a dim pins nothing: the index retires */
+  affine(c, 5);
+  int index;
+  assert_uopc_code(vcache_index_select(c, &c->last.call, &index, &err), UOPC_E_UNSUPPORTED, err);
+  vcache_fini(c);
+}
+
+static int build_max(void *ctx, ir_graph *g, const ir_node *const *in, const vcache_spec *spec, const ir_node **out,
+                     uopc_error *err) {
+  (void)ctx, (void)spec, (void)err;
+  out[0] = ir_reduce(g, IR_MAX, in[0], 1u, 0);
+  return UOPC_OK;
+}
+
+/* out = x - sum(x): the sum is a temporary in the program's scratch. */
+static int build_centre(void *ctx, ir_graph *g, const ir_node *const *in, const vcache_spec *spec,
+                        const ir_node **out, uopc_error *err) {
+  (void)ctx, (void)spec, (void)err;
+  out[0] = ir_binary(g, IR_SUB, in[0], ir_reduce(g, IR_SUM, in[0], 1u, 1));
+  return UOPC_OK;
+}
+
+static float want_centre(const uopc_tensor *const *in, int64_t i) {
+  float sum = 0;
+  for (int64_t k = 0; k < in[0]->shape[0]; k++) sum += at(in[0], k);
+  return at(in[0], i) - sum;
+}
+
+/* A call runs its program without exec_run's binder (the guards checked the
+ * call); what no guard states is still checked: a max over an empty axis is
+ * refused, and temporaries get their scratch, growing with the call. */
+static void test_vcache_run_path_keeps_the_checks_no_guard_makes(void **state) {
+  (void)state;
+  vcache *c = new_cache("vmax", build_max, 1, 1, NULL);
+  buf x, empty;
+  uopc_error err = {0};
+  uopc_tensor out = {0};
+  assert_uopc_ok(uopc_tensor_empty(&out, UOPC_F32, 0, NULL, &err), err);
+  input(&x, 6, 0, 1);
+  input(&empty, 0, 0, 1);
+  const uopc_tensor *ins[] = {&x.view}, *none[] = {&empty.view};
+  uopc_tensor *outs[] = {&out};
+  assert_uopc_ok(vcache_call(c, outs, 1, ins, 1, &err), err);
+  assert_true(uopc_tensor_get(&out, 0) == 0.5 * 5 - 3.0);
+  assert_uopc_code(vcache_call(c, outs, 1, none, 1, &err), UOPC_E_BOUNDS, err);
+  assert_contains(err.message, "over an empty axis (extent 0)");
+  assert_int_equal(c->count, 1);   /* the same variant, refused at run time */
+  release(&empty), release(&x);
+  uopc_tensor_release(&out);
+  vcache_fini(c);
+  c = new_cache("centre", build_centre, 1, 1, NULL);
+  for (int64_t n = 4; n <= 4096; n *= 8) {
+    input(&x, n, 0, 1);
+    const uopc_tensor *in1[] = {&x.view};
+    call1(c, in1, n, want_centre);
+    release(&x);
+  }
+  assert_int_equal(c->count, 1);
+  vcache_fini(c);
+}
+
+/* ---- An op with its own kernels: out = 2 * x, through hooks. */
+
+/* Specialised variants pin an even length and take packed, disjoint
+ * vectors; the general one takes any strides. */
+static int twice_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
+  (void)ctx;
+  static const char *const names[] = {"out", "x"};
+  const guard_site n = {1, GUARD_SHAPE, 0}, out_n = {0, GUARD_SHAPE, 0};
+  spec_key_parts parts = c->base;
+  int rc = guard_set_init(&v->guards, 2, names, err);
+  if (!rc && !v->general) rc = guard_set_add_range(&v->guards, "n", n, v->param, v->param, err);
+  for (int a = 0; a < 2 && !rc; a++) rc = guard_set_add_dtype(&v->guards, a, UOPC_F32, err);
+  for (int a = 0; a < 2 && !rc; a++) rc = guard_set_add_rank(&v->guards, a, 1, err);
+  if (!rc) rc = guard_set_add_equal(&v->guards, out_n, n, err);
+  for (int a = 0; a < 2 && !rc && !v->general; a++) rc = guard_set_add_contiguous(&v->guards, a, err);
+  if (!rc && !v->general) rc = guard_set_add_disjoint(&v->guards, 0, 1, err);
+  parts.graph_hash = 2;
+  snprintf(parts.dtypes, sizeof parts.dtypes, "out:f32 x:f32");
+  snprintf(parts.layout, sizeof parts.layout, "%s", v->general ? "strided" : "contiguous disjoint");
+  snprintf(parts.constraints, sizeof parts.constraints, "n==%lld", (long long)v->param);
+  return rc ? rc : spec_key_compose(&parts, &v->key, err);
+}
+
+static int twice_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
+  (void)ctx;
+  char src[512];
+  if (v->general) {
+    snprintf(v->entry, sizeof v->entry, "twice_any");
+    snprintf(src, sizeof src, "#include <stdint.h>\nvoid twice_any(float *out, const float *x, int64_t n, int64_t os,"
+             " int64_t xs) { for (int64_t i = 0; i < n; i++) out[i * os] = 2.0f * x[i * xs]; }\n");
+  } else {
+    snprintf(v->entry, sizeof v->entry, "twice_n%lld", (long long)v->param);
+    snprintf(src, sizeof src, "void %s(float *restrict out, const float *restrict x) { for (int i = 0; i < %lld;"
+             " i++) out[i] = 2.0f * x[i]; }\n", v->entry, (long long)v->param);
+  }
+  return uopc_program_new(&v->program, src, v->entry, v->general ? "pplll" : "pp", &c->opts.program, err);
+}
+
+static int twice_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_error *err) {
+  (void)ctx, (void)err;
+  void *out = (void *)call->data[0], *x = (void *)call->data[1];
+  int64_t n = call->args[1].shape[0], os = call->args[0].strides[0], xs = call->args[1].strides[0];
+  void *args[] = {&out, &x, &n, &os, &xs};
+  uopc_program_call(v->program, args);
+  return UOPC_OK;
+}
+
+/* Even lengths get a variant of their own while there is room; the rest
+ * share the general one. */
+static int twice_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_variant **out, uopc_error *err) {
+  (void)ctx;
+  int64_t n = call->args[1].shape[0];
+  if (n % 2 == 0 && guard_call_contiguous(call, 0) && guard_call_contiguous(call, 1) && vcache_room(c) > 0) return vcache_build(c, call, 0, n, out, err);
+  return vcache_general(c, call, out, err);
+}
+
+static float want_twice(const uopc_tensor *const *in, int64_t i) { return 2.0f * at(in[0], i); }
+
+static void test_vcache_hooks_run_an_ops_own_kernels(void **state) {
+  (void)state;
+  static vcache c;
+  uopc_error err = {0};
+  vcache_options o = {.op = "twice", .n_inputs = 1, .n_outputs = 1, .inputs = {"x"}, .outputs = {"out"},
+                      .hooks = {.on_miss = twice_on_miss, .contract = twice_contract, .compile = twice_compile,
+                                .run = twice_run}, .policy = {.max_variants = 3}};
+  uopc_counters_reset();
+  assert_uopc_ok(vcache_init(&c, &o, &err), err);
+  static const int64_t lengths[] = {3, 8, 3, 8, 4, 6, 6, 5};
+  static const char *const ran[] = {"twice_any", "twice_n8", "twice_any", "twice_n8", "twice_n4", "twice_any",
+                                    "twice_any", "twice_any"};
+  for (int k = 0; k < 8; k++) {
+    buf x;
+    input(&x, lengths[k], 0, 1);
+    const uopc_tensor *ins[] = {&x.view};
+    assert_string_equal(call1(&c, ins, lengths[k], want_twice)->entry, ran[k]);
+    release(&x);
+  }
+  /* the general variant stays after the specialised ones, whatever the order of building */
+  assert_string_equal(c.variants[0]->entry, "twice_n8");
+  assert_string_equal(c.variants[1]->entry, "twice_n4");
+  assert_string_equal(c.variants[2]->entry, "twice_any");
+  assert_true(c.index.usable);
+  /* checks: 1; 1 (n8 built); 1 failure + 1; 1; 1 failure + 1 (n4 built); then, three times, 2 failures + 1 */
+  assert_counts(&c, 3, 16, 8);
+  assert_int_equal(uopc_counter_get("calls twice_any"), 5);
+  assert_int_equal(uopc_counter_get(EXEC_C_BUILT), 0);   /* no graph program: the op's own kernels */
+  char text[VCACHE_EXPLAIN_MAX];
+  explain(&c, text, sizeof text);
+  assert_contains(text, "twice_n8 rejected: guard 'n = x.shape[0] in [8, 8]' failed: dim 'n' = 5 outside [8, 8]\n");
+  vcache_variant *v;
+  buf x, out;
+  input(&x, 8, 0, 1);
+  output(&out, 8, 0);
+  const uopc_tensor *ins[] = {&x.view};
+  uopc_tensor *outs[] = {&out.view};
+  assert_uopc_ok(vcache_choose(&c, outs, 1, ins, 1, &v, &err), err);
+  assert_uopc_code(vcache_run(&c, c.variants[2], &err), UOPC_E_INVALID, err);   /* not the one chosen */
+  assert_true(uopc_tensor_get(&out.view, 0) == POISON);
+  release(&out), release(&x);
+  vcache_fini(&c);
 }
 
 /* ---- Explain and arguments. */
@@ -535,6 +752,9 @@ int main(void) {
     cmocka_unit_test(test_vcache_output_extent_is_an_expression_guard),
     cmocka_unit_test(test_vcache_limit_runs_the_general_variant),
     cmocka_unit_test(test_vcache_limit_fails_by_option),
+    cmocka_unit_test(test_vcache_index_agrees_with_scan),
+    cmocka_unit_test(test_vcache_run_path_keeps_the_checks_no_guard_makes),
+    cmocka_unit_test(test_vcache_hooks_run_an_ops_own_kernels),
     cmocka_unit_test(test_vcache_explain_text),
     cmocka_unit_test(test_vcache_rejects_bad_arguments),
   };
