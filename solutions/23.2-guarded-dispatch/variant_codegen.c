@@ -55,7 +55,8 @@ int variant_codegen_banner(codegen_text *t, const variant_spec *spec, const char
   char guards[2048], what[512];
   guard_set_describe(spec->guards, ";\n *   ", guards, sizeof guards);
   describe(spec->out, what, sizeof what);
-  int rc = codegen_printf(t, err, "/* %s: out = %s elementwise over f32 vectors (lab 23.2).\n",
+  int rc = codegen_printf(t, err, "/* %s: out = %s elementwise over f32 vectors (lab 23.2's loops; the\n"
+                          " *   body by the compiler core's value emitter, lower_emit_value).\n",
                           entry, what);
   if (!rc) rc = codegen_printf(t, err, " * dims: %s in [%" PRId64 ", %" PRId64 "]", n->name, n->lo, n->hi);
   if (!rc && spec->exact_n) rc = codegen_printf(t, err, ", specialised to %s = %" PRId64, n->name, spec->exact_n);

@@ -108,9 +108,13 @@ static const vcache_variant *call1(vcache *c, const uopc_tensor *const *ins, int
   vcache_variant *v = NULL;
   output(&out, n, 0);
   uopc_tensor *outs[] = {&out.view};
+  uint64_t before = uopc_tensor_version(&out.view), in_before = uopc_tensor_version(ins[0]);
   assert_uopc_ok(vcache_choose(c, outs, 1, ins, c->opts.n_inputs, &v, &err), err);
   assert_uopc_ok(vcache_run(c, v, &err), err);
   check_out(&out, v->entry, want, ins);
+  /* The run wrote out: its storage version moves once (23.3 reads versions); the input's stays. */
+  assert_int_equal(uopc_tensor_version(&out.view), before + 1);
+  assert_int_equal(uopc_tensor_version(ins[0]), in_before);
   release(&out);
   return v;
 }
