@@ -167,7 +167,7 @@ int uopc_build_run(uopc_build *b, uopc_error *err) {
 
 int uopc_build_again(uopc_build *b, uopc_error *err) {
   uopc_cache_discard(&b->cache, b->entry, b->key);
-  uopc_counter_add(UOPC_C_CORRUPTED_REBUILT, 1);
+  uopc_cache_count(b->cache.dir, UOPC_CACHE_CORRUPTED, 1);
   uopc_debug(2, "%s %s: found but would not load; building it again", b->entry, b->key);
   b->cached = 0;
   return build(b, err);

@@ -10,7 +10,7 @@ typedef enum uopc_fault_site {
   UOPC_FAULT_SPAWN,        /* starting the compiler */
   UOPC_FAULT_DLOPEN,       /* loading a shared object */
   UOPC_FAULT_CACHE_WRITE,  /* writing a file into the cache */
-  UOPC_FAULT_RENAME,       /* publishing a cache entry */
+  UOPC_FAULT_RENAME,       /* publishing a cache entry, or moving one out to evict it */
   UOPC_FAULT_SITES
 } uopc_fault_site;
 
