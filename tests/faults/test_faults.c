@@ -123,6 +123,34 @@ static uopc_program *construct(const char *tag) {
 
 static int64_t counted(const char *name, int64_t before) { return uopc_counter_get(name) - before; }
 
+/* Another process evicts the entry this one just found: it is looked up
+ * again, missed, compiled and loaded, with each step counted. */
+static void test_fault_entry_evicted_between_lookup_and_load_is_rebuilt(void **state) {
+  (void)state;
+  uopc_program_free(construct("lost"));
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS), misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES),
+          inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  uopc_fault_arm(UOPC_FAULT_EVICT, 1);
+  uopc_program *p = construct("lost");
+  assert_int_equal(uopc_program_was_cached(p), 0);
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_HITS, hits), 1);
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_MISSES, misses), 1);
+  assert_int_equal(counted(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
+  assert_int_equal(access(uopc_program_dir(p), F_OK), 0);
+  uopc_program_free(p);
+}
+
+/* The same between a fresh publish and its dlopen: compiled twice. */
+static void test_fault_entry_evicted_between_publish_and_load_is_rebuilt(void **state) {
+  (void)state;
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES), inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  uopc_fault_arm(UOPC_FAULT_EVICT, 1);
+  uopc_program *p = construct("lost-fresh");
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_MISSES, misses), 2);
+  assert_int_equal(counted(UOPC_C_COMPILER_INVOCATIONS, inv), 2);
+  uopc_program_free(p);
+}
+
 static void assert_total_matches_disk(void) {
   uopc_cache_record kept, disk = {0};
   uopc_error err = {0};
@@ -179,6 +207,8 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_dlopen_of_fresh_build_fails, fresh),
     cmocka_unit_test_setup(test_fault_dlopen_of_cached_entry_rebuilds, fresh),
     cmocka_unit_test_setup(test_fault_second_spawn_fails_after_a_success, fresh),
+    cmocka_unit_test_setup(test_fault_entry_evicted_between_lookup_and_load_is_rebuilt, fresh),
+    cmocka_unit_test_setup(test_fault_entry_evicted_between_publish_and_load_is_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_fails_and_the_build_goes_on, fresh),
     cmocka_unit_test_setup(test_fault_eviction_rename_fails_and_the_entry_stays_whole, fresh),
   };

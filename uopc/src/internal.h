@@ -282,6 +282,14 @@ int uopc_build_run(uopc_build *b, uopc_error *err);
 /* For a found artifact that verified but will not load: discards the entry,
  * counts a corrupted entry rebuilt, and builds it again. Errors: as above. */
 int uopc_build_again(uopc_build *b, uopc_error *err);
+/* 1 when the artifact is gone from disk: another process evicted the entry
+ * between its lookup (or publish) and the load. The loader then runs the
+ * pipeline again, at most UOPC_BUILD_TRIES times in all: a new lookup, a miss
+ * as counted, and a compile. */
+#define UOPC_BUILD_TRIES 3
+int uopc_build_lost(const uopc_build *b);
+/* The error after UOPC_BUILD_TRIES losses: UOPC_E_LOAD, naming the limit. */
+int uopc_build_fail_lost(const uopc_build *b, uopc_error *err);
 /* The PTX back end: NVRTC when it loads and force_nvcc is 0, else nvcc when
  * found. Errors: UOPC_E_NO_CUDA, naming why neither. */
 int uopc_build_ptx_backend(int force_nvcc, const uopc_backend **out, uopc_error *err);
