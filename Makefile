@@ -189,7 +189,7 @@ test-grader: setup
 
 # ---- commands ---------------------------------------------------------------
 .PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run doctor \
-        clean cache-clean labs check-sync
+        clean cache-clean cache-stats labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS)
 
@@ -248,6 +248,13 @@ clean:
 CACHE_DIR = $(or $(UOPC_CACHE_DIR),$(XDG_CACHE_HOME:%=%/uopc),$(HOME)/.cache/uopc)
 cache-clean:
 	rm -rf "$(CACHE_DIR)"
+
+# The cache's statistics, as `ccache -s` prints them; reads, creates nothing.
+cache-stats: $(BUILD)/bin/uopc-cache-stats
+	@$(BUILD)/bin/uopc-cache-stats
+$(BUILD)/bin/uopc-cache-stats: tools/cache_stats.c $(UOPC_LIB)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -luopc
 
 # Dependency files of this build only (each build tree has its own).
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

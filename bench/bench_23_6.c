@@ -1,6 +1,7 @@
 /* bench_23_6.c: the figures of lab 23.6 and of the runtime under it.
  *   a cold compile through uopc vs bare gcc running the same command;
  *   cold compile vs a warm disk-cache hit, each in a new process;
+ *   the disk cache's size check after a publish, on a small and a large cache;
  *   the guarded JIT's dispatch overhead vs a direct call, at length 1;
  *   the compiled path vs a C triad (the machine's streaming bandwidth) at 16M.
  * Prints `bench 23.6 <case> n=<n> ns=<ns per call>` and `ratio ...` lines;
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "guarded_jit.h"
+#include "../uopc/src/internal.h"   /* the size check, measured alone */
 
 static double now_ns(void) {
   struct timespec t;
@@ -231,6 +233,71 @@ static void bench_cold_vs_warm(void) {
   remove_tree(dir);
 }
 
+/* ---- the size check after a publish -----------------------------------------
+ * What a publish adds for the limit (uopc/src/cache.c, rename_counted): take
+ * the lock, read the running total, add the entry, compare with the limit,
+ * rewrite the stats file. On caches of 100 and 5000 entries (made by hand:
+ * a directory with one small file each) it must cost the same; the count of
+ * the whole cache, which only an eviction makes, is measured for contrast. */
+#define CHECK_RUNS 300
+
+static int fake_entries(const char *dir, int from, int to) {
+  char path[PATH_MAX];
+  for (int i = from; i < to; i++) {
+    if (snprintf(path, sizeof path, "%s/bench-%064x", dir, i) >= (int)sizeof path || mkdir(path, 0700) != 0 ||
+        snprintf(path + strlen(path), sizeof path - strlen(path), "/kernel.so") >= (int)sizeof path ||
+        uopc_write_file(path, COLD_SOURCE, sizeof COLD_SOURCE, NULL) != UOPC_OK)
+      return -1;
+  }
+  return 0;
+}
+
+/* The median of CHECK_RUNS size checks, as a publish under the limit makes them. */
+static double size_check(const uopc_cache *c) {
+  static double t[CHECK_RUNS];
+  char trash[PATH_MAX];
+  for (int i = 0; i < CHECK_RUNS; i++) {
+    int fd;
+    double t0 = now_ns();
+    if (uopc_cache_lock(c->dir, &fd, NULL) != UOPC_OK || uopc_cache_account(c, 1, 4096, NULL, trash, NULL) != UOPC_OK)
+      return -1;
+    uopc_cache_unlock(fd);
+    t[i] = now_ns() - t0;
+  }
+  return median(t, CHECK_RUNS);
+}
+
+static double scan_time(const char *dir) {
+  double t[5];
+  uopc_cache_record r;
+  for (int i = 0; i < 5; i++) {
+    double t0 = now_ns();
+    if (uopc_cache_scan(dir, &r, NULL) != UOPC_OK) return -1;
+    t[i] = now_ns() - t0;
+  }
+  return median(t, 5);
+}
+
+static void bench_size_check(void) {
+  uopc_cache c = {.max_size = (int64_t)1 << 50};   /* never reached: the check, not an eviction */
+  snprintf(c.dir, sizeof c.dir, "/tmp/uopc-bench-XXXXXX");
+  if (!mkdtemp(c.dir)) return;
+  double small = -1, large = -1, scan = -1;
+  if (fake_entries(c.dir, 0, 100) == 0) small = size_check(&c);
+  if (small > 0 && fake_entries(c.dir, 100, 5000) == 0) large = size_check(&c);
+  if (large > 0) scan = scan_time(c.dir);
+  remove_tree(c.dir);
+  if (scan < 0) {
+    fprintf(stderr, "bench 23.6: the size check could not be measured in /tmp\n");
+    return;
+  }
+  printf("bench 23.6 cache_size_check n=100 ns=%.0f\n", small);
+  printf("bench 23.6 cache_size_check n=5000 ns=%.0f\n", large);
+  printf("bench 23.6 cache_scan n=5000 ns=%.0f\n", scan);
+  printf("ratio 23.6 cache_size_check n=5000/n=100=%.2f (goal: about 1, no walk of the cache; "
+         "a walk of 5000 entries costs %.0f checks)\n", large / small, scan / large);
+}
+
 typedef void (*kernel_fn)(const float *, float *, const int *);
 
 static double per_call(guarded_jit *jit, uopc_tensor *x, uopc_tensor *out, kernel_fn direct, int iters) {
@@ -302,6 +369,7 @@ int main(int argc, char **argv) {
   }
   bench_cold_vs_warm();
   bench_cold_uopc_vs_gcc();
+  bench_size_check();
   kernel_fn direct = (kernel_fn)uopc_program_entry(jit.program);
   double guarded = best_of(5, &jit, &x, &out, NULL, 1000000);
   double plain = best_of(5, &jit, &x, &out, direct, 1000000);

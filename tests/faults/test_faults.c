@@ -1,11 +1,13 @@
 /* test_faults.c: every error path of program construction, by injection.
  * Linked against the fault-injection build of the runtime (see the Makefile).
  * Each case makes one operation fail and checks the error code, that no
- * staging directory is left behind, and that the next attempt succeeds. */
+ * staging directory is left behind, and that the next attempt succeeds; the
+ * cache's size limit and statistics must never fail a build at all. */
 #include <dirent.h>
 #include "uopc/uopc.h"
 #include "uopc/fault.h"
 #include "testutil.h"
+#include "../../uopc/src/internal.h"
 
 static const char KERNEL[] =
     "void twice(const float *x, float *out, const int *n) {\n"
@@ -24,6 +26,7 @@ static int staging_dirs_left(void) {
 
 /* A fresh cache each case, so every construction starts cold. */
 static int fresh(void **state) {
+  unsetenv("UOPC_CACHE_MAX_SIZE");
   testutil_remove_cache(state);
   return testutil_fresh_cache(state);
 }
@@ -107,6 +110,94 @@ static void test_fault_second_spawn_fails_after_a_success(void **state) {
   assert_int_equal(staging_dirs_left(), 0);
 }
 
+/* ---- the size limit and the statistics (cache_evict.c, cache_stats.c) ---- */
+
+static uopc_program *construct(const char *tag) {
+  char source[512];
+  snprintf(source, sizeof source, "/* %s */\n%s", tag, KERNEL);
+  uopc_error err = {0};
+  uopc_program *p = NULL;
+  assert_uopc_ok(uopc_program_new(&p, source, "twice", "ppp", NULL, &err), err);
+  return p;
+}
+
+static int64_t counted(const char *name, int64_t before) { return uopc_counter_get(name) - before; }
+
+/* Another process evicts the entry this one just found: it is looked up
+ * again, missed, compiled and loaded, with each step counted. */
+static void test_fault_entry_evicted_between_lookup_and_load_is_rebuilt(void **state) {
+  (void)state;
+  uopc_program_free(construct("lost"));
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS), misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES),
+          inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  uopc_fault_arm(UOPC_FAULT_EVICT, 1);
+  uopc_program *p = construct("lost");
+  assert_int_equal(uopc_program_was_cached(p), 0);
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_HITS, hits), 1);
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_MISSES, misses), 1);
+  assert_int_equal(counted(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
+  assert_int_equal(access(uopc_program_dir(p), F_OK), 0);
+  uopc_program_free(p);
+}
+
+/* The same between a fresh publish and its dlopen: compiled twice. */
+static void test_fault_entry_evicted_between_publish_and_load_is_rebuilt(void **state) {
+  (void)state;
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES), inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  uopc_fault_arm(UOPC_FAULT_EVICT, 1);
+  uopc_program *p = construct("lost-fresh");
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_MISSES, misses), 2);
+  assert_int_equal(counted(UOPC_C_COMPILER_INVOCATIONS, inv), 2);
+  uopc_program_free(p);
+}
+
+static void assert_total_matches_disk(void) {
+  uopc_cache_record kept, disk = {0};
+  uopc_error err = {0};
+  uopc_cache_record_read(testutil_cache_dir, &kept);
+  assert_uopc_ok(uopc_cache_scan(testutil_cache_dir, &disk, &err), err);
+  assert_true(kept.known);
+  assert_int_equal(kept.entries, disk.entries);
+  assert_int_equal(kept.bytes, disk.bytes);
+}
+
+/* A cold build writes kernel.c, the manifest, then the stats file: when that
+ * fails, the program is still built and loaded, and the next publish counts
+ * the cache afresh. */
+static void test_fault_stats_write_fails_and_the_build_goes_on(void **state) {
+  (void)state;
+  char stats[8192];
+  uopc_fault_arm(UOPC_FAULT_CACHE_WRITE, 3);
+  uopc_program_free(construct("stats-a"));
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  assert_int_equal(access(stats, F_OK), -1);
+  uopc_program_free(construct("stats-b"));
+  assert_total_matches_disk();
+}
+
+/* The eviction's rename of its victim fails (publish is the first rename):
+ * the victim stays whole and counted, and a later eviction takes it. */
+static void test_fault_eviction_rename_fails_and_the_entry_stays_whole(void **state) {
+  (void)state;
+  uopc_program *a = construct("evict-a");
+  char a_dir[8192];
+  snprintf(a_dir, sizeof a_dir, "%s", uopc_program_dir(a));
+  uopc_program_free(a);
+  setenv("UOPC_CACHE_MAX_SIZE", "1", 1);
+  int64_t evictions = uopc_counter_get(UOPC_C_CACHE_EVICTIONS);
+  uopc_fault_arm(UOPC_FAULT_RENAME, 2);
+  uopc_program_free(construct("evict-b"));
+  assert_int_equal(counted(UOPC_C_CACHE_EVICTIONS, evictions), 0);
+  assert_int_equal(access(a_dir, F_OK), 0);
+  assert_total_matches_disk();
+  uopc_program_free(construct("evict-c"));
+  unsetenv("UOPC_CACHE_MAX_SIZE");
+  assert_int_equal(counted(UOPC_C_CACHE_EVICTIONS, evictions), 2);
+  assert_int_equal(access(a_dir, F_OK), -1);
+  assert_int_equal(staging_dirs_left(), 0);
+  assert_total_matches_disk();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_fault_compiler_spawn_fails, fresh),
@@ -116,6 +207,10 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_dlopen_of_fresh_build_fails, fresh),
     cmocka_unit_test_setup(test_fault_dlopen_of_cached_entry_rebuilds, fresh),
     cmocka_unit_test_setup(test_fault_second_spawn_fails_after_a_success, fresh),
+    cmocka_unit_test_setup(test_fault_entry_evicted_between_lookup_and_load_is_rebuilt, fresh),
+    cmocka_unit_test_setup(test_fault_entry_evicted_between_publish_and_load_is_rebuilt, fresh),
+    cmocka_unit_test_setup(test_fault_stats_write_fails_and_the_build_goes_on, fresh),
+    cmocka_unit_test_setup(test_fault_eviction_rename_fails_and_the_entry_stays_whole, fresh),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -4,9 +4,11 @@
  * What differs between compilers is a back end (internal.h): gcc and nvcc are
  * spawned with an argument vector, NVRTC runs in process (nvrtc.c). program.c
  * and cuda.c only load what a build produced. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "uopc/uopc.h"
 #include "internal.h"
@@ -167,10 +169,23 @@ int uopc_build_run(uopc_build *b, uopc_error *err) {
 
 int uopc_build_again(uopc_build *b, uopc_error *err) {
   uopc_cache_discard(&b->cache, b->entry, b->key);
-  uopc_counter_add(UOPC_C_CORRUPTED_REBUILT, 1);
+  uopc_cache_count(b->cache.dir, UOPC_CACHE_CORRUPTED, 1);
   uopc_debug(2, "%s %s: found but would not load; building it again", b->entry, b->key);
   b->cached = 0;
   return build(b, err);
+}
+
+int uopc_build_lost(const uopc_build *b) {
+  struct stat st;
+  if (stat(b->artifact_path, &st) == 0 || errno != ENOENT) return 0;
+  uopc_debug(2, "%s %s: evicted before it was loaded; looking it up again", b->entry, b->key);
+  return 1;
+}
+
+int uopc_build_fail_lost(const uopc_build *b, uopc_error *err) {
+  return UOPC_FAIL(err, UOPC_E_LOAD, "'%s' was evicted before it could be loaded, %d times in a row: the "
+                   "cache's limit (UOPC_CACHE_MAX_SIZE, %lld bytes) is too small for the processes sharing it",
+                   b->artifact_path, UOPC_BUILD_TRIES, (long long)b->cache.max_size);
 }
 
 /* ---- back ends: spawned compilers (gcc, nvcc) ----------------------------------- */

@@ -1,9 +1,11 @@
-/* cache.c: the disk cache (section 23.6, "Cold and warm").
+/* cache.c: the disk cache (section 23.6, "Cold and warm", "The cache on disk").
  * An entry is a directory <cache>/<entry>-<key> holding the source as compiled,
  * the artifact (kernel.so or kernel.ptx) and a manifest with the artifact's
  * size and SHA-256. It is built in a private staging directory and published
  * with one rename, so readers see a whole entry or none, and when several
- * processes build the same key the first rename wins and the rest use it. */
+ * processes build the same key the first rename wins and the rest use it.
+ * Entries leave the same way, by one rename into tmp/: a corrupted one here,
+ * the least recently used past the size limit in cache_evict.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "uopc/counters.h"
+#include "uopc/debug.h"
 #include "internal.h"
 
 #define MANIFEST_MAX 65536
@@ -75,9 +78,14 @@ static int check_private(const char *path, uopc_error *err) {
   return UOPC_OK;
 }
 
+int uopc_cache_resolve(const char *dir, char out[PATH_MAX], uopc_error *err) {
+  return dir && *dir ? join(out, err, "%s%s", dir, "") : default_dir(out, err);
+}
+
 int uopc_cache_open(uopc_cache *c, const char *dir, uopc_error *err) {
-  int rc = dir && *dir ? join(c->dir, err, "%s%s", dir, "") : default_dir(c->dir, err);
+  int rc = uopc_cache_max_size(&c->max_size, err);
   char sub[PATH_MAX];
+  if (rc == UOPC_OK) rc = uopc_cache_resolve(dir, c->dir, err);
   if (rc == UOPC_OK && strlen(c->dir) > PATH_MAX - 256)   /* room for "<entry>-<key>/kernel.so" */
     rc = UOPC_FAIL(err, UOPC_E_INVALID, "cache directory '%s' is longer than %d bytes", c->dir, PATH_MAX - 256);
   if (rc == UOPC_OK) rc = make_dirs(c->dir, err);
@@ -105,20 +113,34 @@ void uopc_remove_tree(const char *path) {
   nftw(path, unlink_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Moves an entry aside before deleting it, so that no reader ever sees it half removed. */
-static void discard_dir(const uopc_cache *c, const char *entry_dir) {
-  char trash[PATH_MAX];
-  if (join(trash, NULL, "%s/%s", c->dir, "tmp/trash-XXXXXX") || !mkdtemp(trash)) {
+/* Moves an entry aside before deleting it, so that no reader ever sees it
+ * half removed; under the lock, so that the running total loses it in the
+ * same step (a failure there is left for the next eviction's count to mend). */
+int uopc_cache_discard_dir(const uopc_cache *c, const char *entry_dir) {
+  char trash[PATH_MAX], evicted[PATH_MAX] = "";
+  uopc_error err = {0};
+  int fd, counted = uopc_cache_lock(c->dir, &fd, &err) == UOPC_OK;
+  int64_t bytes = uopc_cache_tree_size(entry_dir);
+  int moved;
+  if (!join(trash, NULL, "%s/%s", c->dir, "tmp/trash-XXXXXX") && mkdtemp(trash)) {
+    moved = rename(entry_dir, trash) == 0;
+    if (!moved) rmdir(trash);   /* gone already: evicted, or discarded by another process */
+  } else {
+    moved = access(entry_dir, F_OK) == 0;   /* no room in tmp/: removed in place, readers or not */
     uopc_remove_tree(entry_dir);
-    return;
+    trash[0] = '\0';
   }
-  if (rename(entry_dir, trash) != 0) rmdir(trash);   /* someone else discarded it already */
-  else uopc_remove_tree(trash);
+  if (moved && counted) counted = uopc_cache_account(c, -1, -bytes, NULL, evicted, &err) == UOPC_OK;
+  uopc_cache_unlock(fd);
+  if (moved && !counted) uopc_debug(2, "the cache's total is not updated for '%s': %s", entry_dir, err.message);
+  if (moved && *trash) uopc_remove_tree(trash);
+  if (*evicted) uopc_remove_tree(evicted);
+  return moved;
 }
 
-void uopc_cache_discard(const uopc_cache *c, const char *entry, const char *key) {
+int uopc_cache_discard(const uopc_cache *c, const char *entry, const char *key) {
   char dir[PATH_MAX];
-  if (uopc_cache_entry_dir(c, entry, key, dir, NULL) == UOPC_OK) discard_dir(c, dir);
+  return uopc_cache_entry_dir(c, entry, key, dir, NULL) == UOPC_OK && uopc_cache_discard_dir(c, dir);
 }
 
 /* Finds "name=value" on its own line of a manifest; copies the value. */
@@ -156,7 +178,7 @@ int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
     return -1;
   struct stat st;
   if (stat(dir, &st) != 0) {
-    uopc_counter_add(UOPC_C_DISK_CACHE_MISSES, 1);
+    uopc_cache_count(c->dir, UOPC_CACHE_MISSES, 1);
     return 0;
   }
   char *manifest = NULL;
@@ -165,12 +187,14 @@ int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
               entry_is_whole(manifest, key, artifact, artifact_path);
   free(manifest);
   if (!whole) {
-    discard_dir(c, dir);
-    uopc_counter_add(UOPC_C_CORRUPTED_REBUILT, 1);
-    uopc_counter_add(UOPC_C_DISK_CACHE_MISSES, 1);
+    /* Not moved: another process evicted it while it was read, which is a
+     * plain miss, or discarded it and counted the corruption itself. */
+    if (uopc_cache_discard_dir(c, dir)) uopc_cache_count(c->dir, UOPC_CACHE_CORRUPTED, 1);
+    uopc_cache_count(c->dir, UOPC_CACHE_MISSES, 1);
     return 0;
   }
-  uopc_counter_add(UOPC_C_DISK_CACHE_HITS, 1);
+  uopc_cache_touch(dir, &st);
+  uopc_cache_count(c->dir, UOPC_CACHE_HITS, 1);
   return 1;
 }
 
@@ -217,6 +241,24 @@ static int write_manifest(const char *staging, const char *entry, const char *ke
   return rc;
 }
 
+/* The rename and the running total change together, under the lock, so that
+ * the count an eviction makes under it agrees with the total. The size check
+ * cannot fail the publish: the entry is whole whatever the total says. */
+static int rename_counted(const uopc_cache *c, const char *staging, const char *dir) {
+  char trash[PATH_MAX] = "";
+  uopc_error err = {0};
+  int64_t bytes = uopc_cache_tree_size(staging);
+  int fd, locked = uopc_cache_lock(c->dir, &fd, &err) == UOPC_OK;
+  int renamed = uopc_fault_hit(UOPC_FAULT_RENAME) ? (errno = EXDEV, -1) : rename(staging, dir);
+  int cause = errno;
+  if (renamed == 0 && locked && uopc_cache_account(c, 1, bytes, dir, trash, &err) != UOPC_OK) locked = 0;
+  uopc_cache_unlock(fd);
+  if (renamed == 0 && !locked) uopc_debug(2, "the cache's size is not checked after '%s': %s", dir, err.message);
+  if (*trash) uopc_remove_tree(trash);
+  errno = cause;
+  return renamed;
+}
+
 int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *entry,
                        const char *key, const char *artifact, const char *description,
                        char artifact_path[PATH_MAX], uopc_error *err) {
@@ -228,8 +270,7 @@ int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *ent
     uopc_remove_tree(staging);
     return rc;
   }
-  int renamed = uopc_fault_hit(UOPC_FAULT_RENAME) ? (errno = EXDEV, -1) : rename(staging, dir);
-  if (renamed != 0) {
+  if (rename_counted(c, staging, dir) != 0) {
     int cause = errno;
     uopc_remove_tree(staging);   /* theirs, when another process published this key first */
     if (cause != ENOTEMPTY && cause != EEXIST)

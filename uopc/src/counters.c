@@ -44,7 +44,9 @@ static counter *add_locked(const char *name) {
 }
 
 /* The runtime's counters exist from the start, at zero and in this order, so
- * that every log shows "disk cache hits=0" rather than leaving it out. */
+ * that every log shows "disk cache hits=0" rather than leaving it out. Not
+ * "cache evictions": graders and students compare these logs line by line,
+ * and one that no lab's run can move would only add a line to every log. */
 static void add_runtime_counters_locked(void) {
   static const char *const names[] = {UOPC_C_PROGRAMS_CONSTRUCTED, UOPC_C_COMPILER_INVOCATIONS,
                                       UOPC_C_DISK_CACHE_HITS, UOPC_C_DISK_CACHE_MISSES, UOPC_C_CORRUPTED_REBUILT};

@@ -228,20 +228,28 @@ static int choose_arch(const char *arch, char out[32], uopc_error *err) {
   return UOPC_OK;
 }
 
-int uopc_cuda_compile(const char *source, const char *entry,
-                      const uopc_cuda_options *opts, char *ptx_path,
-                      size_t ptx_path_size, uopc_error *err) {
+/* The build request for source: names checked, target and compiler chosen. */
+static int prepare(uopc_build *b, const char *source, const char *entry, const uopc_cuda_options *opts,
+                   uopc_error *err) {
   static const uopc_cuda_options defaults;
   if (!opts) opts = &defaults;
-  if (ptx_path && ptx_path_size == 0) return UOPC_FAIL(err, UOPC_E_INVALID, "ptx_path_size is 0");
-  uopc_build b = {.source = source, .entry = entry, .cache_dir = opts->cache_dir};
+  *b = (uopc_build){.source = source, .entry = entry, .cache_dir = opts->cache_dir};
   char arch[32];
   int rc = uopc_build_check_names(source, entry, err);
   if (!rc) rc = choose_arch(opts->arch, arch, err);
-  if (!rc) rc = uopc_build_ptx_backend(opts->force_nvcc, &b.backend, err);
+  if (!rc) rc = uopc_build_ptx_backend(opts->force_nvcc, &b->backend, err);
+  if (!rc) snprintf(b->flags, sizeof b->flags, "-arch=%s " CXX_STD, arch);
+  return rc;
+}
+
+int uopc_cuda_compile(const char *source, const char *entry,
+                      const uopc_cuda_options *opts, char *ptx_path,
+                      size_t ptx_path_size, uopc_error *err) {
+  if (ptx_path && ptx_path_size == 0) return UOPC_FAIL(err, UOPC_E_INVALID, "ptx_path_size is 0");
+  uopc_build b;
+  int rc = prepare(&b, source, entry, opts, err);
+  if (!rc) rc = uopc_build_run(&b, err);
   if (rc) return rc;
-  snprintf(b.flags, sizeof b.flags, "-arch=%s " CXX_STD, arch);
-  if ((rc = uopc_build_run(&b, err))) return rc;
   if (ptx_path && (size_t)snprintf(ptx_path, ptx_path_size, "%s", b.artifact_path) >= ptx_path_size)
     return UOPC_FAIL(err, UOPC_E_INVALID, "ptx_path_size %zu is too small for '%s' (%zu bytes)",
                      ptx_path_size, b.artifact_path, strlen(b.artifact_path) + 1);
@@ -297,19 +305,33 @@ static int load_module(uopc_cuda_program *p, uopc_error *err) {
   return UOPC_OK;
 }
 
+/* Another process may evict the entry between the lookup (or the publish)
+ * and reading the PTX: then the pipeline runs again, misses and compiles. */
+static int build_and_load(uopc_cuda_program *p, uopc_build *b, uopc_error *err) {
+  int rc = UOPC_OK, lost = 0;
+  for (int tries = 0; tries < UOPC_BUILD_TRIES; tries++) {
+    if ((rc = uopc_build_run(b, err))) return rc;
+    snprintf(p->ptx_path, sizeof p->ptx_path, "%s", b->artifact_path);
+    rc = load_module(p, err);
+    if (!(lost = rc != UOPC_OK && uopc_build_lost(b))) break;
+  }
+  return lost ? uopc_build_fail_lost(b, err) : rc;
+}
+
 int uopc_cuda_program_new(uopc_cuda_program **out, const char *source,
                           const char *entry, const uopc_cuda_options *opts,
                           uopc_error *err) {
   if (!out) return UOPC_FAIL(err, UOPC_E_INVALID, "out is NULL");
   *out = NULL;
   uopc_cuda_program *p = calloc(1, sizeof *p);
-  if (!p) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for a CUDA program");
-  int rc = use_driver(err);
-  if (!rc) rc = uopc_cuda_compile(source, entry, opts, p->ptx_path, sizeof p->ptx_path, err);
+  uopc_build *b = calloc(1, sizeof *b);   /* two PATH_MAX paths and more: not on the stack */
+  int rc = p && b ? use_driver(err) : UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for a CUDA program");
+  if (!rc) rc = prepare(b, source, entry, opts, err);
   if (!rc) {
     snprintf(p->entry, sizeof p->entry, "%s", entry);
-    rc = load_module(p, err);
+    rc = build_and_load(p, b, err);
   }
+  free(b);
   if (rc) {
     uopc_cuda_program_free(p);
     return rc;

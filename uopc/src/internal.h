@@ -1,14 +1,18 @@
 /* internal.h: the runtime's internal modules (not for labs).
  * sha256 (hashing through OpenSSL's libcrypto), spawn (run a program from an
  * argument vector and capture its output), cache (the disk cache's directory,
- * entries and atomic publication), compiler (a compiler's identity), and the
- * helpers that tensor.c shares with tensor_view.c and tensor_copy.c. */
+ * entries and atomic publication), cache_stats (its statistics file and lock),
+ * cache_evict (its size limit and LRU eviction), compiler (a compiler's
+ * identity), and the helpers that tensor.c shares with tensor_view.c and
+ * tensor_copy.c. */
 #ifndef UOPC_INTERNAL_H
 #define UOPC_INTERNAL_H
 
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include "uopc/error.h"
 #include "uopc/fault.h"
 #include "uopc/tensor.h"
@@ -44,13 +48,18 @@ int uopc_find_program(const char *name, char resolved[PATH_MAX], uopc_error *err
 /* ---- cache.c ---- */
 typedef struct uopc_cache {
   char dir[PATH_MAX];
+  int64_t max_size;   /* bytes, from UOPC_CACHE_MAX_SIZE; 0: no limit */
 } uopc_cache;
 
 /* Resolves dir (NULL: $UOPC_CACHE_DIR, $XDG_CACHE_HOME/uopc, ~/.cache/uopc),
  * creates it with mode 0700 and refuses one that others could write or that
- * another user owns. Errors: UOPC_E_UNSAFE_CACHE (names the path and the fix),
- * UOPC_E_IO. */
+ * another user owns; reads the size limit. Errors: UOPC_E_UNSAFE_CACHE (names
+ * the path and the fix), UOPC_E_IO, UOPC_E_INVALID (a bad UOPC_CACHE_MAX_SIZE). */
 int uopc_cache_open(uopc_cache *c, const char *dir, uopc_error *err);
+
+/* The directory uopc_cache_open would use, neither created nor checked.
+ * Errors: UOPC_E_INVALID (too long), UOPC_E_IO (no HOME). */
+int uopc_cache_resolve(const char *dir, char out[PATH_MAX], uopc_error *err);
 
 /* The entry's directory: <cache>/<entry>-<key>. */
 int uopc_cache_entry_dir(const uopc_cache *c, const char *entry, const char *key,
@@ -59,7 +68,8 @@ int uopc_cache_entry_dir(const uopc_cache *c, const char *entry, const char *key
 /* Looks an entry up. Returns 1 (hit: artifact_path is the verified artifact),
  * 0 (miss), or -1 (error, err filled). An entry whose manifest or artifact is
  * missing, truncated or altered is removed, counted as "corrupted entries
- * rebuilt", and reported as a miss. Counts disk cache hits and misses. */
+ * rebuilt", and reported as a miss. Counts disk cache hits and misses. A hit
+ * marks the entry used (its directory's mtime), at most once a minute. */
 int uopc_cache_lookup(const uopc_cache *c, const char *entry, const char *key,
                       const char *artifact, char artifact_path[PATH_MAX],
                       uopc_error *err);
@@ -73,14 +83,19 @@ int uopc_cache_stage(const uopc_cache *c, char staging[PATH_MAX], uopc_error *er
  * description lines given) into staging and renames staging to the entry's
  * directory. When another process published the same key first, staging is
  * removed and theirs is used. artifact_path receives the final artifact path.
- * staging is gone afterwards, published or removed. Errors: UOPC_E_IO. */
+ * staging is gone afterwards, published or removed. Then adds the entry to
+ * the running total and, past the limit, evicts (cache_evict.c); neither can
+ * fail the publish. Errors: UOPC_E_IO. */
 int uopc_cache_publish(const uopc_cache *c, const char *staging, const char *entry,
                        const char *key, const char *artifact, const char *description,
                        char artifact_path[PATH_MAX], uopc_error *err);
 
 /* Moves the entry <entry>-<key> aside, then removes it, so that no reader
- * ever sees it half removed. */
-void uopc_cache_discard(const uopc_cache *c, const char *entry, const char *key);
+ * ever sees it half removed, and takes it off the running total. Returns 1
+ * when it moved the entry, 0 when the entry was gone already. */
+int uopc_cache_discard(const uopc_cache *c, const char *entry, const char *key);
+/* The same for an entry's directory. */
+int uopc_cache_discard_dir(const uopc_cache *c, const char *entry_dir);
 
 /* Removes a directory tree (staging dirs, corrupted entries). */
 void uopc_remove_tree(const char *path);
@@ -95,6 +110,75 @@ int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *er
 /* Reads a whole file (at most 64 MiB) into a NUL-terminated malloc'd buffer
  * that the caller frees. Errors: UOPC_E_IO, UOPC_E_NOMEM. */
 int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err);
+
+/* ---- cache_stats.c: the statistics file, its lock, and events not yet written ----
+ * <cache>/stats holds the running total (entries, bytes) that the size limit
+ * is checked against, and the events counted across processes. It is
+ * rewritten whole, in place, while <cache>/lock is held. */
+#define UOPC_CACHE_DEFAULT_MAX_SIZE ((int64_t)1 << 30)   /* 1 GiB */
+#define UOPC_CACHE_SIZE_MAX ((int64_t)1 << 60)
+#define UOPC_CACHE_TOUCH_SECONDS 60   /* "used" is recorded at most this often */
+
+typedef enum uopc_cache_event {
+  UOPC_CACHE_HITS, UOPC_CACHE_MISSES, UOPC_CACHE_EVICTIONS, UOPC_CACHE_CORRUPTED, UOPC_CACHE_EVENTS
+} uopc_cache_event;
+
+typedef struct uopc_cache_record {
+  int known;                            /* 0: no stats file, or no total in it */
+  int64_t entries, bytes;               /* the running total of the entries */
+  int64_t events[UOPC_CACHE_EVENTS];    /* every process's events, as written */
+} uopc_cache_record;
+
+/* Parses a size as UOPC_CACHE_MAX_SIZE takes it: digits, then optionally K,
+ * M, G or T (powers of 1024); "0" is no limit. name is for the message.
+ * Errors: UOPC_E_INVALID naming name, the text and the form or the limit. */
+int uopc_cache_parse_size(const char *name, const char *text, int64_t *bytes, uopc_error *err);
+/* UOPC_CACHE_MAX_SIZE, or the default when unset or empty. Errors: as above. */
+int uopc_cache_max_size(int64_t *bytes, uopc_error *err);
+
+/* Counts an event of the cache at dir: the runtime's counter of that name
+ * now, the stats file later (at the next publish or discard there, a minute
+ * after the first unwritten one, or at exit): a hit writes nothing. */
+void uopc_cache_count(const char *dir, uopc_cache_event ev, int64_t n);
+/* Writes every cache's unwritten events now (exit does it too). */
+void uopc_cache_stats_flush(void);
+
+/* Takes <dir>/lock (flock, exclusive; waits). Returns the descriptor to pass
+ * to uopc_cache_unlock. Errors: UOPC_E_IO. */
+int uopc_cache_lock(const char *dir, int *fd, uopc_error *err);
+void uopc_cache_unlock(int fd);
+/* Reads <dir>/stats into r (the caller holds the lock); a missing or garbled
+ * file leaves r->known 0 and the counts it could not read at 0. */
+void uopc_cache_record_read(const char *dir, uopc_cache_record *r);
+/* With the lock held: adds this process's unwritten events of dir to r and
+ * writes r whole. On failure they stay unwritten. Errors: UOPC_E_IO. */
+int uopc_cache_record_write(const char *dir, uopc_cache_record *r, uopc_error *err);
+
+/* Prints the statistics as `ccache -s` does, one "label  value" line each,
+ * every line after prefix (the debug knob passes "uopc: "). A cache that does
+ * not exist yet prints zeros; one without a stats file is scanned. */
+void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size);
+
+/* ---- cache_evict.c: the size limit, least recently used first ----
+ * An entry's size is its files' disk usage (st_blocks, as du counts). */
+int64_t uopc_cache_tree_size(const char *entry_dir);
+/* 1 when name has the form <entry>-<64 hex digits> of an entry's directory. */
+int uopc_cache_is_entry_name(const char *name);
+/* Counts the entries and their bytes by reading the whole cache (only where
+ * no running total exists yet, and for eviction). Errors: UOPC_E_IO. */
+int uopc_cache_scan(const char *dir, uopc_cache_record *r, uopc_error *err);
+/* With the lock held, after an entry was published (+1, its bytes) or moved
+ * aside (-1, minus its bytes): updates the running total (a scan when there
+ * is none yet), evicts past the limit down to 90 % of it, least recently
+ * used first and never the entry keep, and writes the stats file. Evicted
+ * entries are moved into trash (a new directory under <cache>/tmp, its path
+ * written there; "" when none), which the caller removes after unlocking.
+ * Errors: UOPC_E_IO (the stats file or the trash could not be written). */
+int uopc_cache_account(const uopc_cache *c, int64_t entries, int64_t bytes, const char *keep,
+                       char trash[PATH_MAX], uopc_error *err);
+/* Marks an entry used now, unless it was marked less than
+ * UOPC_CACHE_TOUCH_SECONDS ago (st: its directory's, from the lookup). */
+void uopc_cache_touch(const char *entry_dir, const struct stat *st);
 
 /* ---- compiler.c ---- */
 typedef struct uopc_compiler {
@@ -198,6 +282,14 @@ int uopc_build_run(uopc_build *b, uopc_error *err);
 /* For a found artifact that verified but will not load: discards the entry,
  * counts a corrupted entry rebuilt, and builds it again. Errors: as above. */
 int uopc_build_again(uopc_build *b, uopc_error *err);
+/* 1 when the artifact is gone from disk: another process evicted the entry
+ * between its lookup (or publish) and the load. The loader then runs the
+ * pipeline again, at most UOPC_BUILD_TRIES times in all: a new lookup, a miss
+ * as counted, and a compile. */
+#define UOPC_BUILD_TRIES 3
+int uopc_build_lost(const uopc_build *b);
+/* The error after UOPC_BUILD_TRIES losses: UOPC_E_LOAD, naming the limit. */
+int uopc_build_fail_lost(const uopc_build *b, uopc_error *err);
 /* The PTX back end: NVRTC when it loads and force_nvcc is 0, else nvcc when
  * found. Errors: UOPC_E_NO_CUDA, naming why neither. */
 int uopc_build_ptx_backend(int force_nvcc, const uopc_backend **out, uopc_error *err);

@@ -136,14 +136,26 @@ static int load(uopc_program *p, const char *so_path, uopc_error *err) {
   return UOPC_FAIL(err, UOPC_E_LOAD, "'%s' has no function '%s' (is it static, or misspelt?)", so_path, p->entry_name);
 }
 
-/* A found object whose bytes verify but which does not load is stale too:
- * the pipeline builds it once more. */
+/* A test build can lose the entry here, as another process's eviction would. */
+static void lose_entry_if_injected(const uopc_build *b) {
+  if (uopc_fault_hit(UOPC_FAULT_EVICT)) uopc_cache_discard(&b->cache, b->entry, b->key);
+}
+
+/* Another process may evict the entry between the lookup (or the publish)
+ * and dlopen: then the pipeline runs again, looks it up, misses and compiles.
+ * A found object that is still there, whose bytes verify, but which does not
+ * load is stale: the pipeline builds it once more. */
 static int build_and_load(uopc_program *p, uopc_build *b, uopc_error *err) {
-  int rc = uopc_build_run(b, err);
-  if (rc) return rc;
-  if (b->cached && load(p, b->artifact_path, NULL) == UOPC_OK) return UOPC_OK;
-  if (b->cached && (rc = uopc_build_again(b, err))) return rc;
-  return load(p, b->artifact_path, err);
+  int rc = UOPC_OK, lost = 0;
+  for (int tries = 0; tries < UOPC_BUILD_TRIES; tries++) {
+    if ((rc = uopc_build_run(b, err))) return rc;
+    lose_entry_if_injected(b);
+    rc = load(p, b->artifact_path, err);
+    if (!(lost = rc != UOPC_OK && uopc_build_lost(b))) break;
+  }
+  if (lost) return uopc_build_fail_lost(b, err);
+  if (rc != UOPC_OK && b->cached && !(rc = uopc_build_again(b, err))) rc = load(p, b->artifact_path, err);
+  return rc;
 }
 
 int uopc_program_new(uopc_program **out, const char *source, const char *entry,

@@ -16,6 +16,9 @@
 #define UOPC_C_DISK_CACHE_HITS "disk cache hits"
 #define UOPC_C_DISK_CACHE_MISSES "disk cache misses"
 #define UOPC_C_CORRUPTED_REBUILT "corrupted entries rebuilt"
+/* Not among the five created at start: it appears once this process has
+ * evicted an entry, so that logs of runs that never evict stay as they were. */
+#define UOPC_C_CACHE_EVICTIONS "cache evictions"
 /* Calls of one program are counted under "calls <entry>". */
 #define UOPC_C_CALLS_PREFIX "calls "
 

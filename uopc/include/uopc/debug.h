@@ -1,6 +1,7 @@
 /* debug.h: the one debug knob, UOPC_DEBUG (read once per process).
  *   1  the counters, printed to stderr at exit
- *   2  compile and cache events (hits, misses, compiler runs and their time)
+ *   2  compile and cache events (hits, misses, compiler runs and their time),
+ *      and at exit the statistics of each disk cache the process used
  *   3  guard decisions (labs that dispatch report each choice)
  *   4  the generated source of every program compiled
  * Output goes to stderr, prefixed "uopc: "; at 0 (unset) nothing is printed,

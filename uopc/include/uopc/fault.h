@@ -1,7 +1,8 @@
 /* fault.h: injected failures, for tests only (STYLE item 13).
  * In a build with -DUOPC_FAULT_INJECTION (the Makefile's "fault injection" section makes one), a test
  * can make the k-th compiler spawn, dlopen, cache file write or rename from
- * now on fail, so every error path of the runtime runs under test. In every
+ * now on fail, or the k-th entry about to be loaded vanish, so every error
+ * path of the runtime runs under test. In every
  * other build these functions do not exist and the checks compile away. */
 #ifndef UOPC_FAULT_H
 #define UOPC_FAULT_H
@@ -10,7 +11,8 @@ typedef enum uopc_fault_site {
   UOPC_FAULT_SPAWN,        /* starting the compiler */
   UOPC_FAULT_DLOPEN,       /* loading a shared object */
   UOPC_FAULT_CACHE_WRITE,  /* writing a file into the cache */
-  UOPC_FAULT_RENAME,       /* publishing a cache entry */
+  UOPC_FAULT_RENAME,       /* publishing a cache entry, or moving one out to evict it */
+  UOPC_FAULT_EVICT,        /* the entry is gone before dlopen, as another process's eviction does */
   UOPC_FAULT_SITES
 } uopc_fault_site;
 

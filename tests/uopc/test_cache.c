@@ -1,0 +1,398 @@
+/* test_cache.c: the disk cache's size limit, LRU eviction and statistics
+ * (uopc/src/cache_evict.c and cache_stats.c, section 23.6 "The cache on
+ * disk"). Each case runs on a cache of its own; the internal header gives the
+ * running total and the stats record to compare with what the disk holds. */
+#include "uopc/uopc.h"
+#include "testutil.h"
+#include "../../uopc/src/internal.h"
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static const char SQUARE[] =
+    "void square(const float *x, float *out, const int *n) {\n"
+    "  for (int i0 = 0; i0 < n[0]; i0++) out[i0] = x[i0] * x[i0];\n"
+    "}\n";
+
+static int setup(void **state) { return testutil_fresh_cache(state); }
+
+static int teardown(void **state) {
+  unsetenv("UOPC_CACHE_MAX_SIZE");
+  return testutil_remove_cache(state);
+}
+
+/* Builds SQUARE under a tag (a new key per tag), runs it on 4 floats and
+ * checks the result; the entry's directory goes into dir when not NULL. */
+static int build_tag(const char *tag, char *dir, int *cached) {
+  char source[512];
+  snprintf(source, sizeof source, "/* %s */\n%s", tag, SQUARE);
+  uopc_program *p;
+  uopc_error err = {0};
+  if (uopc_program_new(&p, source, "square", "ppp", NULL, &err) != UOPC_OK) {
+    fprintf(stderr, "build of '%s': %s\n", tag, err.message);
+    return -1;
+  }
+  float x[4] = {1, -2, 3, 0.5f}, y[4] = {0};
+  int n = 4, bad = 0;
+  void *xp = x, *yp = y, *np = &n;
+  void *args[] = {&xp, &yp, &np};
+  uopc_program_call(p, args);
+  for (int i = 0; i < 4; i++) bad |= y[i] != x[i] * x[i];
+  if (dir) snprintf(dir, PATH_MAX, "%s", uopc_program_dir(p));
+  if (cached) *cached = uopc_program_was_cached(p);
+  uopc_program_free(p);
+  return bad ? -1 : 0;
+}
+
+static void set_used(const char *dir, time_t when) {
+  struct timespec t[2] = {{.tv_sec = when}, {.tv_sec = when}};
+  assert_int_equal(utimensat(AT_FDCWD, dir, t, 0), 0);
+}
+
+static time_t used_at(const char *dir) {
+  struct stat st;
+  return stat(dir, &st) == 0 ? st.st_mtime : -1;
+}
+
+static void set_limit(int64_t bytes) {
+  char text[32];
+  snprintf(text, sizeof text, "%lld", (long long)bytes);
+  setenv("UOPC_CACHE_MAX_SIZE", text, 1);
+}
+
+static uopc_cache_record record_of(const char *dir) {
+  uopc_cache_record r;
+  uopc_cache_record_read(dir, &r);
+  return r;
+}
+
+/* The running total must equal what a count of the disk finds. */
+static void assert_total_matches_disk(const char *dir) {
+  uopc_cache_record kept = record_of(dir), disk = {0};
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_scan(dir, &disk, &err), err);
+  assert_true(kept.known);
+  if (kept.entries != disk.entries || kept.bytes != disk.bytes)
+    fail_msg("running total %lld entries, %lld bytes; the disk holds %lld entries, %lld bytes",
+             (long long)kept.entries, (long long)kept.bytes, (long long)disk.entries, (long long)disk.bytes);
+}
+
+/* ---- the limit ---------------------------------------------------------------- */
+
+static void test_cache_parse_size_takes_digits_and_binary_suffixes(void **state) {
+  (void)state;
+  static const struct { const char *text; int64_t bytes; } cases[] = {
+    {"0", 0}, {"4096", 4096}, {"64k", 64 << 10}, {"500M", 500LL << 20}, {"2G", 2LL << 30}, {"1T", 1LL << 40}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int64_t got = -1;
+    uopc_error err = {0};
+    assert_uopc_ok(uopc_cache_parse_size("UOPC_CACHE_MAX_SIZE", cases[i].text, &got, &err), err);
+    if (got != cases[i].bytes)
+      fail_msg("'%s': expected %lld bytes, got %lld", cases[i].text, (long long)cases[i].bytes, (long long)got);
+  }
+}
+
+static void test_cache_parse_size_rejects_what_is_not_a_size(void **state) {
+  (void)state;
+  static const char *const bad[] = {"", "2GB", "-1", "1.5G", "G", "12 M", "lots"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    int64_t got;
+    uopc_error err = {0};
+    assert_uopc_code(uopc_cache_parse_size("UOPC_CACHE_MAX_SIZE", bad[i], &got, &err), UOPC_E_INVALID, err);
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "UOPC_CACHE_MAX_SIZE = '%s' is not a size", bad[i]);
+    assert_contains(err.message, quoted);
+  }
+  int64_t got;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_parse_size("UOPC_CACHE_MAX_SIZE", "2000000T", &got, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "is larger than 1048576T");
+}
+
+static void test_program_new_refuses_a_bad_max_size_and_names_it(void **state) {
+  (void)state;
+  setenv("UOPC_CACHE_MAX_SIZE", "2GB", 1);
+  uopc_program *p = NULL;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "square", "ppp", NULL, &err), UOPC_E_INVALID, err);
+  assert_null(p);
+  assert_contains(err.message, "UOPC_CACHE_MAX_SIZE = '2GB'");
+}
+
+/* ---- the running total and "used" ---------------------------------------------- */
+
+static void test_cache_publish_keeps_a_running_total(void **state) {
+  (void)state;
+  char dir[PATH_MAX];
+  assert_int_equal(build_tag("total-a", NULL, NULL), 0);
+  assert_int_equal(build_tag("total-b", dir, NULL), 0);
+  assert_int_equal(build_tag("total-b", NULL, NULL), 0);   /* a hit adds nothing */
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  assert_int_equal(r.entries, 2);
+  assert_true(r.bytes >= 2 * uopc_cache_tree_size(dir) - 8192);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* A hit renews the entry's mtime only when it is a minute old: no write per hit. */
+static void test_cache_hit_marks_use_at_most_once_a_minute(void **state) {
+  (void)state;
+  char dir[PATH_MAX];
+  int cached;
+  assert_int_equal(build_tag("touch", dir, NULL), 0);
+  time_t now = time(NULL);
+  set_used(dir, now - 30);
+  assert_int_equal(build_tag("touch", NULL, &cached), 0);
+  assert_int_equal(cached, 1);
+  assert_int_equal(used_at(dir), now - 30);
+  set_used(dir, now - 120);
+  assert_int_equal(build_tag("touch", NULL, &cached), 0);
+  assert_true(used_at(dir) >= now);
+}
+
+/* ---- eviction -------------------------------------------------------------------- */
+
+/* Six entries used at different times, one of the oldest hit again; a seventh
+ * passes the limit. The evicted ones are the least recently used, in order,
+ * and no more than it takes to get down to 90 %. */
+static void test_cache_evicts_least_recently_used_first_and_keeps_recent_hits(void **state) {
+  (void)state;
+  enum { N = 6 };
+  char dirs[N + 1][PATH_MAX], tag[32];
+  int64_t sizes[N];
+  time_t now = time(NULL);
+  for (int i = 0; i < N; i++) {
+    snprintf(tag, sizeof tag, "lru-%d", i);
+    assert_int_equal(build_tag(tag, dirs[i], NULL), 0);
+    set_used(dirs[i], now - 1000 + 100 * i);   /* lru-0 is the oldest */
+    sizes[i] = uopc_cache_tree_size(dirs[i]);
+  }
+  assert_int_equal(build_tag("lru-1", NULL, NULL), 0);   /* lru-1 is now the most recent */
+  int64_t limit = record_of(testutil_cache_dir).bytes, evictions = uopc_counter_get(UOPC_C_CACHE_EVICTIONS);
+  set_limit(limit);
+  assert_int_equal(build_tag("lru-new", dirs[N], NULL), 0);
+  /* Least recently used first: lru-0, 2, 3, 4, 5; then lru-1 and the new one. */
+  static const int order[N + 1] = {0, 2, 3, 4, 5, 1, N};
+  int gone = 0;
+  while (gone < N + 1 && access(dirs[order[gone]], F_OK) != 0) gone++;
+  for (int i = gone; i < N + 1; i++)
+    if (access(dirs[order[i]], F_OK) != 0) fail_msg("lru-%d was evicted before a less recently used entry", order[i]);
+  assert_true(gone >= 1);
+  assert_int_equal(access(dirs[1], F_OK), 0);   /* hit again: kept */
+  assert_int_equal(access(dirs[N], F_OK), 0);   /* just published: kept */
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  int64_t low = limit - limit / 10;
+  assert_true(r.bytes <= low);
+  assert_true(r.bytes + sizes[order[gone - 1]] > low);   /* one fewer would not have done */
+  assert_int_equal(uopc_counter_get(UOPC_C_CACHE_EVICTIONS) - evictions, gone);
+  assert_int_equal(r.events[UOPC_CACHE_EVICTIONS], gone);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* A limit smaller than one entry evicts every other one, never the entry its
+ * process is about to load. */
+static void test_cache_eviction_spares_the_entry_just_published(void **state) {
+  (void)state;
+  char a[PATH_MAX], b[PATH_MAX];
+  assert_int_equal(build_tag("spare-a", a, NULL), 0);
+  set_limit(1);
+  assert_int_equal(build_tag("spare-b", b, NULL), 0);
+  assert_int_equal(access(a, F_OK), -1);
+  assert_int_equal(access(b, F_OK), 0);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* An entry's directory as another process's eviction leaves it: whole, or gone. */
+static void assert_entry_whole_and_loadable(const char *cache_dir, const char *name) {
+  char entry[UOPC_ENTRY_MAX + 1], path[PATH_MAX];
+  size_t n = strlen(name) - 65;
+  memcpy(entry, name, n);
+  entry[n] = '\0';
+  uopc_cache c = {0};
+  uopc_error err = {0};
+  snprintf(c.dir, sizeof c.dir, "%s", cache_dir);
+  if (uopc_cache_lookup(&c, entry, name + n + 1, "kernel.so", path, &err) != 1)
+    fail_msg("entry '%s' does not verify (a partial entry?)", name);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) fail_msg("entry '%s' does not load: %s", name, dlerror());
+  assert_non_null(dlsym(h, entry));
+  dlclose(h);
+}
+
+static int count_prefix(const char *dir, const char *prefix) {
+  int n = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  if (d) closedir(d);
+  return n;
+}
+
+/* One child: five programs, two of them built by every child. */
+static int publish_five(int child) {
+  char tag[32];
+  for (int j = 0; j < 5; j++) {
+    if (j < 2) snprintf(tag, sizeof tag, "shared-%d", j);
+    else snprintf(tag, sizeof tag, "child-%d-%d", child, j);
+    if (build_tag(tag, NULL, NULL) != 0) return 1;
+  }
+  return 0;
+}
+
+/* Eight processes publish and evict at once under a limit of about four
+ * entries: every one succeeds, and what is left is consistent. */
+static void test_cache_eight_processes_publish_and_evict_consistently(void **state) {
+  (void)state;
+  char probe[PATH_MAX], tmp[PATH_MAX + 8];
+  assert_int_equal(build_tag("probe", probe, NULL), 0);
+  int64_t limit = 4 * uopc_cache_tree_size(probe);
+  set_limit(limit);
+  pid_t pids[8];
+  for (int i = 0; i < 8; i++)
+    if ((pids[i] = fork()) == 0) exit(publish_five(i));   /* exit: writes its statistics */
+  for (int i = 0; i < 8; i++) {
+    int status;
+    waitpid(pids[i], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("child %d failed (status %#x)", i, status);
+  }
+  DIR *d = opendir(testutil_cache_dir);
+  int entries = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (uopc_cache_is_entry_name(e->d_name)) entries++, assert_entry_whole_and_loadable(testutil_cache_dir, e->d_name);
+  if (d) closedir(d);
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  assert_int_equal(count_prefix(tmp, "stage-") + count_prefix(tmp, "trash-"), 0);
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  assert_int_equal(r.entries, entries);
+  assert_true(r.events[UOPC_CACHE_EVICTIONS] > 0);
+  assert_true(r.bytes <= limit);
+  assert_true(r.events[UOPC_CACHE_HITS] + r.events[UOPC_CACHE_MISSES] >= 8 * 5);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* ---- statistics -------------------------------------------------------------------- */
+
+enum { HITS, MISSES, CORRUPTED, EVICTIONS, COUNTED };
+
+/* In a child, on a cache of its own: misses, a hit, a corrupted entry and
+ * an eviction; its counters go through the pipe, its statistics at exit. */
+static void count_events_in_child(const char *cache, int fd) {
+  char dir[PATH_MAX];
+  setenv("UOPC_CACHE_DIR", cache, 1);
+  uopc_counters_reset();
+  char so[PATH_MAX + 16];
+  int bad = build_tag("stats-a", NULL, NULL);   /* a miss */
+  bad |= build_tag("stats-a", NULL, NULL);      /* a hit */
+  bad |= build_tag("stats-b", dir, NULL);       /* a miss */
+  snprintf(so, sizeof so, "%s/kernel.so", dir);
+  bad |= truncate(so, 100);
+  bad |= build_tag("stats-b", NULL, NULL);      /* corrupted: a miss, rebuilt */
+  set_limit(1);
+  bad |= build_tag("stats-c", NULL, NULL);      /* a miss; evicts stats-a and stats-b */
+  int64_t got[COUNTED] = {uopc_counter_get(UOPC_C_DISK_CACHE_HITS), uopc_counter_get(UOPC_C_DISK_CACHE_MISSES),
+                          uopc_counter_get(UOPC_C_CORRUPTED_REBUILT), uopc_counter_get(UOPC_C_CACHE_EVICTIONS)};
+  if (bad || write(fd, got, sizeof got) != (ssize_t)sizeof got) exit(1);
+  exit(0);
+}
+
+static void test_cache_statistics_match_the_counted_events(void **state) {
+  (void)state;
+  char cache[PATH_MAX + 8];
+  snprintf(cache, sizeof cache, "%s/own", testutil_cache_dir);
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) count_events_in_child(cache, fds[1]);
+  close(fds[1]);
+  int64_t counted[COUNTED] = {0};
+  assert_int_equal(read(fds[0], counted, sizeof counted), (ssize_t)sizeof counted);
+  close(fds[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  uopc_cache_record r = record_of(cache);
+  assert_int_equal(counted[HITS], 1);
+  assert_int_equal(counted[MISSES], 4);
+  assert_int_equal(counted[CORRUPTED], 1);
+  assert_int_equal(counted[EVICTIONS], 2);
+  assert_int_equal(r.events[UOPC_CACHE_HITS], counted[HITS]);
+  assert_int_equal(r.events[UOPC_CACHE_MISSES], counted[MISSES]);
+  assert_int_equal(r.events[UOPC_CACHE_CORRUPTED], counted[CORRUPTED]);
+  assert_int_equal(r.events[UOPC_CACHE_EVICTIONS], counted[EVICTIONS]);
+  assert_int_equal(r.entries, 1);
+  assert_total_matches_disk(cache);
+}
+
+static char *printed(const char *dir, int64_t max_size) {
+  char *text = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&text, &n);
+  assert_non_null(f);
+  uopc_cache_stats_print(f, "", dir, max_size);
+  fclose(f);
+  return text;
+}
+
+static void test_cache_stats_print_as_ccache_does(void **state) {
+  (void)state;
+  assert_int_equal(build_tag("print", NULL, NULL), 0);
+  assert_int_equal(build_tag("print", NULL, NULL), 0);
+  uopc_cache_stats_flush();
+  char *text = printed(testutil_cache_dir, 500LL << 20);
+  assert_contains(text, "cache directory            ");
+  assert_contains(text, "\nentries                    1\n");
+  assert_contains(text, "\ntotal size                 ");
+  assert_contains(text, "\nlimit                      500.0 MiB");
+  assert_contains(text, "\nhits                       1\n");
+  assert_contains(text, "\nmisses                     1\n");
+  assert_contains(text, "\nevictions                  0\n");
+  assert_contains(text, "\ncorrupted entries rebuilt  0\n");
+  free(text);
+}
+
+/* make cache-stats on a fresh clone: no cache directory yet, nothing created. */
+static void test_cache_stats_print_a_cache_not_created_yet(void **state) {
+  (void)state;
+  char dir[PATH_MAX + 8];
+  snprintf(dir, sizeof dir, "%s/never", testutil_cache_dir);
+  char *text = printed(dir, UOPC_CACHE_DEFAULT_MAX_SIZE);
+  assert_contains(text, "(not created yet)");
+  assert_contains(text, "\nentries                    0\n");
+  assert_contains(text, "1.0 GiB (the default");
+  free(text);
+  assert_int_equal(access(dir, F_OK), -1);
+}
+
+/* A cache from before the limit has entries and no stats file: the first
+ * publish counts it once, and from then on only adds. */
+static void test_cache_without_stats_file_is_counted_once(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8];
+  assert_int_equal(build_tag("old-a", NULL, NULL), 0);
+  assert_int_equal(build_tag("old-b", NULL, NULL), 0);
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  assert_int_equal(unlink(stats), 0);
+  assert_int_equal(build_tag("old-c", NULL, NULL), 0);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 3);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_parse_size_rejects_what_is_not_a_size, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_program_new_refuses_a_bad_max_size_and_names_it, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_publish_keeps_a_running_total, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_hit_marks_use_at_most_once_a_minute, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_evicts_least_recently_used_first_and_keeps_recent_hits, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_eviction_spares_the_entry_just_published, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_eight_processes_publish_and_evict_consistently, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_statistics_match_the_counted_events, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_as_ccache_does, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_a_cache_not_created_yet, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_without_stats_file_is_counted_once, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
