@@ -137,7 +137,7 @@ int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym
   const lower_program *p = e->low;
   if (n_inputs != p->n_inputs || (n_inputs && !inputs))
     return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' takes %d inputs, not %d", p->entry, p->n_inputs, n_inputs);
-  sym_binding_init(b);
+  b->count = 0;   /* not sym_binding_init: its memset of every slot (2 KB) is most of a bind */
   site origin[SYM_BINDING_MAX];
   int deferred = 0, rc = UOPC_OK;
   for (int i = 0; i < n_inputs && !rc; i++) rc = check_input(p->buffers[p->n_outputs + i].node, inputs[i], err);
@@ -267,7 +267,7 @@ int exec_run_checked(exec *e, void *const *buffers, const int64_t *dims, uopc_er
   const lower_program *p = e->low;
   if (p->n_nonempty || p->scratch_bytes) {
     sym_binding b;
-    sym_binding_init(&b);
+    b.count = 0;
     for (int d = 0; d < p->n_dims; d++) {
       b.dims[d] = p->dims[d];
       b.values[d] = dims[d];
