@@ -181,6 +181,27 @@ static void test_program_unsafe_cache_dir_is_refused(void **state) {
   assert_contains(err.message, "chmod 700");
 }
 
+/* A shared sticky directory (as /tmp) is not the user's to chmod: the fix
+ * is a private directory inside it, whoever runs the test. */
+static void test_program_shared_cache_dir_advises_a_private_subdirectory(void **state) {
+  (void)state;
+  char dir[4200], advice[4400];
+  snprintf(dir, sizeof dir, "%s/sticky", testutil_cache_dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(chmod(dir, 01777), 0);
+  const char *const dirs[] = {dir, "/tmp"};
+  for (int i = 0; i < 2; i++) {
+    uopc_program_options opts = {.cache_dir = dirs[i]};
+    uopc_error err = {0};
+    uopc_program *p;
+    assert_uopc_code(uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err), UOPC_E_UNSAFE_CACHE, err);
+    snprintf(advice, sizeof advice, "mkdir -m 700 '%s/uopc-", dirs[i]);
+    assert_contains(err.message, advice);
+    assert_contains(err.message, "UOPC_CACHE_DIR=");
+    if (strstr(err.message, "chmod")) fail_msg("'%s' is shared: the advice must not be chmod: %s", dirs[i], err.message);
+  }
+}
+
 /* Paths are arguments, never shell text: nothing in them runs. */
 static void test_program_cache_path_with_spaces_and_metacharacters(void **state) {
   (void)state;
@@ -325,6 +346,7 @@ int main(void) {
     cmocka_unit_test(test_program_build_sweeps_stale_staging_dirs),
     cmocka_unit_test(test_program_compile_error_returns_diagnostics),
     cmocka_unit_test(test_program_unsafe_cache_dir_is_refused),
+    cmocka_unit_test(test_program_shared_cache_dir_advises_a_private_subdirectory),
     cmocka_unit_test(test_program_cache_path_with_spaces_and_metacharacters),
     cmocka_unit_test(test_program_rejects_bad_entry_and_signature),
     cmocka_unit_test(test_program_flags_change_the_key),

@@ -58,17 +58,36 @@ static int make_dirs(const char *path, uopc_error *err) {
   }
 }
 
+/* The fix for a directory that is not the user's to make private (a shared
+ * sticky one such as /tmp, or another user's): a private directory inside
+ * it. Chmod there would fail, or take /tmp from everyone. */
+static void private_subdir_advice(const char *path, char *buf, size_t size) {
+  const char *user = getenv("USER");
+  struct passwd *pw = user && *user ? NULL : getpwuid(geteuid());
+  char uid[32];
+  snprintf(uid, sizeof uid, "%u", (unsigned)geteuid());
+  if (!(user && *user)) user = pw ? pw->pw_name : uid;
+  snprintf(buf, size, "mkdir -m 700 '%s/uopc-%s' and set UOPC_CACHE_DIR='%s/uopc-%s'", path, user, path, user);
+}
+
 /* A directory others can write to could receive a planted shared object,
  * which the next cache hit would dlopen and run. */
 static int check_private(const char *path, uopc_error *err) {
   struct stat st;
+  char fix[2 * PATH_MAX + 128];
   if (stat(path, &st) != 0) return UOPC_FAIL(err, UOPC_E_IO, "cannot stat cache directory '%s': %m", path);
   if (!S_ISDIR(st.st_mode)) return UOPC_FAIL(err, UOPC_E_IO, "cache path '%s' is not a directory", path);
+  private_subdir_advice(path, fix, sizeof fix);
   if (st.st_uid != geteuid())
     return UOPC_FAIL(err, UOPC_E_UNSAFE_CACHE,
                      "cache directory '%s' is owned by uid %u, not by you (uid %u): a shared object planted "
-                     "there would be run. Fix: set UOPC_CACHE_DIR to a directory of your own",
-                     path, (unsigned)st.st_uid, (unsigned)geteuid());
+                     "there would be run. Fix: %s",
+                     path, (unsigned)st.st_uid, (unsigned)geteuid(), fix);
+  if ((st.st_mode & 022) && (st.st_mode & S_ISVTX))   /* shared by design: never chmod it */
+    return UOPC_FAIL(err, UOPC_E_UNSAFE_CACHE,
+                     "cache directory '%s' is a shared directory (mode %04o, sticky): a shared object planted "
+                     "there would be run. Fix: %s",
+                     path, (unsigned)(st.st_mode & 07777), fix);
   if (st.st_mode & 022)
     return UOPC_FAIL(err, UOPC_E_UNSAFE_CACHE,
                      "cache directory '%s' is writable by group or others (mode %04o, at most 0755 allowed): "
