@@ -25,7 +25,9 @@ int dispatch_fast16_guards(const dispatcher *d, int64_t exact_n, guard_set *s, u
   if (!rc) rc = guard_set_add_dtype(s, X, UOPC_F32, err);
   if (!rc) rc = guard_set_add_dtype(s, OUT, UOPC_F32, err);
   if (!rc) rc = guard_set_add_contiguous(s, X, err);
+#ifndef DISPATCH_NO_OUT_CONTIGUITY_GUARD   /* a test-only build removes it: tests/broken/23.2.mk */
   if (!rc) rc = guard_set_add_contiguous(s, OUT, err);
+#endif
 #ifndef DISPATCH_NO_ALIGNMENT_GUARD      /* a test-only build removes it: tests/broken/23.2.mk */
   if (!rc) rc = guard_set_add_aligned(s, X, VARIANT_ALIGN, err);
   if (!rc) rc = guard_set_add_aligned(s, OUT, VARIANT_ALIGN, err);

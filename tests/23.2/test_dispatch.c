@@ -4,7 +4,11 @@
  * is caught too. tests/broken/23.2.mk builds the reference without its
  * divisibility guard (test_dispatch_length_33_matches_eager must fail) and
  * without its alignment guard (test_dispatch_misaligned_view_takes_generic_path
- * must fail: it checks the decision before any kernel touches memory). */
+ * must fail: it checks the decision before any kernel touches memory) and
+ * without out's contiguity guard (test_dispatch_strided_out_takes_generic_path).
+ * The fast kernel also runs on vectors that end at a PROT_NONE page, so a read
+ * or a same-value rewrite past the end faults. */
+#include <sys/mman.h>
 #include "dispatch.h"
 #include "testutil.h"
 
@@ -523,6 +527,189 @@ static void test_dispatch_generated_source_banner(void **state) {
   dispatch_fini(d);
 }
 
+/* ---- The fast contract, assumption by assumption. Each call below breaks
+ * exactly one assumption of the fast kernel and keeps every other; the set
+ * dispatch_fast16_guards builds must reject it. The decision is the given
+ * compiled plan's (guard_plan.h), so this judges the set, not guard_check.
+ * The views are wrapped around one 64-byte aligned arena; nothing runs. */
+
+enum { ARENA_BYTES = 1 << 16, OUT_AT = 1 << 14 };
+
+typedef struct contract_case {
+  const char *breaks;          /* the assumption the call breaks */
+  uopc_dtype out_dt, x_dt;
+  int out_rank, x_rank;        /* rank 2: shape (n, 1) */
+  int64_t out_n, x_n, out_step, x_step, out_at, x_at;   /* lengths, strides, byte offsets */
+} contract_case;
+
+static void wrap_arg(uopc_tensor *t, char *arena, uopc_dtype dt, int rank, int64_t n, int64_t step, int64_t at) {
+  uopc_error err = {0};
+  int64_t shape[2] = {n, 1}, strides[2] = {step, 1};
+  assert_uopc_ok(uopc_tensor_wrap(t, arena + at, dt, rank, shape, strides, &err), err);
+}
+
+/* 1 when the compiled fast set (exact_n, 0 for none) holds for the case. */
+static int contract_holds(const dispatcher *d, int64_t exact_n, char *arena, const contract_case *k, char *set,
+                          size_t size) {
+  uopc_error err = {0};
+  guard_set s;
+  guard_plan plan;
+  uopc_tensor out = {0}, x = {0};
+  guard_call c;
+  assert_uopc_ok(dispatch_fast16_guards(d, exact_n, &s, &err), err);
+  assert_uopc_ok(guard_plan_compile(&plan, &s, &err), err);
+  wrap_arg(&out, arena, k->out_dt, k->out_rank, k->out_n, k->out_step, k->out_at);
+  wrap_arg(&x, arena, k->x_dt, k->x_rank, k->x_n, k->x_step, k->x_at);
+  const uopc_tensor *args[] = {&out, &x};
+  assert_uopc_ok(guard_call_init(&c, DISPATCH_N_ARGS, args, &err), err);
+  int holds = guard_plan_holds(&plan, &c);
+  guard_set_describe(&s, "; ", set, size);
+  uopc_tensor_release(&out), uopc_tensor_release(&x);
+  guard_plan_fini(&plan), guard_set_fini(&s);
+  return holds;
+}
+
+static void test_dispatch_fast16_guards_cover_every_assumption(void **state) {
+  (void)state;
+#define F UOPC_F32
+#define D UOPC_F64
+  static const contract_case ok = {"nothing", F, F, 1, 1, 32, 32, 1, 1, OUT_AT, 0};
+  static const contract_case bad[] = {
+    {"x's dtype f32", F, D, 1, 1, 32, 32, 1, 1, OUT_AT, 0},
+    {"out's dtype f32", D, F, 1, 1, 32, 32, 1, 1, OUT_AT, 0},
+    {"x's rank 1", F, F, 1, 2, 32, 32, 1, 1, OUT_AT, 0},
+    {"out's rank 1", F, F, 2, 1, 32, 32, 1, 1, OUT_AT, 0},
+    {"equal lengths (out longer)", F, F, 1, 1, 48, 32, 1, 1, OUT_AT, 0},
+    {"equal lengths (out shorter)", F, F, 1, 1, 16, 32, 1, 1, OUT_AT, 0},
+    {"n <= max_length (64)", F, F, 1, 1, 80, 80, 1, 1, OUT_AT, 0},
+    {"n >= 1", F, F, 1, 1, 0, 0, 1, 1, OUT_AT, 0},
+    {"n % 16 == 0 (n = 40)", F, F, 1, 1, 40, 40, 1, 1, OUT_AT, 0},
+    {"n % 16 == 0 (n = 33)", F, F, 1, 1, 33, 33, 1, 1, OUT_AT, 0},
+    {"x contiguous (stride 2)", F, F, 1, 1, 32, 32, 1, 2, OUT_AT, 0},
+    {"out contiguous (stride 2)", F, F, 1, 1, 32, 32, 2, 1, OUT_AT, 0},
+    {"out contiguous (stride -1)", F, F, 1, 1, 32, 32, -1, 1, OUT_AT + 31 * 4, 0},
+    {"x 64-byte aligned (32 past)", F, F, 1, 1, 32, 32, 1, 1, OUT_AT, 32},
+    {"out 64-byte aligned (32 past)", F, F, 1, 1, 32, 32, 1, 1, OUT_AT + 32, 0},
+    {"out disjoint from x (partial overlap)", F, F, 1, 1, 32, 32, 1, 1, 64, 0},
+    {"out disjoint from x (in place)", F, F, 1, 1, 32, 32, 1, 1, 0, 0},
+  };
+  dispatch_options o = {.max_length = 64};
+  dispatcher *d = new_dispatcher(&o);
+  char *arena = aligned_alloc(64, ARENA_BYTES), set[2048];
+  assert_non_null(arena);
+  static const int64_t exact[] = {0, 32};
+  for (int e = 0; e < 2; e++) {
+    if (!contract_holds(d, exact[e], arena, &ok, set, sizeof set))
+      fail_msg("exact_n %lld: the fast set rejects a call that meets every assumption (n = 32, packed, aligned, "
+               "disjoint); set: %s", (long long)exact[e], set);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+      if (contract_holds(d, exact[e], arena, &bad[i], set, sizeof set))
+        fail_msg("exact_n %lld: the fast set holds for a call that breaks only \"%s\", which the fast kernel "
+                 "assumes; set: %s", (long long)exact[e], bad[i].breaks, set);
+  }
+  contract_case other_n = ok;   /* an exact variant serves its own length only */
+  other_n.out_n = other_n.x_n = 48;
+  if (contract_holds(d, 32, arena, &other_n, set, sizeof set))
+    fail_msg("exact_n 32: the fast set holds for n = 48; set: %s", set);
+#undef F
+#undef D
+  free(arena);
+  dispatch_fini(d);
+}
+
+/* A strided out in the fast kernel's packed stores would write the gaps
+ * and miss half its elements. The decision is checked before it runs. */
+static void test_dispatch_strided_out_takes_generic_path(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
+  for (int64_t step = 2; step <= 3; step++) {
+    view v;
+    make_view(&v, 32, 0, 1, 0);
+    uopc_tensor_release(&v.out);
+    uopc_tensor_release(&v.buf);
+    int64_t size = 32 * step + POISON_TAIL;
+    assert_uopc_ok(uopc_tensor_empty(&v.buf, UOPC_F32, 1, &size, &err), err);
+    for (int64_t i = 0; i < size; i++) uopc_tensor_set(&v.buf, i, POISON);
+    assert_uopc_ok(uopc_tensor_slice(&v.out, &v.buf, 0, 0, 32 * step, step, &err), err);
+    dispatch_choice c;
+    assert_uopc_ok(dispatch_choose(d, &v.x, &v.out, &c, &err), err);
+    if (c.path != DISPATCH_PATH_GENERIC)
+      fail_msg("an out of stride %lld (n = 32, aligned, disjoint) was sent to %s (%s)", (long long)step,
+               c.variant->entry, dispatch_path_name(c.path));
+    assert_uopc_ok(dispatch_run(d, &c, &err), err);
+    for (int64_t i = 0; i < 32; i++) {
+      float a = (float)uopc_tensor_get(&v.x, i);
+      if (uopc_tensor_get(&v.out, i) != (double)(a * a + 1.0f))
+        fail_msg("out stride %lld: index %lld expected %.9g, got %.9g", (long long)step, (long long)i,
+                 (double)(a * a + 1.0f), uopc_tensor_get(&v.out, i));
+    }
+    for (int64_t i = 0; i < size; i++)
+      if (i % step && uopc_tensor_get(&v.buf, i) != POISON)
+        fail_msg("out stride %lld: buffer index %lld, between out's elements, was written", (long long)step,
+                 (long long)i);
+    release_view(&v);
+  }
+  dispatch_fini(d);
+}
+
+/* A length-n f32 vector that ends where a PROT_NONE page starts: any read or
+ * write past its end faults, whatever value it would have written back. */
+typedef struct fenced {
+  char *map;
+  size_t bytes;
+  uopc_tensor t;
+} fenced;
+
+static void fence(fenced *f, int64_t n, double first) {
+  uopc_error err = {0};
+  long page = sysconf(_SC_PAGESIZE);
+  size_t body = ((size_t)n * 4 + (size_t)page - 1) / (size_t)page * (size_t)page;
+  f->bytes = body + (size_t)page;
+  f->map = mmap(NULL, f->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(f->map != MAP_FAILED);
+  assert_int_equal(mprotect(f->map + body, (size_t)page, PROT_NONE), 0);
+  int64_t one = 1;
+  assert_uopc_ok(uopc_tensor_wrap(&f->t, f->map + body - n * 4, UOPC_F32, 1, &n, &one, &err), err);
+  for (int64_t i = 0; i < n; i++) uopc_tensor_set(&f->t, i, first + (double)i);
+}
+
+static void unfence(fenced *f) {
+  uopc_tensor_release(&f->t);
+  munmap(f->map, f->bytes);
+}
+
+static void test_dispatch_fast_kernel_stays_inside_out(void **state) {
+  (void)state;
+  static const int64_t lengths[] = {16, 32, 48, 256, 1024};
+  for (int exact = 0; exact <= 1; exact++) {
+    dispatch_options o = {.specialize_length = exact};
+    dispatcher *d = new_dispatcher(&o);
+    for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
+      int64_t n = lengths[k];
+      fenced x, out;
+      uopc_error err = {0};
+      dispatch_choice c;
+      fence(&x, n, -7.0);
+      fence(&out, n, -12345.0);
+      assert_uopc_ok(dispatch_choose(d, &x.t, &out.t, &c, &err), err);
+      if (c.path != DISPATCH_PATH_FAST)
+        fail_msg("n = %lld, packed, 64-byte aligned and disjoint: expected the fast path, got %s", (long long)n,
+                 dispatch_path_name(c.path));
+      assert_uopc_ok(dispatch_run(d, &c, &err), err);   /* a touch past either end faults here */
+      for (int64_t i = 0; i < n; i++) {
+        float a = (float)(-7.0 + (double)i);
+        if (uopc_tensor_get(&out.t, i) != (double)(a * a + 1.0f))
+          fail_msg("%s, n = %lld: index %lld expected %.9g, got %.9g", c.variant->entry, (long long)n, (long long)i,
+                   (double)(a * a + 1.0f), uopc_tensor_get(&out.t, i));
+      }
+      unfence(&x), unfence(&out);
+    }
+    dispatch_fini(d);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dispatch_driver_sequence_counts),
@@ -544,6 +731,9 @@ int main(void) {
     cmocka_unit_test(test_dispatch_variant_keys),
     cmocka_unit_test(test_dispatch_rejects_bad_inputs),
     cmocka_unit_test(test_dispatch_generated_source_banner),
+    cmocka_unit_test(test_dispatch_fast16_guards_cover_every_assumption),
+    cmocka_unit_test(test_dispatch_strided_out_takes_generic_path),
+    cmocka_unit_test(test_dispatch_fast_kernel_stays_inside_out),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

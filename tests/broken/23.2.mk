@@ -32,6 +32,17 @@ $(B232A)/test_dispatch: tests/23.2/test_dispatch.c $(B232A)/liblab23_2.so
 BROKEN_BINS += $(B232A)/test_dispatch
 BROKEN_EXPECT += $(B232A)/test_dispatch:test_dispatch_misaligned_view_takes_generic_path
 
+# Without out's contiguity guard, an out of stride 2 is sent to the fast
+# kernel's packed stores. The test checks the decision before it runs.
+B232O := $(BROKEN)/23.2-no-out-contiguity-guard
+$(B232O)/liblab23_2.so: $(B232_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DDISPATCH_NO_OUT_CONTIGUITY_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -llab23_1 -luopc
+$(B232O)/test_dispatch: tests/23.2/test_dispatch.c $(B232O)/liblab23_2.so
+	$(call broken_test_link,23.2)
+BROKEN_BINS += $(B232O)/test_dispatch
+BROKEN_EXPECT += $(B232O)/test_dispatch:test_dispatch_strided_out_takes_generic_path
+
 # The variant cache (vcache_spec.c) without the guard of a constant extent:
 # a length-7 call passes the guards of the variant built for length 1, whose
 # code computes one element. The test checks the decision before it runs.
