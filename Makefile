@@ -179,10 +179,11 @@ test-grader: setup
 # make mutants LAB=23.N [SAMPLE=N] [SEED=S] [JOBS=J] [MIN=PCT]
 #                                  mutants of solutions/23.N-*/*.c, each graded by the grader
 # make mutants-uopc [SAMPLE=N] ...  mutants of uopc/src/*.c through tests/uopc and tests/faults
+# make mutants-ci                  the first few of every lab's and the runtime's sample (CI)
 # SAMPLE=0 runs every mutant (hours); the default is 40. Equivalent survivors are listed, with
 # their reason, in tests/mutants/<LAB>.equivalents.
 MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(MIN),--min $(MIN))
-.PHONY: mutants mutants-uopc
+.PHONY: mutants mutants-uopc mutants-ci
 
 mutants: setup
 	@$(if $(LAB),,echo "make mutants: say which lab, e.g. make mutants LAB=23.1 (make mutants-uopc: the runtime)"; exit 2)
@@ -190,6 +191,9 @@ mutants: setup
 
 mutants-uopc: setup
 	@$(PYTHON) tools/mutants.py uopc $(MUTANT_ARGS)
+
+mutants-ci: setup
+	@tools/mutants-ci.sh
 
 # ---- commands ---------------------------------------------------------------
 .PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run doctor \
