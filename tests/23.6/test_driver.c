@@ -30,6 +30,8 @@ static int run_driver_at(const char *cache, const char *debug, char *output, siz
   ssize_t got;
   while (len + 1 < size && (got = read(fds[0], output + len, size - 1 - len)) > 0) len += (size_t)got;
   output[len] = '\0';
+  char rest[4096];   /* past size: drained, so that the driver never blocks on a full pipe */
+  while (read(fds[0], rest, sizeof rest) > 0) {}
   close(fds[0]);
   int status;
   waitpid(pid, &status, 0);
@@ -81,6 +83,8 @@ static void test_driver_traces_each_guard_decision_at_debug_3(void **state) {
   assert_int_equal(run_driver_at(testutil_cache_dir, "3", out, sizeof out), 0);
   assert_contains(out, "uopc: square_plus_one: length 31, f32, strides x 1 out 1 -> compiled kernel (every guard holds)\n");
   assert_contains(out, "uopc: square_plus_one: length 10, f32, strides x 2 out 1 -> layout fallback (a guard failed)\n");
+  assert_int_equal(run_driver_at(testutil_cache_dir, "4", out, sizeof out), 0);   /* higher levels show more */
+  assert_contains(out, "uopc: square_plus_one: length 7, f32, strides x 1 out 1 -> compiled kernel (every guard holds)\n");
   assert_int_equal(run_driver_at(testutil_cache_dir, "2", out, sizeof out), 0);
   if (strstr(out, "square_plus_one: length"))
     fail_msg("UOPC_DEBUG=2 printed a guard decision (level 3's):\n%s", out);

@@ -218,8 +218,8 @@ static void test_guarded_jit_rejects_bad_inputs(void **state) {
   (void)state;
   guarded_jit jit;
   uopc_error err = {0};
-  uopc_tensor i32 = {0}, m = {0}, f = {0}, shifted = {0}, head = {0}, f64 = {0};
-  int64_t n = 8, shape2[2] = {2, 4};
+  uopc_tensor i32 = {0}, m = {0}, f = {0}, shifted = {0}, head = {0}, f64 = {0}, tall = {0}, scalar = {0};
+  int64_t n = 8, shape2[2] = {2, 4}, shape82[2] = {8, 2};
   assert_uopc_code(guarded_jit_init(&jit, 0, NULL, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "maximum = 0 outside [1, ");
   assert_null(guarded_jit_new(INT64_C(1) << 31, &err));   /* past INT32_MAX */
@@ -238,10 +238,16 @@ static void test_guarded_jit_rejects_bad_inputs(void **state) {
   /* out must match x: length, rank and dtype, each named in the message. */
   expect_rejected(&jit, &f, &head, UOPC_E_INVALID, "out must be a vector of length 8 like x, got rank 1 length 7");
   expect_rejected(&jit, &f, &m, UOPC_E_INVALID, "got rank 2 length 2");
+  assert_uopc_ok(uopc_tensor_empty(&tall, UOPC_F32, 2, shape82, &err), err);   /* as long as x, but 2-D */
+  expect_rejected(&jit, &f, &tall, UOPC_E_INVALID, "got rank 2 length 8");
+  assert_uopc_ok(uopc_tensor_empty(&scalar, UOPC_F32, 0, NULL, &err), err);
+  expect_rejected(&jit, &f, &scalar, UOPC_E_INVALID, "got rank 0 length 0");
   assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 1, &n, &err), err);
   expect_rejected(&jit, &f, &f64, UOPC_E_DTYPE, "out has dtype f64 but x has f32");
   assert_int_equal(jit.compiled_calls + jit.layout_fallbacks, 0);
   uopc_tensor_release(&f64);
+  uopc_tensor_release(&tall);
+  uopc_tensor_release(&scalar);
   uopc_tensor_release(&i32);
   uopc_tensor_release(&m);
   uopc_tensor_release(&f);
