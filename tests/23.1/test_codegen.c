@@ -65,6 +65,9 @@ static void test_codegen_line_refuses_a_line_of_codegen_line_max(void **state) {
   char *line = malloc(CODEGEN_LINE_MAX + 1);
   memset(line, 'x', CODEGEN_LINE_MAX);
   line[CODEGEN_LINE_MAX - 1] = '\0';   /* the longest line: CODEGEN_LINE_MAX - 1 characters */
+  assert_uopc_ok(codegen_line(&f->nest, "%s", ""), f->err);   /* an empty line: the indentation */
+  assert_string_equal(f->text.data, "  \n");
+  codegen_text_fini(&f->text);
   assert_uopc_ok(codegen_line(&f->nest, "%s", line), f->err);
   assert_int_equal(f->text.len, 2 + CODEGEN_LINE_MAX - 1 + 1);   /* indented one level, then \n */
   line[CODEGEN_LINE_MAX - 1] = 'x';

@@ -335,7 +335,9 @@ static void test_sym_expr_interval_saturates_instead_of_overflowing(void **state
   sym_arena_free(a);
 }
 
-static void test_sym_expr_interval_pulls_dim_bounds_to_multiples(void **state) {
+/* Tight, not only sound: a dim's bounds pulled in to its multiples, and min and max of
+ * independent operands taken end by end. */
+static void test_sym_expr_interval_is_tight_for_dims_min_and_max(void **state) {
   (void)state;
   sym_arena *a;
   uopc_error err = {0};
@@ -352,6 +354,18 @@ static void test_sym_expr_interval_pulls_dim_bounds_to_multiples(void **state) {
       fail_msg("n in [%lld, %lld], a multiple of %lld: expected [%lld, %lld], got [%lld, %lld]",
                (long long)cases[k][0], (long long)cases[k][1], (long long)cases[k][2], (long long)cases[k][3],
                (long long)cases[k][4], (long long)r.lo, (long long)r.hi);
+  }
+  sym_dim x;
+  sym_interval r;
+  assert_uopc_ok(sym_dim_init(&x, "x", -4, 4, 1, &err), err);
+  const sym_expr *ex = sym_expr_dim(a, &x), *two = sym_expr_const(a, 2);
+  const sym_expr *ends[2] = {sym_expr_min(a, ex, two), sym_expr_max(a, two, ex)};
+  static const int64_t want[2][2] = {{-4, 2}, {2, 4}};
+  for (int k = 0; k < 2; k++) {
+    assert_uopc_ok(sym_expr_interval(ends[k], &r, &err), err);
+    if (r.lo != want[k][0] || r.hi != want[k][1])
+      fail_msg("%s with x in [-4, 4]: expected [%lld, %lld], got [%lld, %lld]", text(ends[k]),
+               (long long)want[k][0], (long long)want[k][1], (long long)r.lo, (long long)r.hi);
   }
   sym_arena_free(a);
 }
@@ -560,7 +574,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_expr_equal_forms_are_one_node, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_exhaustive_small_dims, setup, teardown),
     cmocka_unit_test(test_sym_expr_interval_saturates_instead_of_overflowing),
-    cmocka_unit_test(test_sym_expr_interval_pulls_dim_bounds_to_multiples),
+    cmocka_unit_test(test_sym_expr_interval_is_tight_for_dims_min_and_max),
     cmocka_unit_test(test_sym_arena_interns_equal_nodes_after_growing),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_reports_an_exhausted_arena, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_compare_is_a_total_order, setup, teardown),

@@ -114,8 +114,14 @@ static void test_sym_scope_open_loop_checks_its_name_and_bound(void **state) {
                    UOPC_E_INVALID, err);
   assert_contains(err.message, "loop 'j' never runs: bound at most 0");
   assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, longest, f->en, &j, &err), err);
-  /* The variable is a dim in [0, N - 1]: it binds and evaluates like one. */
+  /* The variable is the dim j in [0, N - 1] (a multiple of 1): the same node, and it binds and
+   * evaluates like one. */
   assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, "j", f->en, &j, &err), err);
+  sym_dim same;
+  assert_uopc_ok(sym_dim_init(&same, "j", 0, 4095, 1, &err), err);
+  if (sym_expr_dim(f->arena, &same) != j)
+    fail_msg("loop j over [0, N): expected the dim j in [0, 4095], multiple of 1; got [%lld, %lld], multiple of %lld",
+             (long long)loop.var.lo, (long long)loop.var.hi, (long long)loop.var.multiple_of);
   sym_binding b;
   int64_t v = 0;
   sym_binding_init(&b);
