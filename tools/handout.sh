@@ -2,7 +2,7 @@
 # Makes the student handout: tools/handout.sh [ARCHIVE]   (default build/handout/uopc-labs.tar.gz)
 # Every file git tracks or would track, except what is the instructor's alone: solutions/,
 # tests/hidden/ (held-out suites), tests/broken/ (they build solutions/), goldens/hidden/ and the
-# mutation tests of the reference (tools/mutants*, tests/mutants/: they quote solutions/);
+# equivalent mutants of the reference (tests/mutants/: they quote solutions/);
 # manifests lose their held-out tests (harness/grading/handout.py). Extracted anywhere, the
 # archive runs `make lab-23`, `make test` and `make grade` on the student's own code.
 set -euo pipefail
@@ -12,7 +12,7 @@ name=uopc-labs
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$name" "$(dirname "$out")"
 git ls-files -co --exclude-standard -z \
-  | grep -zvE '^(solutions/|tests/hidden/|tests/broken/|tests/mutants/|tools/mutants|goldens/hidden/|autograder/dist/)' \
+  | grep -zvE '^(solutions/|tests/hidden/|tests/broken/|tests/mutants/|goldens/hidden/|autograder/dist/)' \
   | xargs -0 cp --parents -t "$stage/$name"
 .venv/bin/python -m harness.grading.handout "$stage/$name"
 tar -C "$stage" -czf "$out" "$name"

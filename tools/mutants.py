@@ -497,12 +497,12 @@ def recheck(path, mutants):
 
 def main(argv=None):
   args = parse_args(argv)
+  t = target(args.target)
   try:
     import universalmutator  # noqa: F401
   except ImportError:
     print("mutants: universalmutator is missing: .venv/bin/pip install -r tools/requirements.txt (make setup does)")
     return 2
-  t = target(args.target)
   equivalents = load_equivalents(t.equivalents)
   everything = universe(t)
   mutants, total = list(everything), len(everything)
