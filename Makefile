@@ -187,6 +187,26 @@ test-grader: setup
 	@$(PYTHON) -m unittest discover -s tests/grader
 	@$(PYTHON) -m harness.grading.selfcheck
 
+# ---- mutation testing (tools/mutants.py, issue #15) ----------------------------
+# make mutants LAB=23.N [SAMPLE=N] [SEED=S] [JOBS=J] [MIN=PCT]
+#                                  mutants of solutions/23.N-*/*.c, each graded by the grader
+# make mutants-uopc [SAMPLE=N] ...  mutants of uopc/src/*.c through tests/uopc and tests/faults
+# make mutants-ci                  the first few of every lab's and the runtime's sample (CI)
+# SAMPLE=0 runs every mutant (hours); the default is 40. Equivalent survivors are listed, with
+# their reason, in tests/mutants/<LAB>.equivalents.
+MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(MIN),--min $(MIN))
+.PHONY: mutants mutants-uopc mutants-ci
+
+mutants: setup
+	@$(if $(LAB),,echo "make mutants: say which lab, e.g. make mutants LAB=23.1 (make mutants-uopc: the runtime)"; exit 2)
+	@$(PYTHON) tools/mutants.py $(LAB) $(MUTANT_ARGS)
+
+mutants-uopc: setup
+	@$(PYTHON) tools/mutants.py uopc $(MUTANT_ARGS)
+
+mutants-ci: setup
+	@tools/mutants-ci.sh
+
 # ---- commands ---------------------------------------------------------------
 .PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run doctor \
         clean cache-clean cache-stats labs check-sync

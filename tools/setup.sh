@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the workbook needs, only when it is missing: the C toolchain,
 # cmocka and OpenSSL's headers, bubblewrap (the grader's sandbox) from apt
-# (through sudo when not root), and a .venv with NumPy for the harness. CUDA is
-# optional and never installed here.
+# (through sudo when not root), and a .venv with NumPy for the harness (and, where
+# solutions/ is, universalmutator for `make mutants`). CUDA is optional and never
+# installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +28,10 @@ if ! .venv/bin/python -c 'import numpy' 2>/dev/null; then
   echo "setup: creating .venv with NumPy (harness/requirements.txt)"
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r harness/requirements.txt
+fi
+
+# The mutation tool of `make mutants` tests the reference: only a tree with solutions/ needs it.
+if [ -d solutions ] && ! .venv/bin/python -c 'import universalmutator' 2>/dev/null; then
+  echo "setup: installing universalmutator into .venv (tools/requirements.txt)"
+  .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements.txt
 fi

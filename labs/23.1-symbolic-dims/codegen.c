@@ -59,7 +59,7 @@ int codegen_push_scope(codegen_nest *n, sym_scope **scope) {
 }
 
 int codegen_line(codegen_nest *n, const char *fmt, ...) {
-  char line[CODEGEN_EXPR_MAX + 256];
+  char line[CODEGEN_LINE_MAX];
   va_list ap;
   va_start(ap, fmt);
   int len = vsnprintf(line, sizeof line, fmt, ap);

@@ -17,6 +17,7 @@
 #define CODEGEN_LANES 32
 #define CODEGEN_MAX_SCOPES 40
 #define CODEGEN_EXPR_MAX 1024
+#define CODEGEN_LINE_MAX (CODEGEN_EXPR_MAX + 256)   /* one generated line, its NUL included */
 
 typedef struct codegen_text {      /* a growing NUL-terminated string */
   char *data;
@@ -49,7 +50,8 @@ const sym_scope *codegen_scope(const codegen_nest *n);
 /* A new scope inside the innermost one (for the caller to open as a loop or
  * fill with facts); closed by codegen_close. Errors: UOPC_E_LIMIT. */
 int codegen_push_scope(codegen_nest *n, sym_scope **scope);
-/* Appends one line at the current indentation. Errors: UOPC_E_LIMIT, UOPC_E_NOMEM. */
+/* Appends one line at the current indentation. Errors: UOPC_E_LIMIT (a line of
+ * CODEGEN_LINE_MAX characters or more), UOPC_E_NOMEM. */
 int codegen_line(codegen_nest *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends line (ending in "{") and indents what follows, inside a new empty
  * scope. */

@@ -212,27 +212,30 @@ int sym_expr_interval(const sym_expr *e, sym_interval *out, uopc_error *err) {
   return UOPC_FAIL(err, UOPC_E_NOT_IMPLEMENTED, "lab 23.1: sym_expr_interval is not implemented yet");
 }
 
-static int seen_dim(const sym_expr *root, const sym_expr *stop, const sym_dim *d) {
-  /* 1 when a dim named d->name occurs in root before reaching stop. */
-  if (root == stop) return -1;
-  if (root->kind == SYM_DIM) return strcmp(root->dim.name, d->name) == 0 ? 1 : 0;
-  if (root->kind == SYM_CONST) return 0;
-  int r = seen_dim(root->a, stop, d);
-  return r ? r : seen_dim(root->b, stop, d);
+/* The position, among e's dims in leftmost order (*at counts them), of the
+ * first one named name, or -1. Positions, not pointers: a hash-consed dim
+ * that occurs twice is one node at two positions. */
+static int first_dim(const sym_expr *e, const char *name, int *at) {
+  if (e->kind == SYM_CONST) return -1;
+  if (e->kind == SYM_DIM) return strcmp(e->dim.name, name) == 0 ? *at : ((*at)++, -1);
+  int r = first_dim(e->a, name, at);
+  return r >= 0 ? r : first_dim(e->b, name, at);
 }
 
-static void each_dim(const sym_expr *root, const sym_expr *e,
+static void each_dim(const sym_expr *root, const sym_expr *e, int *at,
                      void (*fn)(const sym_dim *, void *), void *ctx) {
   if (e->kind == SYM_DIM) {
-    if (seen_dim(root, e, &e->dim) != 1) fn(&e->dim, ctx);
+    int from = 0;
+    if (first_dim(root, e->dim.name, &from) == (*at)++) fn(&e->dim, ctx);
   } else if (e->kind != SYM_CONST) {
-    each_dim(root, e->a, fn, ctx);
-    each_dim(root, e->b, fn, ctx);
+    each_dim(root, e->a, at, fn, ctx);
+    each_dim(root, e->b, at, fn, ctx);
   }
 }
 
 void sym_expr_each_dim(const sym_expr *e, void (*fn)(const sym_dim *, void *), void *ctx) {
-  each_dim(e, e, fn, ctx);
+  int at = 0;
+  each_dim(e, e, &at, fn, ctx);
 }
 
 /* ---- Text: one printer for both notations. */

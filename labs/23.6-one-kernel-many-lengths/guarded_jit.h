@@ -43,7 +43,8 @@ void guarded_jit_fini(guarded_jit *jit);
 int guarded_jit_call(guarded_jit *jit, const uopc_tensor *x, uopc_tensor *out,
                      uopc_error *err);
 
-/* Heap forms for foreign callers (the harness through ctypes). */
+/* Heap forms for foreign callers (the harness through ctypes); guarded_jit_free(NULL)
+ * does nothing. */
 guarded_jit *guarded_jit_new(int64_t maximum, uopc_error *err);
 void guarded_jit_free(guarded_jit *jit);
 

@@ -306,6 +306,21 @@ static void test_plan_sum_of_vector(void **state) {
   if (out[0] != 4950.0f) fail_msg("sum of 0..99: expected 4950, got %.9g", out[0]);
   expect_untouched(out, 1, 1 + TAIL, "sum n=100");
   plan_free(p);
+  /* A vector of one element: no whole block, a tail of one. */
+  kernel_graph g;
+  const sym_expr *one[1] = {sym_expr_const(f->arena, 1)};
+  const kernel_node *v, *s;
+  kernel_graph_init(&g, f->arena);
+  assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 1, one, &v, &err), err);
+  assert_uopc_ok(kernel_sum(&g, v, &s, &err), err);
+  assert_uopc_ok(plan_new(&p, &g, s, "sum_f32_1", NULL, &err), err);
+  poison(out, 1 + TAIL);
+  x[0] = 2.5f;
+  in = (plan_buffer){x, 1};
+  assert_uopc_ok(plan_launch(p, &bind, (plan_buffer){out, 1 + TAIL}, &in, 1, &err), err);
+  if (out[0] != 2.5f) fail_msg("sum of the vector [2.5]: expected 2.5, got %.9g", out[0]);
+  expect_untouched(out, 1, 1 + TAIL, "sum of one element");
+  plan_free(p);
 }
 
 /* exp, maximum, div, neg and a scalar: out = maximum(exp(-x) / 2, x). */
@@ -393,6 +408,22 @@ static void test_plan_launch_rejects_small_buffer(void **state) {
   plan_buffer in[3] = {{a, 64}, {a, 63}, {a, 64}};
   assert_uopc_code(plan_launch(f->chain, &bind, (plan_buffer){out, 64}, in, 3, &err), UOPC_E_BOUNDS, err);
   assert_contains(err.message, "buffer 'b' holds 63 elements, the binding needs 64");
+  /* Extents that are expressions (2*n) are evaluated under the binding: 10 fits, 9 does not. */
+  kernel_graph g;
+  const sym_expr *twice[1] = {sym_expr_mul(f->arena, sym_expr_const(f->arena, 2), sym_expr_dim(f->arena, &f->n))};
+  const kernel_node *x, *y;
+  plan *p = NULL;
+  kernel_graph_init(&g, f->arena);
+  assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 1, twice, &x, &err), err);
+  assert_uopc_ok(kernel_unary(&g, KERNEL_NEG, x, &y, &err), err);
+  assert_uopc_ok(plan_new(&p, &g, y, "neg_f32_2n", NULL, &err), err);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, 5, &err), err);
+  for (int i = 0; i < 10; i++) a[i] = (float)i;
+  assert_uopc_ok(plan_launch(p, &bind, (plan_buffer){out, 10}, &(plan_buffer){a, 10}, 1, &err), err);
+  if (out[9] != -9.0f) fail_msg("neg of 2*n = 10 elements: expected out[9] = -9, got %g", out[9]);
+  assert_uopc_code(plan_launch(p, &bind, (plan_buffer){out, 10}, &(plan_buffer){a, 9}, 1, &err), UOPC_E_BOUNDS, err);
+  assert_contains(err.message, "buffer 'x' holds 9 elements, the binding needs 10");
+  plan_free(p);
 }
 
 static void test_plan_new_rejects_overflowing_shape(void **state) {

@@ -108,10 +108,21 @@ static void test_sym_dim_init_rejects_bad_dims(void **state) {
   uopc_error err = {0};
   assert_uopc_code(sym_dim_init(&d, "n", 5, 4, 1, &err), UOPC_E_INVALID, err);
   assert_uopc_code(sym_dim_init(&d, "2n", 1, 4, 1, &err), UOPC_E_INVALID, err);
-  assert_uopc_code(sym_dim_init(&d, "i0", 1, 4, 1, &err), UOPC_E_INVALID, err);
+  /* The generated code's own names: loop variables i0.., r0.. and temporaries t0.. */
+  static const char *const reserved[] = {"i0", "r0", "t0", "t12", "r99"};
+  for (size_t k = 0; k < sizeof reserved / sizeof reserved[0]; k++)
+    if (sym_dim_init(&d, reserved[k], 1, 4, 1, &err) != UOPC_E_INVALID)
+      fail_msg("dim '%s': expected UOPC_E_INVALID (a name the generated code uses), got UOPC_OK", reserved[k]);
+  static const char *const usable[] = {"index", "i", "r", "t", "rows", "t0x", "x0", "_n"};
+  for (size_t k = 0; k < sizeof usable / sizeof usable[0]; k++)
+    assert_uopc_ok(sym_dim_init(&d, usable[k], 1, 4, 1, &err), err);
   assert_uopc_code(sym_dim_init(&d, "n", 1, 8, 0, &err), UOPC_E_INVALID, err);
   assert_uopc_code(sym_dim_init(&d, "n", 1, 15, 16, &err), UOPC_E_INVALID, err);
   expect_message(&err, "dim 'n': no multiple of 16 in [1, 15]");
+  assert_uopc_code(sym_dim_init(&d, "n", -3, -1, 4, &err), UOPC_E_INVALID, err);   /* 0 and -4 are out */
+  expect_message(&err, "dim 'n': no multiple of 4 in [-3, -1]");
+  assert_uopc_ok(sym_dim_init(&d, "n", -7, -4, 4, &err), err);
+  assert_uopc_ok(sym_dim_init(&d, "n", -3, 0, 4, &err), err);
   assert_uopc_ok(sym_dim_init(&d, "index", 0, 0, 1, &err), err);
 }
 

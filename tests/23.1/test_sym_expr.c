@@ -5,6 +5,7 @@
  * original under the evaluator, both values lie in the computed intervals,
  * and one compiled C program (through uopc) computes the same values from
  * the generated C text of both. */
+#include <malloc.h>
 #include "sym_expr.h"
 #include "testutil.h"
 
@@ -132,6 +133,15 @@ static void test_sym_expr_simplify_applies_the_rules(void **state) {
   expect_same(f, sym_expr_min(a, x, sym_expr_add(a, x, one)), x);
   expect_same(f, sym_expr_mod(a, sym_expr_add(a, x, sym_expr_const(a, 4)), sym_expr_const(a, 9)),
               sym_expr_add(a, x, sym_expr_const(a, 4)));                        /* x+4 in [0, 8] */
+  const sym_expr *four = sym_expr_const(a, 4), *minus_d = sym_expr_sub(a, zero, d);
+  expect_same(f, sym_expr_floordiv(a, minus_d, four), sym_expr_const(a, -1));   /* -d in [-4, -1] */
+  expect_same(f, sym_expr_mod(a, minus_d, four), sym_expr_sub(a, four, d));
+  sym_dim w;   /* w in [5, 7]: one period of 4 above the first, so w//4 is 1 */
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&w, "w", 5, 7, 1, &err), err);
+  const sym_expr *ew = sym_expr_dim(a, &w);
+  expect_same(f, sym_expr_floordiv(a, ew, four), one);
+  expect_same(f, sym_expr_mod(a, ew, four), sym_expr_sub(a, ew, four));
 }
 
 static void test_sym_expr_equal_forms_are_one_node(void **state) {
@@ -143,6 +153,35 @@ static void test_sym_expr_equal_forms_are_one_node(void **state) {
   if (simplified(f, p) != simplified(f, q))
     fail_msg("%s and %s: expected one node, got %s and %s", text(p), text(q),
              text(simplified(f, p)), text(simplified(f, q)));
+  const sym_expr *yd = sym_expr_mul(a, f->ey, f->ed);
+  const sym_expr *pairs[][2] = {
+    {sym_expr_add(a, sym_expr_mul(a, f->ex, sym_expr_const(a, -1)), f->ey), sym_expr_sub(a, f->ey, f->ex)},
+    {sym_expr_mul(a, f->ex, yd), sym_expr_mul(a, yd, f->ex)},
+    {sym_expr_max(a, f->ex, yd), sym_expr_max(a, yd, f->ex)},
+  };
+  for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+    if (simplified(f, pairs[k][0]) != simplified(f, pairs[k][1]))
+      fail_msg("%s and %s: expected one node, got %s and %s", text(pairs[k][0]), text(pairs[k][1]),
+               text(simplified(f, pairs[k][0])), text(simplified(f, pairs[k][1])));
+  /* A sum of SYM_LINEAR_MAX dims (the limit) and a constant, in two orders, is one node; one
+   * more dim is UOPC_E_LIMIT. */
+  sym_dim dims[SYM_LINEAR_MAX + 1];
+  const sym_expr *up = sym_expr_const(a, 1), *down = sym_expr_const(a, 1);
+  uopc_error err = {0};
+  for (int k = 0; k <= SYM_LINEAR_MAX; k++) {
+    char name[8];
+    snprintf(name, sizeof name, "d%d", k);
+    assert_uopc_ok(sym_dim_init(&dims[k], name, 1, 4, 1, &err), err);
+  }
+  for (int k = 0; k < SYM_LINEAR_MAX; k++) {
+    up = sym_expr_add(a, up, sym_expr_dim(a, &dims[k]));
+    down = sym_expr_add(a, sym_expr_dim(a, &dims[SYM_LINEAR_MAX - 1 - k]), down);
+  }
+  if (simplified(f, up) != simplified(f, down))
+    fail_msg("%s and %s: expected one node, got %s and %s", text(up), text(down),
+             text(simplified(f, up)), text(simplified(f, down)));
+  const sym_expr *more = sym_expr_add(a, up, sym_expr_dim(a, &dims[SYM_LINEAR_MAX])), *s = NULL;
+  assert_uopc_code(sym_expr_simplify(a, more, &s, &err), UOPC_E_LIMIT, err);
 }
 
 /* ---- The exhaustive check. */
@@ -296,6 +335,236 @@ static void test_sym_expr_interval_saturates_instead_of_overflowing(void **state
   sym_arena_free(a);
 }
 
+/* Tight, not only sound: a dim's bounds pulled in to its multiples, and min and max of
+ * independent operands taken end by end. */
+static void test_sym_expr_interval_is_tight_for_dims_min_and_max(void **state) {
+  (void)state;
+  sym_arena *a;
+  uopc_error err = {0};
+  static const int64_t cases[][5] = {   /* lo, hi, multiple_of, then the interval */
+    {1, 4096, 16, 16, 4096}, {-7, 21, 4, -4, 20}, {-9, -1, 4, -8, -4}, {0, 10, 5, 0, 10}, {3, 9, 1, 3, 9},
+  };
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sym_dim n;
+    sym_interval r;
+    assert_uopc_ok(sym_dim_init(&n, "n", cases[k][0], cases[k][1], cases[k][2], &err), err);
+    assert_uopc_ok(sym_expr_interval(sym_expr_dim(a, &n), &r, &err), err);
+    if (r.lo != cases[k][3] || r.hi != cases[k][4])
+      fail_msg("n in [%lld, %lld], a multiple of %lld: expected [%lld, %lld], got [%lld, %lld]",
+               (long long)cases[k][0], (long long)cases[k][1], (long long)cases[k][2], (long long)cases[k][3],
+               (long long)cases[k][4], (long long)r.lo, (long long)r.hi);
+  }
+  sym_dim x;
+  sym_interval r;
+  assert_uopc_ok(sym_dim_init(&x, "x", -4, 4, 1, &err), err);
+  const sym_expr *ex = sym_expr_dim(a, &x), *two = sym_expr_const(a, 2);
+  const sym_expr *ends[2] = {sym_expr_min(a, ex, two), sym_expr_max(a, two, ex)};
+  static const int64_t want[2][2] = {{-4, 2}, {2, 4}};
+  for (int k = 0; k < 2; k++) {
+    assert_uopc_ok(sym_expr_interval(ends[k], &r, &err), err);
+    if (r.lo != want[k][0] || r.hi != want[k][1])
+      fail_msg("%s with x in [-4, 4]: expected [%lld, %lld], got [%lld, %lld]", text(ends[k]),
+               (long long)want[k][0], (long long)want[k][1], (long long)r.lo, (long long)r.hi);
+  }
+  sym_arena_free(a);
+}
+
+/* ---- Given: the arena, the dims of an expression, copies and text. */
+
+#ifndef __SANITIZE_ADDRESS__
+/* Allocation failure on demand: this executable's calloc comes before glibc's for the lab's
+ * library too (ELF interposition) and passes every call through unless fail_calloc is set.
+ * AddressSanitizer brings its own allocator, so its builds keep glibc's calloc. */
+extern void *__libc_calloc(size_t n, size_t size);
+static int fail_calloc;
+void *calloc(size_t n, size_t size) { return fail_calloc ? NULL : __libc_calloc(n, size); }
+#endif
+
+static void test_sym_expr_simplify_reports_an_exhausted_arena(void **state) {
+  fixture *f = *state;
+#ifdef __SANITIZE_ADDRESS__
+  (void)f;
+  skip();
+#else
+  sym_arena *a;
+  uopc_error err = {0};
+  const sym_expr *out = NULL;
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  const sym_expr *x = sym_expr_dim(a, &f->x), *xx = sym_expr_add(a, x, x);
+  for (int k = 0; k < 254; k++) assert_non_null(sym_expr_const(a, 1000 + k));   /* 256 nodes: a full chunk */
+  fail_calloc = 1;   /* x + x is 2*x: a new node, and no memory for it */
+  int quiet = sym_expr_simplify(a, xx, &out, NULL);
+  int rc = sym_expr_simplify(a, xx, &out, &err);
+  fail_calloc = 0;
+  assert_int_equal(quiet, UOPC_E_NOMEM);
+  assert_uopc_code(rc, UOPC_E_NOMEM, err);
+  assert_contains(err.message, "expression arena: out of memory");
+  sym_arena_free(a);
+#endif
+}
+
+static void test_sym_expr_compare_is_a_total_order(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *x = f->ex, *y = f->ey, *d = f->ed, *two = sym_expr_const(a, 2);
+  const sym_expr *e[] = {two, sym_expr_const(a, -3), x, y, d, sym_expr_add(a, x, y), sym_expr_add(a, y, x),
+                         sym_expr_sub(a, x, two), sym_expr_mul(a, x, d), sym_expr_floordiv(a, x, d),
+                         sym_expr_mod(a, y, d), sym_expr_min(a, x, y), sym_expr_max(a, x, y), sym_expr_max(a, x, d)};
+  enum { N = sizeof e / sizeof e[0] };
+  if (sym_expr_compare(sym_expr_mul(a, d, x), sym_expr_mul(a, x, y)) >= 0)   /* operands left to right */
+    fail_msg("d*x and x*y: expected d*x first (d before x), got x*y first");
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) {
+      int ij = sym_expr_compare(e[i], e[j]), ji = sym_expr_compare(e[j], e[i]);
+      if ((ij == 0) != (i == j) || (ij > 0) != (ji < 0))
+        fail_msg("compare(%s, %s) = %d but compare(%s, %s) = %d", text(e[i]), text(e[j]), ij, text(e[j]),
+                 text(e[i]), ji);
+      for (int k = 0; k < N; k++)
+        if (ij < 0 && sym_expr_compare(e[j], e[k]) < 0 && sym_expr_compare(e[i], e[k]) >= 0)
+          fail_msg("%s < %s < %s, but not %s < %s", text(e[i]), text(e[j]), text(e[k]), text(e[i]), text(e[k]));
+    }
+}
+
+static void test_sym_expr_null_operand_gives_null(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *(*const make[])(sym_arena *, const sym_expr *, const sym_expr *) = {
+    sym_expr_add, sym_expr_sub, sym_expr_mul, sym_expr_floordiv, sym_expr_mod, sym_expr_min, sym_expr_max};
+  for (size_t k = 0; k < sizeof make / sizeof make[0]; k++) {
+    assert_null(make[k](a, NULL, f->ed));
+    assert_null(make[k](a, f->ed, NULL));
+  }
+  assert_null(sym_expr_copy(a, NULL));
+}
+
+static void test_sym_arena_interns_equal_nodes_after_growing(void **state) {
+  (void)state;
+  enum { N = 3000 };   /* past the table's first sizes: it grows twice */
+  sym_arena *a;
+  uopc_error err = {0};
+  static const sym_expr *first[N];
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  for (int k = 0; k < N; k++) first[k] = sym_expr_add(a, sym_expr_const(a, k), sym_expr_const(a, -k));
+  for (int k = 0; k < N; k++) {
+    const sym_expr *again = sym_expr_add(a, sym_expr_const(a, k), sym_expr_const(a, -k));
+    if (!first[k] || again != first[k])
+      fail_msg("%d + %d built twice in one arena of %d nodes: expected one node, got two", k, -k, 3 * N);
+  }
+  sym_arena_free(a);
+}
+
+static size_t heap_in_use(void) {
+  struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+static void test_sym_arena_free_returns_every_node(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  sym_arena *a;
+  size_t before = heap_in_use();
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  for (int k = 0; k < 20000; k++) assert_non_null(sym_expr_const(a, k));
+  size_t full = heap_in_use();
+  sym_arena_free(a);
+  size_t after = heap_in_use();
+  if (after > before + 65536)
+    fail_msg("an arena of 20000 nodes held %zu bytes; after sym_arena_free %zu are still in use",
+             full - before, after - before);
+}
+
+typedef struct dim_list { char names[8][SYM_NAME_MAX]; int count; } dim_list;
+
+static void note_dim(const sym_dim *d, void *ctx) {
+  dim_list *l = ctx;
+  if (l->count < 8) snprintf(l->names[l->count], SYM_NAME_MAX, "%s", d->name);
+  l->count++;
+}
+
+static void expect_dims(const sym_expr *e, const char *want) {
+  dim_list l = {0};
+  char got[128] = "";
+  sym_expr_each_dim(e, note_dim, &l);
+  for (int k = 0; k < l.count && k < 8; k++)
+    snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", k ? " " : "", l.names[k]);
+  if (strcmp(got, want) != 0)
+    fail_msg("the dims of %s: expected \"%s\", got \"%s\" (%d calls)", text(e), want, got, l.count);
+}
+
+static void test_sym_expr_each_dim_names_each_dim_once_leftmost_first(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *x = f->ex, *y = f->ey, *d = f->ed, *two = sym_expr_const(a, 2);
+  expect_dims(x, "x");
+  expect_dims(two, "");
+  expect_dims(sym_expr_add(a, sym_expr_mul(a, y, x), y), "y x");
+  expect_dims(sym_expr_add(a, sym_expr_add(a, x, y), sym_expr_mul(a, d, x)), "x y d");
+  expect_dims(sym_expr_max(a, sym_expr_sub(a, two, d), sym_expr_floordiv(a, sym_expr_add(a, x, d), d)), "d x");
+  sym_dim wide;   /* another dim named x (wider bounds): one name, one call */
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&wide, "x", -8, 8, 1, &err), err);
+  expect_dims(sym_expr_add(a, x, sym_expr_dim(a, &wide)), "x");
+}
+
+static void test_sym_expr_copy_rebuilds_every_kind(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena, *b;
+  uopc_error err = {0};
+  const sym_expr *x = f->ex, *y = f->ey, *d = f->ed, *m3 = sym_expr_const(a, -3);
+  const sym_expr *e = sym_expr_max(a, sym_expr_min(a, sym_expr_sub(a, x, y), sym_expr_mul(a, y, m3)),
+                                   sym_expr_add(a, sym_expr_floordiv(a, x, d), sym_expr_mod(a, y, d)));
+  assert_uopc_ok(sym_arena_new(&b, &err), err);
+  const sym_expr *c = sym_expr_copy(b, e);
+  if (!c) fail_msg("copy of %s: NULL (%s)", text(e), sym_arena_error(b)->message);
+  if (sym_expr_compare(c, e) != 0 || strcmp(text(c), text(e)) != 0)
+    fail_msg("copy of %s: got %s", text(e), text(c));
+  sym_arena_free(b);
+}
+
+static void expect_text(const sym_expr *e, const char *python, const char *c) {
+  char got[256];
+  uopc_error err = {0};
+  assert_uopc_ok(sym_expr_format(e, got, sizeof got, &err), err);
+  if (strcmp(got, python) != 0) fail_msg("expected the text \"%s\", got \"%s\"", python, got);
+  assert_uopc_ok(sym_expr_to_c(e, got, sizeof got, &err), err);
+  if (strcmp(got, c) != 0) fail_msg("%s: expected the C text \"%s\", got \"%s\"", python, c, got);
+}
+
+static void test_sym_expr_text_has_parentheses_only_where_needed(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *x = f->ex, *y = f->ey, *d = f->ed, *two = sym_expr_const(a, 2);
+  const sym_expr *big = sym_expr_const(a, INT64_C(1) << 40), *neg = sym_expr_const(a, -3);
+  expect_text(sym_expr_mul(a, x, two), "x*2", "x*2");
+  expect_text(sym_expr_add(a, x, sym_expr_floordiv(a, y, two)), "x + y//2", "x + floordiv_i64(y, 2)");
+  expect_text(sym_expr_floordiv(a, x, sym_expr_mul(a, d, two)), "x//(d*2)", "floordiv_i64(x, d*2)");
+  expect_text(sym_expr_mul(a, sym_expr_mod(a, x, d), y), "x % d*y", "mod_i64(x, d)*y");
+  expect_text(sym_expr_sub(a, x, sym_expr_sub(a, y, two)), "x - (y - 2)", "x - (y - 2)");
+  expect_text(sym_expr_add(a, x, neg), "x + (-3)", "x + (-3)");
+  expect_text(sym_expr_mul(a, x, sym_expr_const(a, -1)), "x*(-1)", "x*(-1)");
+  char small[4];
+  uopc_error err = {0};
+  assert_uopc_code(sym_expr_format(sym_expr_add(a, x, y), small, sizeof small, &err), UOPC_E_LIMIT, err);
+  assert_contains(err.message, "expression needs 6 bytes of text, 4 given");
+  expect_text(sym_expr_mul(a, sym_expr_add(a, x, y), big), "(x + y)*1099511627776",
+              "(x + y)*INT64_C(1099511627776)");
+  expect_text(sym_expr_min(a, x, sym_expr_max(a, y, d)), "min(x, max(y, d))", "min_i64(x, max_i64(y, d))");
+}
+
+static void test_sym_expr_needs_helpers_for_division_min_and_max(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *x = f->ex, *y = f->ey, *d = f->ed;
+  const sym_expr *plain = sym_expr_sub(a, sym_expr_mul(a, x, y), sym_expr_add(a, d, sym_expr_const(a, 1)));
+  const sym_expr *calls[] = {sym_expr_floordiv(a, x, d), sym_expr_mod(a, x, d), sym_expr_min(a, x, y),
+                             sym_expr_max(a, x, y), sym_expr_add(a, x, sym_expr_mul(a, y, sym_expr_mod(a, x, d)))};
+  if (sym_expr_needs_helpers(x) || sym_expr_needs_helpers(plain))
+    fail_msg("%s: expected no helpers, got a need", text(plain));
+  for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++)
+    if (!sym_expr_needs_helpers(calls[k])) fail_msg("%s: expected it to need SYM_C_HELPERS", text(calls[k]));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_sym_expr_eval_floors_negative_operands, setup, teardown),
@@ -305,6 +574,16 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_expr_equal_forms_are_one_node, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_exhaustive_small_dims, setup, teardown),
     cmocka_unit_test(test_sym_expr_interval_saturates_instead_of_overflowing),
+    cmocka_unit_test(test_sym_expr_interval_is_tight_for_dims_min_and_max),
+    cmocka_unit_test(test_sym_arena_interns_equal_nodes_after_growing),
+    cmocka_unit_test_setup_teardown(test_sym_expr_simplify_reports_an_exhausted_arena, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_compare_is_a_total_order, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_null_operand_gives_null, setup, teardown),
+    cmocka_unit_test(test_sym_arena_free_returns_every_node),
+    cmocka_unit_test_setup_teardown(test_sym_expr_each_dim_names_each_dim_once_leftmost_first, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_copy_rebuilds_every_kind, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_text_has_parentheses_only_where_needed, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_needs_helpers_for_division_min_and_max, setup, teardown),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -99,6 +99,38 @@ static void test_sym_scope_assume_lt_rejects_too_many_facts(void **state) {
   assert_uopc_code(sym_scope_assume_lt(&s, f->en, f->en, &err), UOPC_E_LIMIT, err);
 }
 
+static void test_sym_scope_open_loop_checks_its_name_and_bound(void **state) {
+  fixture *f = *state;
+  sym_scope root, loop;
+  const sym_expr *j = NULL;
+  uopc_error err = {0};
+  char longest[SYM_NAME_MAX], too_long[SYM_NAME_MAX + 1];
+  memset(longest, 'j', sizeof longest - 1), longest[sizeof longest - 1] = '\0';
+  memset(too_long, 'j', sizeof too_long - 1), too_long[sizeof too_long - 1] = '\0';
+  sym_scope_init(&root, NULL, f->arena);
+  assert_uopc_code(sym_scope_open_loop(&loop, &root, f->arena, NULL, f->en, &j, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(sym_scope_open_loop(&loop, &root, f->arena, too_long, f->en, &j, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(sym_scope_open_loop(&loop, &root, f->arena, "j", sym_expr_const(f->arena, 0), &j, &err),
+                   UOPC_E_INVALID, err);
+  assert_contains(err.message, "loop 'j' never runs: bound at most 0");
+  assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, longest, f->en, &j, &err), err);
+  /* The variable is the dim j in [0, N - 1] (a multiple of 1): the same node, and it binds and
+   * evaluates like one. */
+  assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, "j", f->en, &j, &err), err);
+  sym_dim same;
+  assert_uopc_ok(sym_dim_init(&same, "j", 0, 4095, 1, &err), err);
+  if (sym_expr_dim(f->arena, &same) != j)
+    fail_msg("loop j over [0, N): expected the dim j in [0, 4095], multiple of 1; got [%lld, %lld], multiple of %lld",
+             (long long)loop.var.lo, (long long)loop.var.hi, (long long)loop.var.multiple_of);
+  sym_binding b;
+  int64_t v = 0;
+  sym_binding_init(&b);
+  assert_uopc_code(sym_dim_bind(&b, &loop.var, 4096, &err), UOPC_E_BOUNDS, err);
+  assert_uopc_ok(sym_dim_bind(&b, &loop.var, 4095, &err), err);
+  assert_uopc_ok(sym_expr_eval(sym_expr_add(f->arena, j, sym_expr_const(f->arena, 1)), &b, &v, &err), err);
+  if (v != 4096) fail_msg("j + 1 at j = 4095: expected 4096, got %lld", (long long)v);
+}
+
 /* ---- Index width. */
 
 static int width(int64_t b_hi, int64_t n_hi, int64_t *max_elements, uopc_error *err) {
@@ -147,6 +179,30 @@ static void test_sym_index_width_rejects_products_past_int64(void **state) {
   if (got != -UOPC_E_OVERFLOW)
     fail_msg("B, N <= 2^40: expected UOPC_E_OVERFLOW, got %d (%s)", got, err.message);
   assert_contains(err.message, "buffer 'x' may hold 1099511627776 * 1099511627776 elements, past int64");
+  /* The message names every extent, those after the one that overflowed too. */
+  sym_arena *a;
+  sym_dim b, n, c;
+  sym_index_plan ix;
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  assert_uopc_ok(sym_dim_init(&b, "B", 1, INT64_C(1) << 40, 1, &err), err);
+  assert_uopc_ok(sym_dim_init(&n, "N", 1, INT64_C(1) << 40, 1, &err), err);
+  assert_uopc_ok(sym_dim_init(&c, "C", 1, 3, 1, &err), err);
+  const sym_expr *shape[4] = {sym_expr_dim(a, &c), sym_expr_dim(a, &b), sym_expr_dim(a, &n), sym_expr_dim(a, &c)};
+  sym_index_init(&ix);
+  assert_uopc_code(sym_index_width(&ix, "y", shape, 4, &err), UOPC_E_OVERFLOW, err);
+  assert_contains(err.message, "buffer 'y' may hold 3 * 1099511627776 * 1099511627776 * 3 elements, past int64");
+  /* A product too long to write is cut at 255 characters: 70 ones, then the overflow. */
+  enum { ONES = 70 };
+  const sym_expr *wide[ONES + 2];
+  char want[512] = "";
+  for (int k = 0; k < ONES; k++) wide[k] = sym_expr_const(a, 1);
+  wide[ONES] = wide[ONES + 1] = sym_expr_dim(a, &b);
+  for (int k = 0; k < ONES + 2; k++) strcat(want, k < ONES ? (k ? " * 1" : "1") : " * 1099511627776");
+  snprintf(want + 255, sizeof want - 255, " elements, past int64");
+  sym_index_init(&ix);
+  assert_uopc_code(sym_index_width(&ix, "z", wide, ONES + 2, &err), UOPC_E_OVERFLOW, err);
+  assert_contains(err.message, want);
+  sym_arena_free(a);
 }
 
 static void test_sym_index_width_rejects_negative_extent(void **state) {
@@ -169,6 +225,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_scope_prove_lt_fails_outside_the_loop, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_intervals_alone_cannot_prove_j_below_n, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_assume_lt_rejects_too_many_facts, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_open_loop_checks_its_name_and_bound, setup, teardown),
     cmocka_unit_test(test_sym_index_width_is_32_when_bounds_allow),
     cmocka_unit_test(test_sym_index_width_is_64_past_int32),
     cmocka_unit_test(test_sym_index_width_rejects_products_past_int64),

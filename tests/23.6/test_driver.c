@@ -1,6 +1,7 @@
 /* test_driver.c: lab 23.6's driver as a user runs it, in new processes:
  * a cold cache compiles once, a second run compiles nothing and hits the disk
- * cache, and an unsafe cache directory stops the lab with the runtime's error. */
+ * cache, an unsafe cache directory stops the lab with the runtime's error, and
+ * UOPC_DEBUG=3 prints each call's guard decision. */
 #include "guarded_jit.h"
 #include "testutil.h"
 #include <limits.h>
@@ -9,8 +10,9 @@
 
 static char driver[2 * PATH_MAX];
 
-/* Runs the driver with UOPC_CACHE_DIR=cache; captures stdout and stderr. */
-static int run_driver(const char *cache, char *output, size_t size) {
+/* Runs the driver with UOPC_CACHE_DIR=cache (and UOPC_DEBUG=debug unless NULL); captures
+ * stdout and stderr. */
+static int run_driver_at(const char *cache, const char *debug, char *output, size_t size) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
   pid_t pid = fork();
@@ -19,6 +21,7 @@ static int run_driver(const char *cache, char *output, size_t size) {
     dup2(fds[1], 2);
     close(fds[0]);
     setenv("UOPC_CACHE_DIR", cache, 1);
+    if (debug) setenv("UOPC_DEBUG", debug, 1);
     execl(driver, driver, (char *)NULL);
     _exit(127);
   }
@@ -27,10 +30,16 @@ static int run_driver(const char *cache, char *output, size_t size) {
   ssize_t got;
   while (len + 1 < size && (got = read(fds[0], output + len, size - 1 - len)) > 0) len += (size_t)got;
   output[len] = '\0';
+  char rest[4096];   /* past size: drained, so that the driver never blocks on a full pipe */
+  while (read(fds[0], rest, sizeof rest) > 0) {}
   close(fds[0]);
   int status;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_driver(const char *cache, char *output, size_t size) {
+  return run_driver_at(cache, NULL, output, size);
 }
 
 /* The driver sits in bin/ beside this suite's tests/23.6/ directory. */
@@ -68,10 +77,24 @@ static void test_driver_refuses_unsafe_cache_dir(void **state) {
   assert_contains(out, "chmod 700");
 }
 
+static void test_driver_traces_each_guard_decision_at_debug_3(void **state) {
+  (void)state;
+  char out[32768];
+  assert_int_equal(run_driver_at(testutil_cache_dir, "3", out, sizeof out), 0);
+  assert_contains(out, "uopc: square_plus_one: length 31, f32, strides x 1 out 1 -> compiled kernel (every guard holds)\n");
+  assert_contains(out, "uopc: square_plus_one: length 10, f32, strides x 2 out 1 -> layout fallback (a guard failed)\n");
+  assert_int_equal(run_driver_at(testutil_cache_dir, "4", out, sizeof out), 0);   /* higher levels show more */
+  assert_contains(out, "uopc: square_plus_one: length 7, f32, strides x 1 out 1 -> compiled kernel (every guard holds)\n");
+  assert_int_equal(run_driver_at(testutil_cache_dir, "2", out, sizeof out), 0);
+  if (strstr(out, "square_plus_one: length"))
+    fail_msg("UOPC_DEBUG=2 printed a guard decision (level 3's):\n%s", out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_driver_cold_then_warm_cache),
     cmocka_unit_test(test_driver_refuses_unsafe_cache_dir),
+    cmocka_unit_test(test_driver_traces_each_guard_decision_at_debug_3),
   };
   return cmocka_run_group_tests(tests, find_driver, testutil_remove_cache);
 }

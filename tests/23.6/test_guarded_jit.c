@@ -119,6 +119,38 @@ static void test_guarded_jit_reversed_view_takes_fallback(void **state) {
   guarded_jit_fini(&jit);
 }
 
+/* x (then out) one byte past an f32 boundary, as a NumPy view can be: the kernel assumes
+ * element alignment, so either tensor off it takes the fallback, which still computes x*x + 1. */
+static void test_guarded_jit_misaligned_view_takes_fallback(void **state) {
+  (void)state;
+  guarded_jit jit;
+  uopc_error err = {0};
+  enum { N = 9 };
+  static float storage[2][N + 1];
+  char *bytes[2] = {(char *)storage[0] + 1, (char *)storage[1] + 1};
+  float aligned[2][N];
+  int64_t n = N, unit = 1;
+  assert_uopc_ok(guarded_jit_init(&jit, 64, NULL, &err), err);
+  for (int misaligned = 0; misaligned < 2; misaligned++) {   /* x, then out */
+    uopc_tensor x = {0}, out = {0};
+    for (int i = 0; i < N; i++) {
+      float v = (float)i - 3.5f;
+      memcpy(misaligned ? (char *)aligned[0] + 4 * i : bytes[0] + 4 * i, &v, sizeof v);
+    }
+    assert_uopc_ok(uopc_tensor_wrap(&x, misaligned ? (void *)aligned[0] : bytes[0], UOPC_F32, 1, &n, &unit, &err), err);
+    assert_uopc_ok(uopc_tensor_wrap(&out, misaligned ? bytes[1] : (void *)aligned[1], UOPC_F32, 1, &n, &unit, &err), err);
+    assert_uopc_ok(guarded_jit_call(&jit, &x, &out, &err), err);
+    if (jit.last_path != GUARDED_JIT_FALLBACK)
+      fail_msg("%s one byte past an f32 boundary: expected the fallback, got the compiled kernel",
+               misaligned ? "out" : "x");
+    check_result(&x, &out, NULL);
+    uopc_tensor_release(&out);
+    uopc_tensor_release(&x);
+  }
+  assert_int_equal(jit.variants_built, 0);
+  guarded_jit_fini(&jit);
+}
+
 static void test_guarded_jit_f64_keeps_its_dtype(void **state) {
   (void)state;
   guarded_jit jit;
@@ -186,10 +218,13 @@ static void test_guarded_jit_rejects_bad_inputs(void **state) {
   (void)state;
   guarded_jit jit;
   uopc_error err = {0};
-  uopc_tensor i32 = {0}, m = {0}, f = {0}, shifted = {0}, head = {0};
-  int64_t n = 8, shape2[2] = {2, 4};
+  uopc_tensor i32 = {0}, m = {0}, f = {0}, shifted = {0}, head = {0}, f64 = {0}, tall = {0}, scalar = {0};
+  int64_t n = 8, shape2[2] = {2, 4}, shape82[2] = {8, 2};
   assert_uopc_code(guarded_jit_init(&jit, 0, NULL, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "maximum = 0 outside [1, ");
+  assert_null(guarded_jit_new(INT64_C(1) << 31, &err));   /* past INT32_MAX */
+  assert_int_equal(err.code, UOPC_E_INVALID);
+  guarded_jit_free(NULL);                                  /* like free(NULL) */
   assert_uopc_ok(guarded_jit_init(&jit, 64, NULL, &err), err);
   assert_uopc_ok(uopc_tensor_empty(&i32, UOPC_I32, 1, &n, &err), err);
   assert_uopc_ok(uopc_tensor_empty(&m, UOPC_F32, 2, shape2, &err), err);
@@ -198,7 +233,21 @@ static void test_guarded_jit_rejects_bad_inputs(void **state) {
   expect_rejected(&jit, &m, &m, UOPC_E_INVALID, "rank 2");
   assert_uopc_ok(uopc_tensor_slice(&shifted, &f, 0, 1, 8, 1, &err), err);
   assert_uopc_ok(uopc_tensor_slice(&head, &f, 0, 0, 7, 1, &err), err);
-  expect_rejected(&jit, &head, &shifted, UOPC_E_ALIAS, "partly overlaps");
+  expect_rejected(&jit, &head, &shifted, UOPC_E_ALIAS, "partly overlaps");   /* out one element after x */
+  expect_rejected(&jit, &shifted, &head, UOPC_E_ALIAS, "partly overlaps");   /* and one before */
+  /* out must match x: length, rank and dtype, each named in the message. */
+  expect_rejected(&jit, &f, &head, UOPC_E_INVALID, "out must be a vector of length 8 like x, got rank 1 length 7");
+  expect_rejected(&jit, &f, &m, UOPC_E_INVALID, "got rank 2 length 2");
+  assert_uopc_ok(uopc_tensor_empty(&tall, UOPC_F32, 2, shape82, &err), err);   /* as long as x, but 2-D */
+  expect_rejected(&jit, &f, &tall, UOPC_E_INVALID, "got rank 2 length 8");
+  assert_uopc_ok(uopc_tensor_empty(&scalar, UOPC_F32, 0, NULL, &err), err);
+  expect_rejected(&jit, &f, &scalar, UOPC_E_INVALID, "got rank 0 length 0");
+  assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 1, &n, &err), err);
+  expect_rejected(&jit, &f, &f64, UOPC_E_DTYPE, "out has dtype f64 but x has f32");
+  assert_int_equal(jit.compiled_calls + jit.layout_fallbacks, 0);
+  uopc_tensor_release(&f64);
+  uopc_tensor_release(&tall);
+  uopc_tensor_release(&scalar);
   uopc_tensor_release(&i32);
   uopc_tensor_release(&m);
   uopc_tensor_release(&f);
@@ -213,6 +262,7 @@ int main(void) {
     cmocka_unit_test(test_guarded_jit_strided_view_matches_eager),
     cmocka_unit_test(test_guarded_jit_call_bumps_the_output_version),
     cmocka_unit_test(test_guarded_jit_reversed_view_takes_fallback),
+    cmocka_unit_test(test_guarded_jit_misaligned_view_takes_fallback),
     cmocka_unit_test(test_guarded_jit_f64_keeps_its_dtype),
     cmocka_unit_test(test_guarded_jit_serves_every_length_with_one_variant),
     cmocka_unit_test(test_guarded_jit_in_place_call),

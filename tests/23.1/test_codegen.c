@@ -1,0 +1,101 @@
+/* test_codegen.c: lab 23.1, the nest every loop is written into (given code
+ * around codegen_open_loop): the growing text, the line limit, and scopes
+ * whose facts end with the loop's brace. */
+#include "codegen.h"
+#include "testutil.h"
+
+#ifndef __SANITIZE_ADDRESS__
+/* Allocation failure on demand: this executable's realloc comes before glibc's for the lab's
+ * library too (ELF interposition) and passes every call through unless fail_realloc is set.
+ * AddressSanitizer brings its own allocator, so its builds keep glibc's realloc. */
+extern void *__libc_realloc(void *p, size_t size);
+static int fail_realloc;
+void *realloc(void *p, size_t size) { return fail_realloc ? NULL : __libc_realloc(p, size); }
+#endif
+
+typedef struct fixture { sym_arena *arena; sym_dim n; codegen_text text; codegen_nest nest; uopc_error err; } fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  if (!f || sym_arena_new(&f->arena, &f->err) || sym_dim_init(&f->n, "n", 1, 4096, 1, &f->err)) return -1;
+  codegen_nest_init(&f->nest, &f->text, f->arena, "int32_t", 1, &f->err);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  codegen_text_fini(&f->text);
+  sym_arena_free(f->arena);
+  free(f);
+  return 0;
+}
+
+static void test_codegen_printf_appends_and_grows(void **state) {
+  fixture *f = *state;
+  assert_uopc_ok(codegen_printf(&f->text, &f->err, "%s", ""), f->err);   /* nothing, and no error */
+  assert_int_equal(f->text.len, 0);
+  assert_string_equal(f->text.data, "");
+  for (int k = 0; k < 300; k++) assert_uopc_ok(codegen_printf(&f->text, &f->err, "%04d|", k), f->err);
+  assert_int_equal(f->text.len, 1500);
+  assert_int_equal(strlen(f->text.data), 1500);
+  if (strncmp(f->text.data, "0000|0001|", 10) != 0 || strcmp(f->text.data + 1495, "0299|") != 0)
+    fail_msg("300 pieces of 5 characters: got \"%.10s...%s\"", f->text.data, f->text.data + 1495);
+}
+
+static void test_codegen_printf_reports_out_of_memory(void **state) {
+  fixture *f = *state;
+#ifdef __SANITIZE_ADDRESS__
+  (void)f;
+  skip();
+#else
+  assert_uopc_ok(codegen_printf(&f->text, &f->err, "kept"), f->err);
+  fail_realloc = 1;   /* 2000 more characters need a bigger buffer */
+  int rc = codegen_printf(&f->text, &f->err, "%2000s", "");
+  fail_realloc = 0;
+  assert_uopc_code(rc, UOPC_E_NOMEM, f->err);
+  assert_contains(f->err.message, "generated source: out of memory");
+  assert_string_equal(f->text.data, "kept");   /* what was written stays */
+  assert_int_equal(f->text.len, 4);
+#endif
+}
+
+static void test_codegen_line_refuses_a_line_of_codegen_line_max(void **state) {
+  fixture *f = *state;
+  char *line = malloc(CODEGEN_LINE_MAX + 1);
+  memset(line, 'x', CODEGEN_LINE_MAX);
+  line[CODEGEN_LINE_MAX - 1] = '\0';   /* the longest line: CODEGEN_LINE_MAX - 1 characters */
+  assert_uopc_ok(codegen_line(&f->nest, "%s", ""), f->err);   /* an empty line: the indentation */
+  assert_string_equal(f->text.data, "  \n");
+  codegen_text_fini(&f->text);
+  assert_uopc_ok(codegen_line(&f->nest, "%s", line), f->err);
+  assert_int_equal(f->text.len, 2 + CODEGEN_LINE_MAX - 1 + 1);   /* indented one level, then \n */
+  line[CODEGEN_LINE_MAX - 1] = 'x';
+  line[CODEGEN_LINE_MAX] = '\0';
+  assert_uopc_code(codegen_line(&f->nest, "%s", line), UOPC_E_LIMIT, f->err);
+  assert_contains(f->err.message, "a generated line of 1280 characters");
+  free(line);
+}
+
+static void test_codegen_close_drops_the_loops_fact(void **state) {
+  fixture *f = *state;
+  const sym_expr *n = sym_expr_dim(f->arena, &f->n), *i0 = NULL;
+  assert_uopc_ok(codegen_open_loop(&f->nest, "i0", n, &i0, &f->err), f->err);
+  assert_uopc_ok(codegen_require_lt(&f->nest, i0, n), f->err);   /* inside: i0 < n holds */
+  assert_uopc_ok(codegen_line(&f->nest, "out[i0] = 0;"), f->err);
+  assert_uopc_ok(codegen_close(&f->nest), f->err);
+  assert_string_equal(f->text.data, "  for (int32_t i0 = 0; i0 < n; i0++) {\n    out[i0] = 0;\n  }\n");
+  assert_int_equal(f->nest.n_scopes, 1);
+  assert_uopc_code(codegen_require_lt(&f->nest, i0, n), UOPC_E_INVALID, f->err);   /* after its brace */
+  assert_contains(f->err.message, "codegen: cannot prove i0 < n");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_codegen_printf_appends_and_grows, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_codegen_printf_reports_out_of_memory, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_codegen_line_refuses_a_line_of_codegen_line_max, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_codegen_close_drops_the_loops_fact, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,522 @@
+#!/usr/bin/env python3
+"""mutants.py: mutation testing of the reference (issue #15), with universalmutator's C rules.
+
+    tools/mutants.py 23.N [--sample N] [--seed S] [--jobs J] [--min PCT]    a lab's solution files
+    tools/mutants.py uopc [...]                                              the runtime, uopc/src/*.c
+
+A mutant is one rule of universalmutator (pinned in tools/requirements.txt) applied once to one
+line: an operator swapped, a condition negated, a constant moved, a line commented out or
+followed by `break;`. One that changes only a comment is no mutant, and two rules that give the
+same code count once. The rest are drawn in an order set by a hash of the seed and each
+mutant's text (the same on every machine; an edit moves only the mutants of the lines it
+touches), and the first SAMPLE that compile (the build's flags, -Werror included) to an object
+other than the reference's are run; those that fail to compile or compile to the same bytes are
+counted apart, never run.
+
+A lab's mutant is graded by the grader itself (python -m harness.grade LAB --submission DIR,
+with fixed NumPy draws), in a scratch tree with a fresh cache per test. It is killed as soon as
+one of the lab's graded tests does not pass, and survives when every one passes. A runtime
+mutant runs tests/uopc and tests/faults in a scratch tree per job, each binary on a fresh cache.
+
+Each survivor prints as `file:line: before -> after`. Survivors listed with a reason in
+tests/mutants/<LAB>.equivalents (the same line, then an indented reason) are equivalent: they
+count in neither side of the ratio `killed / (run - equivalent)`. An entry that matches no
+mutant any more is stale and fails the run. Exit status: 1 when the ratio is below --min or an
+entry is stale, 2 when the run could not start.
+"""
+import argparse
+import concurrent.futures
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = ["universal.rules", "c.rules", "c_like.rules"]   # what `mutate FILE c` applies
+CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-fPIC", "-Iuopc/include"]
+GRADE_SEED, GRADE_LENGTHS = 1, 16     # fixed NumPy draws: a mutant's verdict does not depend on luck
+EQUIVALENTS = ROOT / "tests" / "mutants"
+VERDICT = re.compile(r"^  \d+\.\d+ (\S+)\s+(PASS|FAIL|CRASH|TIMEOUT|EXITED EARLY|SKIPPED|NOT RUN)\b")
+UOPC_TEST_TIMEOUT = 120
+BEGIN = re.compile(r"^// STUDENT \d+\.\d+ (\w+)")
+
+
+@dataclass
+class Mutant:
+  file: str            # relative to ROOT
+  line: int
+  before: str
+  after: str
+  text: str            # the whole mutated file
+  region: str = ""     # the student function whose body holds the line, or "" (given code)
+
+  @property
+  def label(self):
+    return f"{self.file}:{self.line}: {self.before} -> {self.after}"
+
+  @property
+  def key(self):
+    return (self.file, f"{self.before} -> {self.after}")
+
+
+@dataclass
+class Target:
+  """What is mutated and how its mutants are run."""
+  name: str            # "23.1" or "uopc"
+  files: list          # paths relative to ROOT
+  includes: list       # -I flags the files compile with
+  variants: list       # extra flags of each build the tests use (the runtime's fault build)
+  equivalents: Path
+
+
+# ---- the mutants -----------------------------------------------------------------------------
+
+def target(name):
+  if name == "uopc":
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "uopc" / "src").glob("*.c"))
+    return Target("uopc", files, [], [[], ["-DUOPC_FAULT_INJECTION"]], EQUIVALENTS / "uopc.equivalents")
+  manifest = ROOT / "harness" / "manifests" / f"{name}.json"
+  if not manifest.is_file():
+    raise SystemExit(f"mutants: no lab {name} (no {manifest.relative_to(ROOT)})")
+  data = json.loads(manifest.read_text())
+  solutions = ROOT / "solutions" / Path(data["dir"]).name
+  if not solutions.is_dir():
+    raise SystemExit(f"mutants: no {solutions.relative_to(ROOT)}: mutation testing checks the reference")
+  dirs = {d: json.loads((ROOT / "harness" / "manifests" / f"{d}.json").read_text())["dir"] for d in data["deps"]}
+  includes = [f"-I{data['dir']}"] + [f"-I{dirs[d]}" for d in data["deps"]]
+  files = sorted(str(p.relative_to(ROOT)) for p in solutions.glob("*.c"))
+  return Target(name, files, includes, [[]], EQUIVALENTS / f"{name}.equivalents")
+
+
+def strip_comments(text):
+  """The C text without comments, each run of white space one blank (strings kept)."""
+  out, i, n = [], 0, len(text)
+  while i < n:
+    c = text[i]
+    if c in "\"'":
+      j = i + 1
+      while j < n and text[j] != c:
+        j += 2 if text[j] == "\\" else 1
+      out.append(text[i:j + 1])
+      i = j + 1
+    elif text.startswith("//", i):
+      i = text.find("\n", i) if "\n" in text[i:] else n
+    elif text.startswith("/*", i):
+      end = text.find("*/", i + 2)
+      i = n if end < 0 else end + 2
+      out.append(" ")
+    else:
+      out.append(c)
+      i += 1
+  return " ".join("".join(out).split())
+
+
+def regions(lines):
+  """{line number: student function} for the lines inside `// STUDENT` markers."""
+  found, name = {}, ""
+  for k, line in enumerate(lines, 1):
+    m = BEGIN.match(line)
+    if m:
+      name = m.group(1)
+    elif line.startswith("// END STUDENT"):
+      name = ""
+    elif name:
+      found[k] = name
+  return found
+
+
+def generate(path):
+  """The mutants of one file, in line order, comment-only and duplicate ones left out. The rules
+  skip every line that holds or continues a block comment, so a line's own text, without its
+  `//` comment, tells whether a mutant changes code."""
+  from universalmutator import mutator
+  source = (ROOT / path).read_text().splitlines(keepends=True)
+  with contextlib.redirect_stdout(io.StringIO()):
+    raw = mutator.mutants_regexp(source, ruleFiles=RULES, ignorePatterns=[], ignoreStringOnly=True)
+  seen, out, where = set(), [], regions(source)
+  for line, new, *_ in raw:
+    code = strip_comments(new)
+    if code == strip_comments(source[line - 1]) or (line, code) in seen:
+      continue
+    seen.add((line, code))
+    text = "".join(source[:line - 1]) + new + "".join(source[line:])
+    after = " ".join(l.strip() for l in new.splitlines())
+    out.append(Mutant(path, line, source[line - 1].strip(), after, text, where.get(line, "")))
+  return out
+
+
+def universe(t):
+  return [m for f in t.files for m in generate(f)]
+
+
+def draw_order(mutants, seed):
+  """The mutants in the order a sample takes them: by a hash of the seed and each mutant's text,
+  so an edit elsewhere in the file (or in another file) leaves the others' order as it was, and
+  a sample stays the sample it was triaged as. Mutants with equal text keep their line order."""
+  seen = {}
+
+  def rank(m):
+    k = seen[m.key] = seen.get(m.key, -1) + 1
+    return hashlib.sha256(f"{seed}\0{m.file}\0{m.before}\0{m.after}\0{k}".encode()).hexdigest()
+
+  return sorted(mutants, key=rank)
+
+
+# ---- equivalents -----------------------------------------------------------------------------
+
+ENTRY = re.compile(r"^(\S+?):(\d+): (.*)$")
+
+
+def load_equivalents(path):
+  """{(file, 'before -> after'): reason}; an entry is the survivor's line, its reason indented below."""
+  if not path.is_file():
+    return {}
+  found, key, lines = {}, None, path.read_text().splitlines()
+  for k, line in enumerate(lines, 1):
+    if not line.strip() or line.startswith("#"):
+      continue
+    if line[0].isspace():
+      if key is None or found[key]:
+        raise SystemExit(f"{path.relative_to(ROOT)}:{k}: a reason must follow its entry, one line")
+      found[key] = line.strip()
+      continue
+    m = ENTRY.match(line)
+    if not m:
+      raise SystemExit(f"{path.relative_to(ROOT)}:{k}: expected `file:line: before -> after`")
+    key = (m.group(1), m.group(3).strip())
+    found[key] = ""
+  missing = [f"{f}: {rest}" for (f, rest), why in found.items() if not why]
+  if missing:
+    raise SystemExit(f"{path.relative_to(ROOT)}: no reason for: {missing[0]}")
+  return found
+
+
+# ---- compiling: does the mutant build, and is it other code? ---------------------------------
+
+def compile_object(t, path, text, scratch, variant):
+  """The object code of text compiled as path (the build's warnings are errors), or None."""
+  src = Path(scratch) / Path(path).name
+  src.write_text(text)
+  obj = src.with_suffix(".o")
+  argv = ["gcc", *CFLAGS, *t.includes, *variant, f"-iquote{ROOT / Path(path).parent}", "-c", str(src), "-o", str(obj)]
+  done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  return obj.read_bytes() if done.returncode == 0 else None
+
+
+class Objects:
+  """The reference's object code per file and build variant, compiled once."""
+
+  def __init__(self, t):
+    self.t, self.cache, self.lock = t, {}, threading.Lock()
+
+  def reference(self, path, variant, scratch):
+    key = (path, tuple(variant))
+    with self.lock:
+      if key not in self.cache:
+        self.cache[key] = compile_object(self.t, path, (ROOT / path).read_text(), scratch, variant)
+    return self.cache[key]
+
+  def classify(self, m):
+    """'run', 'stillborn' (does not compile) or 'same code' (every build's object is the reference's)."""
+    with tempfile.TemporaryDirectory(prefix="uopc-mutant-cc-") as scratch:
+      same = True
+      for variant in self.t.variants:
+        ref = self.reference(m.file, variant, scratch)
+        obj = compile_object(self.t, m.file, m.text, scratch, variant)
+        if obj is None:
+          return "stillborn"
+        same = same and obj == ref
+    return "same code" if same else "run"
+
+
+# ---- running a lab mutant: the grader ----------------------------------------------------------
+
+def kill_strays(scratch):
+  """Ends the test processes the grader started under scratch (they run in sessions of their own)."""
+  for proc in Path("/proc").glob("[0-9]*"):
+    try:
+      if os.readlink(proc / "cwd").startswith(scratch):
+        os.killpg(int(proc.name), signal.SIGKILL)
+    except (OSError, ValueError):
+      pass
+
+
+def run_lab_mutant(t, m, slot):
+  """('killed', test and verdict) or ('survived', '') or ('stillborn', why), graded by the grader."""
+  scratch = tempfile.mkdtemp(prefix=f"uopc-mutant-{t.name}-")
+  try:
+    sub = Path(scratch) / "submission"
+    sub.mkdir()
+    for f in t.files:
+      (sub / Path(f).name).write_text(m.text if f == m.file else (ROOT / f).read_text())
+    argv = [sys.executable, "-m", "harness.grade", t.name, "--submission", str(sub), "--seed", str(GRADE_SEED),
+            "--lengths", str(GRADE_LENGTHS), "--output", str(Path(scratch) / "results.json")]
+    env = dict(os.environ, TMPDIR=scratch)
+    return _watch_grade(argv, env, scratch)
+  finally:
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _watch_grade(argv, env, scratch):
+  proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True)
+  outcome = None
+  for line in proc.stdout:
+    if line.startswith("--- BUILD FAILED"):
+      outcome = ("stillborn", "the lab did not build")
+    m = VERDICT.match(line)
+    if m and m.group(2) not in ("PASS", "SKIPPED"):
+      outcome = outcome or ("killed", f"{m.group(1)} {m.group(2)}")
+    if outcome:
+      break
+  if outcome:
+    os.killpg(proc.pid, signal.SIGKILL)
+    kill_strays(scratch)
+  status = proc.wait()
+  proc.stdout.close()
+  if outcome:
+    return outcome
+  if status == 0:
+    return ("survived", "")
+  return ("killed", "the grade failed") if status == 1 else ("error", f"the grader exited with {status}")
+
+
+# ---- running a runtime mutant: its own suites ----------------------------------------------------
+
+class UopcTree:
+  """A scratch copy of the runtime and its suites, built once; a mutant is swapped in and out."""
+  PARTS = ("uopc", "tests/uopc", "tests/faults", "tests/testutil.h", "Makefile")
+
+  def __init__(self):
+    self.root = Path(tempfile.mkdtemp(prefix="uopc-mutant-tree-"))
+    for part in self.PARTS:
+      src, dst = ROOT / part, self.root / part
+      dst.parent.mkdir(parents=True, exist_ok=True)
+      shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
+    self.built = self.make()
+
+  def make(self):
+    done = subprocess.run(["make", "-s", "IMPL=labs", "test-build"], cwd=self.root, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return done.returncode == 0
+
+  def binaries(self):
+    """Fast suites first, so most mutants die in the first second."""
+    found = [p for d in ("build/labs/tests/uopc", "build/labs/fault") for p in sorted((self.root / d).glob("test_*"))
+             if not p.suffix and os.access(p, os.X_OK)]
+    slow = {"test_cuda": 2, "test_program": 1, "test_faults": 1}
+    return sorted(found, key=lambda p: slow.get(p.name, 0))
+
+  def run(self, m):
+    path = self.root / m.file
+    path.write_text(m.text)
+    try:
+      if not self.make():
+        return ("stillborn", "the runtime did not build")
+      for binary in self.binaries():
+        failed = self.run_suite(binary)
+        if failed:
+          return ("killed", f"{binary.name} {failed}")
+      return ("survived", "")
+    finally:
+      shutil.copy2(ROOT / m.file, path)
+      path.touch()
+
+  def run_suite(self, binary):
+    """'' when the suite passes, else how it failed."""
+    with tempfile.TemporaryDirectory(prefix="uopc-mutant-run-") as run:
+      env = dict(os.environ, UOPC_CACHE_DIR=f"{run}/cache", HOME=run, TMPDIR=run)
+      try:
+        done = subprocess.run([str(binary)], cwd=run, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, errors="replace", timeout=UOPC_TEST_TIMEOUT, start_new_session=True)
+      except subprocess.TimeoutExpired:
+        kill_strays(run)
+        return "TIMEOUT"
+    if done.returncode == 0:
+      return ""
+    failed = re.findall(r"^\[  FAILED  \] (test_\w+)$", done.stdout, re.M)
+    return failed[0] if failed else f"exit status {done.returncode}"
+
+  def remove(self):
+    shutil.rmtree(self.root, ignore_errors=True)
+
+
+# ---- the run -------------------------------------------------------------------------------
+
+@dataclass
+class Tally:
+  killed: list = field(default_factory=list)
+  survived: list = field(default_factory=list)
+  equivalent: list = field(default_factory=list)     # (mutant, reason): listed in the equivalents file
+  same_code: int = 0
+  stillborn: int = 0
+  errors: list = field(default_factory=list)
+
+  @property
+  def counted(self):
+    return len(self.killed) + len(self.survived)
+
+
+def pick(t, mutants, sample, jobs, objects, equivalents, tally):
+  """The first `sample` mutants of the shuffled list that compile to other code and are not listed
+  as equivalent (all of them when sample is 0)."""
+  chosen, k = [], 0
+  with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+    while k < len(mutants) and (not sample or len(chosen) < sample):
+      batch = mutants[k:k + max(jobs * 4, sample - len(chosen)) if sample else len(mutants)]
+      k += len(batch)
+      for m, kind in zip(batch, pool.map(objects.classify, batch)):
+        if sample and len(chosen) == sample:
+          break
+        if kind == "stillborn":
+          tally.stillborn += 1
+        elif kind == "same code":
+          tally.same_code += 1
+        elif m.key in equivalents:
+          tally.equivalent.append((m, equivalents[m.key]))
+        else:
+          chosen.append(m)
+  return chosen
+
+
+def run_all(t, chosen, jobs, tally):
+  slots = [UopcTree() for _ in range(jobs)] if t.name == "uopc" else [None] * jobs
+  if any(s is not None and not s.built for s in slots):
+    raise SystemExit("mutants: the runtime's scratch copy did not build unchanged")
+  free, lock, done = list(slots), threading.Lock(), [0]
+
+  def one(m):
+    with lock:
+      slot = free.pop()
+    try:
+      return m, (slot.run(m) if slot else run_lab_mutant(t, m, slot))
+    finally:
+      with lock:
+        free.append(slot)
+
+  try:
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+      for m, (what, why) in pool.map(one, chosen):
+        done[0] += 1
+        record(tally, m, what, why, done[0], len(chosen))
+  finally:
+    for s in slots:
+      if s is not None:
+        s.remove()
+
+
+def record(tally, m, what, why, k, n):
+  where = f" [{m.region}]" if m.region else ""
+  if what == "killed":
+    tally.killed.append(m)
+    print(f"  [{k:>3}/{n}] killed   {m.file}:{m.line} by {why}", flush=True)
+  elif what == "survived":
+    tally.survived.append(m)
+    print(f"  [{k:>3}/{n}] SURVIVED {m.label}{where}", flush=True)
+  elif what == "stillborn":
+    tally.stillborn += 1
+    print(f"  [{k:>3}/{n}] did not build: {m.label} ({why})", flush=True)
+  else:
+    tally.errors.append(f"{m.label}: {why}")
+    print(f"  [{k:>3}/{n}] ERROR    {m.label}: {why}", flush=True)
+
+
+def stale_entries(equivalents, mutants):
+  keys = {m.key for m in mutants}
+  return [f"{f}: {rest}" for (f, rest) in equivalents if (f, rest) not in keys]
+
+
+def per_file(t, tally):
+  rows = []
+  for f in t.files:
+    k = sum(m.file == f for m in tally.killed)
+    s = sum(m.file == f for m in tally.survived)
+    if k + s:
+      rows.append(f"    {f:<58} {k:>4} of {k + s:<4} killed ({100 * k / (k + s):.0f} %)")
+  return rows
+
+
+def report(t, tally, stale, args, total):
+  ratio = 100 * len(tally.killed) / tally.counted if tally.counted else 100.0
+  print()
+  print("\n".join(per_file(t, tally)))
+  if tally.equivalent:
+    print(f"  listed as equivalent in {t.equivalents.relative_to(ROOT)}:")
+    print("\n".join(f"    {m.label}\n        {why}" for m, why in tally.equivalent))
+  if tally.survived:
+    print("  survivors:")
+    print("\n".join(f"    {m.label}" + (f"   [{m.region}]" if m.region else "") for m in tally.survived))
+  for line in stale:
+    print(f"  STALE entry of {t.equivalents.relative_to(ROOT)} (it matches no mutant now): {line}")
+  for line in tally.errors:
+    print(f"  ERROR {line}")
+  print(f"mutants {t.name}: {len(tally.killed)} of {tally.counted} killed ({ratio:.1f} %); sample {args.sample or 'all'}"
+        f" of {total} mutants, seed {args.seed}; {len(tally.equivalent)} listed equivalent, {tally.same_code} compiled"
+        f" to the reference's code, {tally.stillborn} did not build")
+  return 1 if (args.min is not None and ratio < args.min) or stale or tally.errors else 0
+
+
+def parse_args(argv):
+  ap = argparse.ArgumentParser(prog="tools/mutants.py", description="Mutation testing of the reference.")
+  ap.add_argument("target", help="a lab (23.1) or uopc")
+  ap.add_argument("--sample", type=int, default=40, help="mutants to run (0: every one; default 40)")
+  ap.add_argument("--seed", type=int, default=15, help="the shuffle's seed (default 15)")
+  ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once (default: the cores)")
+  ap.add_argument("--min", type=float, help="exit 1 when fewer than this percent are killed")
+  ap.add_argument("--recheck", type=Path, help="run only the mutants listed in this file, one `file:line: before"
+                  " -> after` a line as this tool prints survivors (after a test was strengthened)")
+  return ap.parse_args(argv)
+
+
+def recheck(path, mutants):
+  """The mutants a file lists (survivor lines as printed; a trailing [region] is ignored)."""
+  by_key = {}
+  for m in mutants:
+    by_key.setdefault(m.key, []).append(m)
+  chosen = []
+  for line in path.read_text().splitlines():
+    m = ENTRY.match(re.sub(r"\s+\[\w+\]$", "", line.strip()))
+    if not m:
+      continue
+    same = by_key.get((m.group(1), m.group(3).strip()))
+    if not same:
+      raise SystemExit(f"mutants: {path}: no such mutant now: {line.strip()}")
+    chosen.append(min(same, key=lambda x: abs(x.line - int(m.group(2)))))   # the nearest of equal lines
+  return chosen
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  t = target(args.target)
+  try:
+    import universalmutator  # noqa: F401
+  except ImportError:
+    print("mutants: universalmutator is missing: .venv/bin/pip install -r tools/requirements.txt (make setup does)")
+    return 2
+  equivalents = load_equivalents(t.equivalents)
+  everything = universe(t)
+  mutants, total = list(everything), len(everything)
+  if args.recheck:
+    mutants = recheck(args.recheck, mutants)
+    args.sample = len(mutants)
+  print(f"mutants {t.name}: {total} mutants of {len(t.files)} files; sample {args.sample or 'all'},"
+        f" seed {args.seed}, {args.jobs} at a time", flush=True)
+  mutants = draw_order(mutants, args.seed)
+  tally = Tally()
+  chosen = pick(t, mutants, args.sample, args.jobs, Objects(t), equivalents, tally)
+  run_all(t, chosen, args.jobs, tally)
+  return report(t, tally, stale_entries(equivalents, everything), args, total)
+
+
+if __name__ == "__main__":
+  sys.exit(main())
