@@ -88,6 +88,12 @@ static void test_codegen_close_drops_the_loops_fact(void **state) {
   assert_int_equal(f->nest.n_scopes, 1);
   assert_uopc_code(codegen_require_lt(&f->nest, i0, n), UOPC_E_INVALID, f->err);   /* after its brace */
   assert_contains(f->err.message, "codegen: cannot prove i0 < n");
+  /* The function's own brace (opened by codegen_line, not as a scope) closes without the root. */
+  assert_uopc_ok(codegen_close(&f->nest), f->err);
+  assert_int_equal(f->nest.n_scopes, 1);
+  assert_int_equal(f->nest.depth, 0);
+  assert_ptr_equal(codegen_scope(&f->nest), &f->nest.scopes[0]);
+  assert_string_equal(f->text.data + f->text.len - 2, "}\n");
 }
 
 int main(void) {
