@@ -215,6 +215,9 @@ static void test_plan_fixed_length_variant_pastes_its_size(void **state) {
   assert_uopc_ok(plan_new(&p, &g, y, "neg_f32_4096", NULL, &err), err);
   assert_contains(plan_source(p), "i0 < 4096");
   assert_int_equal(plan_dim_count(p), 0);
+  char text[128];
+  plan_describe(p, text, sizeof text);
+  assert_string_equal(text, "plan neg_f32_4096: dims none; index int32_t (at most 4096 elements)");
   plan_free(p);
 }
 
@@ -480,7 +483,7 @@ static void test_plan_index_is_64_bit_for_large_bounds(void **state) {
   assert_contains(plan_source(f->chain), "for (int64_t i0 = 0; i0 < n; i0++)");
   char text[256];
   plan_describe(f->chain, text, sizeof text);
-  assert_contains(text, "index int64_t");
+  assert_string_equal(text, "plan chain_f32_nbig: dims n in [1, 8589934592]; index int64_t (at most 8589934592 elements)");
   static float a[64], out[64 + TAIL];      /* a small call still works */
   sym_binding bind;
   sym_binding_init(&bind);

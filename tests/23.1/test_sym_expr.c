@@ -550,6 +550,12 @@ static void test_sym_expr_copy_rebuilds_every_kind(void **state) {
   if (!c) fail_msg("copy of %s: NULL (%s)", text(e), sym_arena_error(b)->message);
   if (sym_expr_compare(c, e) != 0 || strcmp(text(c), text(e)) != 0)
     fail_msg("copy of %s: got %s", text(e), text(c));
+  /* A node's depth is one more than its deeper operand's, on either side. */
+  const sym_expr *left = sym_expr_add(a, sym_expr_mul(a, sym_expr_add(a, x, y), d), x);
+  const sym_expr *right = sym_expr_sub(a, y, sym_expr_mul(a, d, sym_expr_add(a, x, y)));
+  if (e->depth != 3 || left->depth != 3 || right->depth != 3 || sym_expr_copy(b, left)->depth != 3)
+    fail_msg("depths of %s, %s and %s: expected 3 each, got %d, %d and %d", text(e), text(left), text(right),
+             e->depth, left->depth, right->depth);
   sym_arena_free(b);
 }
 
