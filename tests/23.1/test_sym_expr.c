@@ -180,6 +180,7 @@ static void test_sym_expr_equal_forms_are_one_node(void **state) {
   if (simplified(f, up) != simplified(f, down))
     fail_msg("%s and %s: expected one node, got %s and %s", text(up), text(down),
              text(simplified(f, up)), text(simplified(f, down)));
+  simplified(f, sym_expr_floordiv(a, up, sym_expr_const(a, 3)));   /* 16 terms in the remainder, none in q */
   const sym_expr *more = sym_expr_add(a, up, sym_expr_dim(a, &dims[SYM_LINEAR_MAX])), *s = NULL;
   assert_uopc_code(sym_expr_simplify(a, more, &s, &err), UOPC_E_LIMIT, err);
 }
@@ -579,6 +580,7 @@ static void test_sym_expr_text_has_parentheses_only_where_needed(void **state) {
   expect_text(sym_expr_mul(a, sym_expr_mod(a, x, d), y), "x % d*y", "mod_i64(x, d)*y");
   expect_text(sym_expr_sub(a, x, sym_expr_sub(a, y, two)), "x - (y - 2)", "x - (y - 2)");
   expect_text(sym_expr_add(a, x, neg), "x + (-3)", "x + (-3)");
+  expect_text(sym_expr_add(a, neg, x), "(-3) + x", "(-3) + x");
   expect_text(sym_expr_mul(a, x, sym_expr_const(a, -1)), "x*(-1)", "x*(-1)");
   char small[4];
   uopc_error err = {0};
