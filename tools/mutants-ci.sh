@@ -3,10 +3,10 @@
 # order `make mutants` draws them with its default seed, so they are the start of the sample
 # the README's figures come from. A lab whose survivors have been triaged must kill every one of
 # them (a weakened test shows as a survivor); the others report their ratio until theirs is.
-#   tools/mutants-ci.sh            MUTANTS_CI_SAMPLE=N (default 6) mutants per target
+#   tools/mutants-ci.sh            MUTANTS_CI_SAMPLE=N (default 8) mutants per target
 set -uo pipefail
 cd "$(dirname "$0")/.."
-n=${MUTANTS_CI_SAMPLE:-6}
+n=${MUTANTS_CI_SAMPLE:-8}
 triaged="23.1 23.6"
 status=0
 for t in 23.1 23.6 23.2 uopc; do

@@ -69,7 +69,7 @@ int sym_scope_prove_lt(const sym_scope *s, const sym_expr *lhs, const sym_expr *
 // STUDENT 23.1 sym_scope_prove_lt
   sym_arena *a = s->arena;
   *proved = 0;
-  int holds;                            /* intervals: lhs + 1 <= rhs */
+  int holds = 0;                        /* intervals: lhs + 1 <= rhs */
   int rc = le_by_interval(a, sym_expr_add(a, lhs, sym_expr_const(a, 1)), rhs, &holds, err);
   if (rc || holds) { *proved = !rc && holds; return rc; }
   for (const sym_scope *sc = s; sc; sc = sc->parent)   /* never a child's facts */

@@ -88,6 +88,28 @@ static void test_codegen_close_drops_the_loops_fact(void **state) {
   assert_int_equal(f->nest.n_scopes, 1);
   assert_uopc_code(codegen_require_lt(&f->nest, i0, n), UOPC_E_INVALID, f->err);   /* after its brace */
   assert_contains(f->err.message, "codegen: cannot prove i0 < n");
+  /* The function's own brace (opened by codegen_line, not as a scope) closes without the root. */
+  assert_uopc_ok(codegen_close(&f->nest), f->err);
+  assert_int_equal(f->nest.n_scopes, 1);
+  assert_int_equal(f->nest.depth, 0);
+  assert_ptr_equal(codegen_scope(&f->nest), &f->nest.scopes[0]);
+  assert_string_equal(f->text.data + f->text.len - 2, "}\n");
+}
+
+/* CODEGEN_MAX_SCOPES scopes at most, the root included: one loop more is UOPC_E_LIMIT, whether
+ * its scope is pushed bare or opened as a loop. */
+static void test_codegen_nest_refuses_loops_past_its_depth(void **state) {
+  fixture *f = *state;
+  const sym_expr *n = sym_expr_dim(f->arena, &f->n), *v = NULL;
+  sym_scope *s;
+  for (int k = 1; k < CODEGEN_MAX_SCOPES - 1; k++) assert_uopc_ok(codegen_push_scope(&f->nest, &s), f->err);
+  assert_uopc_ok(codegen_open_loop(&f->nest, "i0", n, &v, &f->err), f->err);   /* the last one fits */
+  assert_int_equal(f->nest.n_scopes, CODEGEN_MAX_SCOPES);
+  assert_uopc_code(codegen_push_scope(&f->nest, &s), UOPC_E_LIMIT, f->err);
+  assert_contains(f->err.message, "codegen: loops nested deeper than 39");
+  memset(&f->err, 0, sizeof f->err);
+  assert_uopc_code(codegen_open_loop(&f->nest, "i1", n, &v, &f->err), UOPC_E_LIMIT, f->err);
+  assert_contains(f->err.message, "codegen: loops nested deeper than 39");
 }
 
 int main(void) {
@@ -96,6 +118,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_codegen_printf_reports_out_of_memory, setup, teardown),
     cmocka_unit_test_setup_teardown(test_codegen_line_refuses_a_line_of_codegen_line_max, setup, teardown),
     cmocka_unit_test_setup_teardown(test_codegen_close_drops_the_loops_fact, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_codegen_nest_refuses_loops_past_its_depth, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,6 +215,9 @@ static void test_plan_fixed_length_variant_pastes_its_size(void **state) {
   assert_uopc_ok(plan_new(&p, &g, y, "neg_f32_4096", NULL, &err), err);
   assert_contains(plan_source(p), "i0 < 4096");
   assert_int_equal(plan_dim_count(p), 0);
+  char text[128];
+  plan_describe(p, text, sizeof text);
+  assert_string_equal(text, "plan neg_f32_4096: dims none; index int32_t (at most 4096 elements)");
   plan_free(p);
 }
 
@@ -444,6 +447,32 @@ static void test_plan_new_rejects_overflowing_shape(void **state) {
   assert_int_equal(uopc_counter_get(PLAN_C_BUILT), before);
 }
 
+/* The output must be a node of g: its first node (out = x, a copy) is one; a node of the graph
+ * stored just before g in memory is not. */
+static void test_plan_new_takes_only_a_node_of_its_graph(void **state) {
+  fixture *f = *state;
+  static kernel_graph gs[2];
+  uopc_error err = {0};
+  const sym_expr *shape[1] = {sym_expr_dim(f->arena, &f->n)};
+  const kernel_node *x, *other;
+  plan *p = NULL;
+  kernel_graph_init(&gs[0], f->arena);
+  kernel_graph_init(&gs[1], f->arena);
+  assert_uopc_ok(kernel_input(&gs[0], "w", UOPC_F32, 1, shape, &other, &err), err);
+  assert_uopc_ok(kernel_input(&gs[1], "x", UOPC_F32, 1, shape, &x, &err), err);
+  assert_uopc_code(plan_new(&p, &gs[1], other, "copy_f32_w", NULL, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "plan 'copy_f32_w': the output is not a node of the graph");
+  assert_null(p);
+  assert_uopc_ok(plan_new(&p, &gs[1], x, "copy_f32_n", NULL, &err), err);
+  float in[5] = {1, 2, 3, 4, 5}, out[5] = {0};
+  sym_binding bind;
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, 5, &err), err);
+  assert_uopc_ok(plan_launch(p, &bind, (plan_buffer){out, 5}, &(plan_buffer){in, 5}, 1, &err), err);
+  if (memcmp(in, out, sizeof in) != 0) fail_msg("out = x over 5 elements: got %g %g %g %g %g", out[0], out[1], out[2], out[3], out[4]);
+  plan_free(p);
+}
+
 static void test_plan_index_is_64_bit_for_large_bounds(void **state) {
   fixture *f = *state;
   sym_dim big;
@@ -454,7 +483,7 @@ static void test_plan_index_is_64_bit_for_large_bounds(void **state) {
   assert_contains(plan_source(f->chain), "for (int64_t i0 = 0; i0 < n; i0++)");
   char text[256];
   plan_describe(f->chain, text, sizeof text);
-  assert_contains(text, "index int64_t");
+  assert_string_equal(text, "plan chain_f32_nbig: dims n in [1, 8589934592]; index int64_t (at most 8589934592 elements)");
   static float a[64], out[64 + TAIL];      /* a small call still works */
   sym_binding bind;
   sym_binding_init(&bind);
@@ -481,6 +510,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_plan_launch_rejects_small_buffer, setup, teardown),
     cmocka_unit_test_setup_teardown(test_plan_new_rejects_overflowing_shape, setup, teardown),
     cmocka_unit_test_setup_teardown(test_plan_index_is_64_bit_for_large_bounds, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_new_takes_only_a_node_of_its_graph, setup, teardown),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

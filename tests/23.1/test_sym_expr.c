@@ -180,6 +180,7 @@ static void test_sym_expr_equal_forms_are_one_node(void **state) {
   if (simplified(f, up) != simplified(f, down))
     fail_msg("%s and %s: expected one node, got %s and %s", text(up), text(down),
              text(simplified(f, up)), text(simplified(f, down)));
+  simplified(f, sym_expr_floordiv(a, up, sym_expr_const(a, 3)));   /* 16 terms in the remainder, none in q */
   const sym_expr *more = sym_expr_add(a, up, sym_expr_dim(a, &dims[SYM_LINEAR_MAX])), *s = NULL;
   assert_uopc_code(sym_expr_simplify(a, more, &s, &err), UOPC_E_LIMIT, err);
 }
@@ -332,7 +333,38 @@ static void test_sym_expr_interval_saturates_instead_of_overflowing(void **state
   if (r.hi != INT64_MAX || r.lo != 4)
     fail_msg("interval of big*4, big in [1, 2^62]: expected [4, INT64_MAX], got [%lld, %lld]",
              (long long)r.lo, (long long)r.hi);
+  /* Each end saturates the way it overflows: down at INT64_MIN, up at INT64_MAX. */
+  const sym_expr *minus_one = sym_expr_const(a, -1);
+  const sym_expr *ends[2] = {sym_expr_add(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4)), minus_one),
+                             sym_expr_sub(a, e, minus_one)};
+  static const int64_t want[][2] = {{INT64_MIN, -5}, {5, INT64_MAX}};
+  for (int k = 0; k < 2; k++) {
+    assert_uopc_ok(sym_expr_interval(ends[k], &r, &err), err);
+    if (r.lo != want[k][0] || r.hi != want[k][1])
+      fail_msg("%s, big in [1, 2^62]: expected [%lld, %lld], got [%lld, %lld]", k ? "big*4 - (-1)" : "big*(-4) + (-1)",
+               (long long)want[k][0], (long long)want[k][1], (long long)r.lo, (long long)r.hi);
+  }
   sym_arena_free(a);
+}
+
+static void test_sym_expr_eval_reports_overflow(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *max = sym_expr_const(a, INT64_MAX), *min = sym_expr_const(a, INT64_MIN);
+  const sym_expr *half = sym_expr_const(a, INT64_C(1) << 62), *one = sym_expr_const(a, 1), *two = sym_expr_const(a, 2);
+  const struct { const sym_expr *e; const char *message; } cases[] = {
+    {sym_expr_add(a, max, one), "9223372036854775807 + 1 overflows int64"},
+    {sym_expr_sub(a, min, one), "-9223372036854775808 - 1 overflows int64"},
+    {sym_expr_mul(a, half, two), "4611686018427387904 * 2 overflows int64"},
+  };
+  sym_binding b;
+  sym_binding_init(&b);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    uopc_error err = {0};
+    int64_t v = 0;
+    assert_uopc_code(sym_expr_eval(cases[k].e, &b, &v, &err), UOPC_E_OVERFLOW, err);
+    assert_contains(err.message, cases[k].message);
+  }
 }
 
 /* Tight, not only sound: a dim's bounds pulled in to its multiples, and min and max of
@@ -519,6 +551,12 @@ static void test_sym_expr_copy_rebuilds_every_kind(void **state) {
   if (!c) fail_msg("copy of %s: NULL (%s)", text(e), sym_arena_error(b)->message);
   if (sym_expr_compare(c, e) != 0 || strcmp(text(c), text(e)) != 0)
     fail_msg("copy of %s: got %s", text(e), text(c));
+  /* A node's depth is one more than its deeper operand's, on either side. */
+  const sym_expr *left = sym_expr_add(a, sym_expr_mul(a, sym_expr_add(a, x, y), d), x);
+  const sym_expr *right = sym_expr_sub(a, y, sym_expr_mul(a, d, sym_expr_add(a, x, y)));
+  if (e->depth != 3 || left->depth != 3 || right->depth != 3 || sym_expr_copy(b, left)->depth != 3)
+    fail_msg("depths of %s, %s and %s: expected 3 each, got %d, %d and %d", text(e), text(left), text(right),
+             e->depth, left->depth, right->depth);
   sym_arena_free(b);
 }
 
@@ -542,6 +580,7 @@ static void test_sym_expr_text_has_parentheses_only_where_needed(void **state) {
   expect_text(sym_expr_mul(a, sym_expr_mod(a, x, d), y), "x % d*y", "mod_i64(x, d)*y");
   expect_text(sym_expr_sub(a, x, sym_expr_sub(a, y, two)), "x - (y - 2)", "x - (y - 2)");
   expect_text(sym_expr_add(a, x, neg), "x + (-3)", "x + (-3)");
+  expect_text(sym_expr_add(a, neg, x), "(-3) + x", "(-3) + x");
   expect_text(sym_expr_mul(a, x, sym_expr_const(a, -1)), "x*(-1)", "x*(-1)");
   char small[4];
   uopc_error err = {0};
@@ -569,6 +608,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_sym_expr_eval_floors_negative_operands, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_eval_reports_unbound_dim, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_eval_reports_overflow, setup, teardown),
     cmocka_unit_test(test_sym_expr_divisor_must_be_positive),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_applies_the_rules, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_equal_forms_are_one_node, setup, teardown),

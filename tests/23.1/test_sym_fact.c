@@ -159,6 +159,11 @@ static void expect_width(int64_t b_hi, int64_t n_hi, int want) {
 
 static void test_sym_index_width_is_32_when_bounds_allow(void **state) {
   (void)state;
+  sym_index_plan fresh;
+  sym_index_init(&fresh);   /* no extent seen yet: 32 bits, 0 elements */
+  if (fresh.bits != 32 || fresh.max_elements != 0)
+    fail_msg("sym_index_init: expected 32 bits and 0 elements, got %d and %lld", fresh.bits,
+             (long long)fresh.max_elements);
   expect_width(8, 4096, 32);
   expect_width(1, INT32_MAX, 32);      /* every address and bound fits */
   expect_width(65535, 32768, 32);      /* 2147450880 elements */
@@ -187,10 +192,11 @@ static void test_sym_index_width_rejects_products_past_int64(void **state) {
   assert_uopc_ok(sym_dim_init(&b, "B", 1, INT64_C(1) << 40, 1, &err), err);
   assert_uopc_ok(sym_dim_init(&n, "N", 1, INT64_C(1) << 40, 1, &err), err);
   assert_uopc_ok(sym_dim_init(&c, "C", 1, 3, 1, &err), err);
-  const sym_expr *shape[4] = {sym_expr_dim(a, &c), sym_expr_dim(a, &b), sym_expr_dim(a, &n), sym_expr_dim(a, &c)};
+  const sym_expr *shape[5] = {sym_expr_dim(a, &c), sym_expr_dim(a, &b), sym_expr_dim(a, &n), sym_expr_dim(a, &c),
+                              sym_expr_const(a, 5)};
   sym_index_init(&ix);
-  assert_uopc_code(sym_index_width(&ix, "y", shape, 4, &err), UOPC_E_OVERFLOW, err);
-  assert_contains(err.message, "buffer 'y' may hold 3 * 1099511627776 * 1099511627776 * 3 elements, past int64");
+  assert_uopc_code(sym_index_width(&ix, "y", shape, 5, &err), UOPC_E_OVERFLOW, err);
+  assert_contains(err.message, "buffer 'y' may hold 3 * 1099511627776 * 1099511627776 * 3 * 5 elements, past int64");
   /* A product too long to write is cut at 255 characters: 70 ones, then the overflow. */
   enum { ONES = 70 };
   const sym_expr *wide[ONES + 2];
