@@ -540,6 +540,44 @@ const ir_node *ir_select(ir_graph *g, const ir_node *x, int axis, const sym_expr
   return n;
 }
 
+/* ---- Functional stores (lab 23.3). */
+
+const ir_node *ir_view_set(ir_graph *g, const ir_node *view, const ir_node *y) {
+  if (!view || !y) return NULL;
+  if (view->op != IR_SLICE && view->op != IR_SELECT && view->op != IR_PERMUTE)
+    return fail(g, UOPC_E_INVALID, "view_set: %%%d is a %s, not a slice, select or permute of its base",
+                view->id, OPS[view->op].name);
+  if (y->dtype != view->dtype)
+    return fail(g, UOPC_E_DTYPE, "view_set: the value is %s, the view %s (cast first)",
+                ir_dtype_name(y->dtype), ir_dtype_name(view->dtype));
+  int same = y->rank == view->rank;
+  for (int k = 0; k < view->rank && same; k++) same = y->shape[k] == view->shape[k];
+  if (!same) {
+    char a[128], b[128];
+    ir_shape_format(y, a, sizeof a);
+    ir_shape_format(view, b, sizeof b);
+    return fail(g, UOPC_E_INVALID, "view_set: the value's shape %s is not the view's %s (broadcast first)", a, b);
+  }
+  const ir_node *base = view->src[0];
+  if (view->op == IR_PERMUTE) {            /* every element is written: y, moved back */
+    int inverse[UOPC_MAX_RANK];
+    for (int k = 0; k < view->rank; k++) inverse[view->perm[k]] = k;
+    return ir_permute(g, y, inverse);
+  }
+  if (view->op == IR_SLICE && view->step->kind != SYM_CONST)
+    return fail(g, UOPC_E_INVALID, "view_set: slice %%%d has a symbolic step", view->id);
+  ir_node *n = append(g, view->op == IR_SLICE ? IR_SLICE_SET : IR_SELECT_SET, base->dtype, base->rank);
+  if (!n) return NULL;
+  memcpy(n->shape, base->shape, sizeof n->shape);
+  n->src[0] = base;
+  n->src[1] = y;
+  n->axis = view->axis;
+  n->start = view->start;
+  n->step = view->step;
+  n->index = view->index;
+  return n;
+}
+
 /* ---- Reductions and matmul. */
 
 const ir_node *ir_reduce(ir_graph *g, ir_op op, const ir_node *x, unsigned axes, int keepdims) {

@@ -29,9 +29,9 @@ typedef struct ir_node {
   const sym_expr *offset;                  /* INPUT: element 0's distance from the
                                               pointer passed, usually 0 */
   int contiguous;                          /* INPUT: strides are the packed ones */
-  int axis;                                /* SLICE, SELECT */
+  int axis;                                /* SLICE, SELECT, and their SETs */
   const sym_expr *start, *step;            /* SLICE: element i is start + i*step */
-  const sym_expr *index;                   /* SELECT */
+  const sym_expr *index;                   /* SELECT, SELECT_SET */
   int perm[UOPC_MAX_RANK];                 /* PERMUTE: out axis k is src axis perm[k] */
   unsigned axes;                           /* SUM, MAX, MEAN: bit k reduces src axis k */
   int keepdims;
@@ -113,6 +113,15 @@ const ir_node *ir_slice_sym(ir_graph *g, const ir_node *x, int axis, const sym_e
 /* x[..., index, ...], dropping axis; a negative constant counts from the end.
  * Errors: UOPC_E_BOUNDS (index not provably inside [0, extent)). */
 const ir_node *ir_select(ir_graph *g, const ir_node *x, int axis, const sym_expr *index);
+
+/* The functional form of `base[view] = y` (lab 23.3): base, the view's
+ * source, with the elements the view reaches replaced by y's. view is a
+ * SLICE or SELECT node (giving a SLICE_SET or SELECT_SET node of the base's
+ * shape, with the view's axis and bounds) or a PERMUTE node (giving y
+ * permuted back). y has the view's shape (broadcast it first) and dtype; a
+ * slice's step must be a constant. Errors: UOPC_E_INVALID (another op, a
+ * shape that differs), UOPC_E_DTYPE. */
+const ir_node *ir_view_set(ir_graph *g, const ir_node *view, const ir_node *y);
 
 /* Reductions (SUM, MAX, MEAN) over the axes whose bits are set in axes.
  * SUM of i32 or bool gives i64 and of bool counts, as NumPy's sum does; MEAN

@@ -40,7 +40,9 @@
   X(SUM,        "sum",        1, IR_KIND_REDUCE,  "+")                   \
   X(MAX,        "max",        1, IR_KIND_REDUCE,  ">")                   \
   X(MEAN,       "mean",       1, IR_KIND_REDUCE,  "+")                   \
-  X(MATMUL,     "matmul",     2, IR_KIND_MATMUL,  "*")
+  X(MATMUL,     "matmul",     2, IR_KIND_MATMUL,  "*")                   \
+  X(SLICE_SET,  "slice_set",  2, IR_KIND_SET,     NULL)                  \
+  X(SELECT_SET, "select_set", 2, IR_KIND_SET,     NULL)
 
 typedef enum ir_kind {
   IR_KIND_LEAF,      /* an input view or a constant */
@@ -51,6 +53,7 @@ typedef enum ir_kind {
   IR_KIND_COMPARE,   /* equal dtypes; bool out */
   IR_KIND_WHERE,     /* where(bool, a, b) */
   IR_KIND_MOVE,      /* changes which element is read, never a value */
+  IR_KIND_SET,       /* a base with a view's elements replaced (23.3's functional store) */
   IR_KIND_REDUCE,    /* over a set of axes, keepdims or not */
   IR_KIND_MATMUL     /* (..., m, k) @ (..., k, n) */
 } ir_kind;

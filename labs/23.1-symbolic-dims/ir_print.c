@@ -32,11 +32,11 @@ static int params(codegen_text *t, const ir_node *n, uopc_error *err) {
     return codegen_printf(t, err, "], offset=%s", a);
   case IR_CONST: return codegen_printf(t, err, "%.17g", n->value);
   case IR_CAST: return codegen_printf(t, err, ", to=%s", ir_dtype_name(n->dtype));
-  case IR_SLICE:
+  case IR_SLICE: case IR_SLICE_SET:
     expr_text(n->start, a, sizeof a);
     expr_text(n->step, b, sizeof b);
     return codegen_printf(t, err, ", axis=%d, start=%s, step=%s", n->axis, a, b);
-  case IR_SELECT:
+  case IR_SELECT: case IR_SELECT_SET:
     expr_text(n->index, a, sizeof a);
     return codegen_printf(t, err, ", axis=%d, index=%s", n->axis, a);
   case IR_PERMUTE: {

@@ -200,6 +200,56 @@ __attribute__((noinline)) static int emit_op(lower_ctx *c, const ir_node *n, con
   return rc ? rc : codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), k, text);
 }
 
+/* A SLICE_SET or SELECT_SET at idx: the base's value, replaced by y's when
+ * idx falls inside the view. y is computed inside the `if`, so none of its
+ * loads leaves the view, and what it computes there is forgotten after it. */
+static int set_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
+  sym_arena *a = c->n.arena;
+  const ir_node *y = n->src[1];
+  const sym_expr *yidx[UOPC_MAX_RANK], *cond[3];
+  int n_cond = 0, base_tmp, y_tmp, rc = value(c, n->src[0], idx, &base_tmp);
+  if (rc) return rc;
+  const sym_expr *zero = sym_expr_const(a, 0), *one = sym_expr_const(a, 1);
+  if (n->op == IR_SELECT_SET) {            /* inside when idx[axis] == index: 0 <= d < 1 */
+    const sym_expr *d = simp(c, sym_expr_sub(a, idx[n->axis], n->index));
+    cond[n_cond++] = d;
+    cond[n_cond++] = simp(c, sym_expr_sub(a, one, d));
+    for (int k = 0, j = 0; k < n->rank; k++)
+      if (k != n->axis) yidx[j++] = idx[k];
+  } else {                                 /* d = (i - start) * sign(step) >= 0, d % |step| == 0, d / |step| < len */
+    int64_t step = n->step->value, mag = step < 0 ? -step : step;
+    const sym_expr *d = step > 0 ? sym_expr_sub(a, idx[n->axis], n->start) : sym_expr_sub(a, n->start, idx[n->axis]);
+    const sym_expr *q = sym_expr_floordiv(a, sym_expr_max(a, d, zero), sym_expr_const(a, mag));
+    cond[n_cond++] = simp(c, d);
+    cond[n_cond++] = simp(c, sym_expr_sub(a, sym_expr_sub(a, y->shape[n->axis], q), one));
+    if (mag > 1) cond[n_cond++] = simp(c, sym_expr_sub(a, zero, sym_expr_mod(a, d, sym_expr_const(a, mag))));
+    memcpy(yidx, idx, (size_t)n->rank * sizeof *idx);
+    yidx[n->axis] = simp(c, q);
+  }
+  for (int k = 0; k < y->rank; k++)
+    if (!yidx[k] && !rc) rc = c->n.err->code ? c->n.err->code : UOPC_E_NOMEM;
+  /* `if (c0 >= 0 && c1 >= 0 ...)`, each part printed as the core prints addresses. */
+  char line[LOWER_EXPR_MAX * 3 + 64], part[LOWER_EXPR_MAX];
+  size_t used = (size_t)snprintf(line, sizeof line, "if (");
+  for (int k = 0; k < n_cond && !rc; k++) {
+    if (!cond[k]) { rc = c->n.err->code ? c->n.err->code : UOPC_E_NOMEM; break; }
+    rc = lower_ctx_expr(c, cond[k], part, sizeof part, "the view's bound in");
+    if (!rc) used += (size_t)snprintf(line + used, sizeof line - used, "%s(%s) >= 0", k ? " && " : "", part);
+  }
+  if (rc) return rc;
+  if (used + 4 >= sizeof line) return UOPC_FAIL(c->n.err, UOPC_E_LIMIT, "lower: %%%d's condition is too long", n->id);
+  snprintf(line + used, sizeof line - used, ") {");
+  int k = c->next_tmp++, mark = c->n_memo;
+  rc = codegen_line(&c->n, "%s t%d = t%d;", ir_dtype_ctype(n->dtype), k, base_tmp);
+  if (!rc) rc = codegen_open(&c->n, line);
+  if (!rc) rc = value(c, y, yidx, &y_tmp);
+  if (!rc) rc = codegen_line(&c->n, "t%d = t%d;", k, y_tmp);
+  c->n_memo = mark;                        /* values of the branch are not defined after it */
+  if (!rc) rc = codegen_close(&c->n);
+  *tmp = k;
+  return rc;
+}
+
 static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
   const ir_op_info *info = ir_op_info_of(n->op);
   int t[3] = {-1, -1, -1}, rc = UOPC_OK;
@@ -207,6 +257,11 @@ static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, i
     c->nesting--;
     return UOPC_FAIL(c->n.err, UOPC_E_LIMIT, "lower: %%%d nests elementwise ops more than %d deep",
                      c->root->id, LOWER_NESTING_MAX);
+  }
+  if (info->kind == IR_KIND_SET) {
+    rc = set_value(c, n, idx, tmp);
+    c->nesting--;
+    return rc;
   }
   if (info->kind == IR_KIND_MOVE) {
     const sym_expr *sidx[UOPC_MAX_RANK];
