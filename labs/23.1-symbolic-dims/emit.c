@@ -37,6 +37,9 @@ static int banner(lower_ctx *c) {
   }
   if (!rc) rc = codegen_printf(t, err, "\n * index: %s (every buffer holds at most %lld elements; every address fits)\n",
                                c->n.ix, (long long)p->index.max_elements);
+  if (!rc && (p->flags & LOWER_MAY_ALIAS))
+    rc = codegen_printf(t, err, " * aliasing: an output may be an input's memory, read only at the element it\n"
+                        " *   writes (lab 23.3's proof), so no buffer is restrict\n");
   if (!rc && has_reduction(p))
     rc = codegen_printf(t, err, " * reduction order: element j of a row is added into lane j %% LANES (LANES = %d),\n"
                         " *   each lane left to right from its identity; then the lanes pairwise, lane k\n"
@@ -102,8 +105,12 @@ static int signature(lower_ctx *c, const char *qualifier, const char *name) {
   int rc = codegen_printf(c->n.t, c->n.err, "%svoid %s(", qualifier, name), first = 1;
   for (int b = 0; b < p->n_outputs + p->n_inputs && !rc; b++, first = 0) {
     const lower_buffer *buf = &p->buffers[b];
-    snprintf(text, sizeof text, "%s%s *%s %s", buf->role == LOWER_INPUT ? "const " : "",
-             ir_dtype_ctype(buf->node->dtype), restrict_kw, buf->name);
+    if (p->flags & LOWER_MAY_ALIAS)       /* an output may be an input's memory */
+      snprintf(text, sizeof text, "%s%s *%s", buf->role == LOWER_INPUT ? "const " : "",
+               ir_dtype_ctype(buf->node->dtype), buf->name);
+    else
+      snprintf(text, sizeof text, "%s%s *%s %s", buf->role == LOWER_INPUT ? "const " : "",
+               ir_dtype_ctype(buf->node->dtype), restrict_kw, buf->name);
     rc = parameter(c->n.t, &line_start, first, text, c->n.err);
   }
   if (!rc && p->n_temps) {

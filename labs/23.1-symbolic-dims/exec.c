@@ -19,9 +19,14 @@ struct exec {
 
 int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
              const char *entry, const uopc_program_options *opts, uopc_error *err) {
+  return exec_new_flags(out, g, outputs, n_outputs, entry, 0, opts, err);
+}
+
+int exec_new_flags(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
+                   const char *entry, unsigned flags, const uopc_program_options *opts, uopc_error *err) {
   exec *e = calloc(1, sizeof *e);
   if (!e) return UOPC_FAIL(err, UOPC_E_NOMEM, "exec '%s': out of memory", entry ? entry : "?");
-  int rc = lower_program_new(&e->low, g, outputs, n_outputs, entry, LOWER_C, err);
+  int rc = lower_program_new_flags(&e->low, g, outputs, n_outputs, entry, LOWER_C, flags, err);
   if (!rc) rc = uopc_program_new(&e->program, e->low->source.data, e->low->entry, e->low->signature,
                                  opts, err);
   if (rc) { exec_free(e); return rc; }

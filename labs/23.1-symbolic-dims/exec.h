@@ -22,6 +22,9 @@ typedef struct exec exec;
  * *out (exec_free). Errors: those of lower_program_new and uopc_program_new. */
 int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
              const char *entry, const uopc_program_options *opts, uopc_error *err);
+/* The same, lowered with lower_program_new_flags' flags. */
+int exec_new_flags(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
+                   const char *entry, unsigned flags, const uopc_program_options *opts, uopc_error *err);
 void exec_free(exec *e);
 
 /* Binds the graph's dims from inputs (in ir_graph_input order).

@@ -578,6 +578,48 @@ const ir_node *ir_view_set(ir_graph *g, const ir_node *view, const ir_node *y) {
   return n;
 }
 
+/* ---- Moving a node into another graph. */
+
+static const sym_expr *moved_expr(ir_graph *g, const sym_expr *e) {
+  return e ? simplified(g, sym_expr_copy(g->arena, e)) : NULL;
+}
+
+const ir_node *ir_clone(ir_graph *g, const ir_node *n, const ir_node *const *src) {
+  if (!n) return NULL;
+  if (n->op == IR_INPUT) return fail(g, UOPC_E_INVALID, "clone: %%%d is an input: map it to a node of this graph", n->id);
+  int arity = OPS[n->op].arity;
+  for (int i = 0; i < arity; i++) {
+    if (!src || !src[i]) return NULL;
+    const ir_node *want = n->src[i];
+    int same = src[i]->rank == want->rank;
+    for (int k = 0; k < want->rank && same; k++) same = src[i]->shape[k] == moved_expr(g, want->shape[k]);
+    if (src[i]->dtype != want->dtype)
+      return fail(g, UOPC_E_DTYPE, "clone: operand %d of %s %%%d is %s, not %s", i, OPS[n->op].name, n->id,
+                  ir_dtype_name(src[i]->dtype), ir_dtype_name(want->dtype));
+    if (!same) {
+      char a[128], b[128];
+      ir_shape_format(src[i], a, sizeof a);
+      ir_shape_format(want, b, sizeof b);
+      return fail(g, UOPC_E_INVALID, "clone: operand %d of %s %%%d has shape %s, not %s", i, OPS[n->op].name,
+                  n->id, a, b);
+    }
+  }
+  ir_node *m = append(g, n->op, n->dtype, n->rank);
+  if (!m) return NULL;
+  for (int k = 0; k < n->rank; k++)
+    if (!(m->shape[k] = moved_expr(g, n->shape[k]))) return NULL;
+  for (int i = 0; i < arity; i++) m->src[i] = src[i];
+  m->value = n->value;
+  m->axis = n->axis;
+  memcpy(m->perm, n->perm, sizeof m->perm);
+  m->axes = n->axes;
+  m->keepdims = n->keepdims;
+  if ((n->start && !(m->start = moved_expr(g, n->start))) || (n->step && !(m->step = moved_expr(g, n->step))) ||
+      (n->index && !(m->index = moved_expr(g, n->index))))
+    return NULL;
+  return m;
+}
+
 /* ---- Reductions and matmul. */
 
 const ir_node *ir_reduce(ir_graph *g, ir_op op, const ir_node *x, unsigned axes, int keepdims) {

@@ -123,6 +123,14 @@ const ir_node *ir_select(ir_graph *g, const ir_node *x, int axis, const sym_expr
  * shape that differs), UOPC_E_DTYPE. */
 const ir_node *ir_view_set(ir_graph *g, const ir_node *view, const ir_node *y);
 
+/* n (a node of any graph, not an input) rebuilt in g over the operands
+ * src[0 .. arity - 1], with n's op, dtype and parameters, its expressions
+ * copied into g's arena: how a pass (23.3's functionalization, 23.4's
+ * tracer) moves a computation into another graph. Each operand must have
+ * the dtype and shape of n's. Errors: UOPC_E_INVALID (an input, an operand
+ * of another shape), UOPC_E_DTYPE. */
+const ir_node *ir_clone(ir_graph *g, const ir_node *n, const ir_node *const *src);
+
 /* Reductions (SUM, MAX, MEAN) over the axes whose bits are set in axes.
  * SUM of i32 or bool gives i64 and of bool counts, as NumPy's sum does; MEAN
  * needs a float dtype. MAX of an empty axis is refused at launch.

@@ -263,6 +263,12 @@ static int plan_nonempty(lower_program *p, const unsigned char *used, uopc_error
 
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err) {
+  return lower_program_new_flags(out, g, outputs, n_outputs, entry, backend, 0, err);
+}
+
+int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
+                            int n_outputs, const char *entry, lower_backend backend, unsigned flags,
+                            uopc_error *err) {
   int rc = check_outputs(g, outputs, n_outputs, entry, err);
   if (rc) return rc;
   lower_program *p = calloc(1, sizeof *p);
@@ -274,6 +280,7 @@ int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *con
   }
   snprintf(p->entry, sizeof p->entry, "%s", entry);
   p->backend = backend;
+  p->flags = flags & LOWER_MAY_ALIAS;
   p->graph = g;
   p->n_outputs = n_outputs;
   for (int k = 0; k < n_outputs; k++) mark(outputs[k], used);

@@ -32,9 +32,15 @@ typedef struct lower_nonempty {
   const ir_node *node;
 } lower_nonempty;
 
+/* lower_program_new_flags: an output may be the very memory of an input,
+ * read only at the output's own index (23.3's in-place stores and reused
+ * buffers): the buffers are then not declared restrict. */
+#define LOWER_MAY_ALIAS 1u
+
 typedef struct lower_program {
   char entry[64];
   lower_backend backend;
+  unsigned flags;                   /* LOWER_MAY_ALIAS */
   const ir_graph *graph;            /* borrowed: outlives the program */
   int n_buffers;                    /* parameter order: outputs, inputs, temps */
   lower_buffer *buffers;
@@ -64,6 +70,10 @@ typedef struct lower_program {
  * sym_expr. */
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
+/* The same with flags (LOWER_MAY_ALIAS), stated in the banner. */
+int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
+                            int n_outputs, const char *entry, lower_backend backend, unsigned flags,
+                            uopc_error *err);
 void lower_program_free(lower_program *p);
 
 /* The CUDA back end's kernel k is named "<entry>_k<k>"; launch it over

@@ -32,7 +32,7 @@ typedef struct mv_step {
   const sym_expr *start_e, *stop_e;        /* MV_SLICE, symbolic: 0 <= start <= stop <= extent */
   const sym_expr *index;                   /* MV_SELECT */
   int perm[UOPC_MAX_RANK];                 /* MV_PERMUTE: out axis k is axis perm[k] */
-  int rank;                                /* MV_EXPAND: NumPy's broadcast_to(shape) */
+  int rank;                                /* MV_EXPAND: NumPy's broadcast_to(shape); MV_PERMUTE: its rank */
   const sym_expr *shape[UOPC_MAX_RANK];
 } mv_step;
 
@@ -65,18 +65,18 @@ typedef struct mv_storage {
 
 typedef enum mv_stmt_kind { MV_STORE, MV_LET } mv_stmt_kind;
 
-typedef struct mv_load {
+typedef struct mv_loaded {
   const ir_node *node;                     /* the statement graph's input */
   mv_view view;
   int version;                             /* M<version> of view.storage */
-} mv_load;
+} mv_loaded;
 
 typedef struct mv_stmt {
   mv_stmt_kind kind;
   ir_graph *graph;                         /* owned: its inputs are the loads, in order */
   const ir_node *value;                    /* a store's value has the target's shape */
   int n_loads;
-  mv_load *loads;
+  mv_loaded *loads;
   mv_view target;                          /* MV_STORE: where; MV_LET: the new storage, whole */
   int storage;                             /* the storage written (store) or made (let) */
   int version_in, version_out;             /* MV_STORE: M<in> -> M<out>; MV_LET: -1 -> 0 */
@@ -146,8 +146,8 @@ const ir_node *mv_load(mv_program *p, const mv_view *v);
 
 /* The store/version rule (student, store.c): closes the open statement with
  * `target = value` (value broadcast to target's shape, as NumPy's assignment
- * does). Checks, in order: a statement is open and value is a node of its
- * graph (UOPC_E_INVALID); the graph has no error (that error is returned);
+ * does). Checks, in order: mv_check_value (an open statement without error,
+ * value a node of its graph);
  * value's dtype is the target's (UOPC_E_DTYPE); value broadcasts to the
  * target's shape (UOPC_E_INVALID, naming both shapes); the target has no
  * broadcast step, whose elements would collide (UOPC_E_ALIAS). Then the
@@ -173,12 +173,21 @@ int mv_let(mv_program *p, const char *name, const ir_node *value, int *storage, 
  * Errors: UOPC_E_INVALID (no such storage). */
 int mv_escape(mv_program *p, const mv_view *v, uopc_error *err);
 
+/* 1 when load j of st reaches st's value only through elementwise nodes of
+ * the value's shape (no broadcast, no movement, no reduction): each output
+ * element reads the load only at its own index. */
+int mv_stmt_reads_at_output_index(const mv_stmt *st, int j);
+
 /* Appends the program, one statement per block, loads and stores with their
  * versions: "%0 = load a[1:] @M0", "M1 = store a[:-1] <- %2 (M0 -> M1)".
  * Errors: UOPC_E_NOMEM. */
 int mv_program_print(codegen_text *t, const mv_program *p, uopc_error *err);
 
 /* Given helpers for store.c. */
+/* The first two checks of mv_store (and mv_let): an open statement, no
+ * failed load or builder in it (that error is returned), value a node of
+ * its graph. Errors: UOPC_E_INVALID, the statement's first error. */
+int mv_check_value(mv_program *p, const ir_node *value, uopc_error *err);
 /* Appends a checked statement (the open one) and resets the open state. */
 int mv_commit(mv_program *p, mv_stmt_kind kind, const mv_view *target, const ir_node *value,
               int storage, int version_in, int version_out, uopc_error *err);

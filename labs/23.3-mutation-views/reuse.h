@@ -35,7 +35,7 @@ int reuse_reads_in_place(const mv_program *p, int k, int j);
  *     it outlives the program), or when a load of s in statement k does not
  *     read in place (reuse_reads_in_place: s[1:], s.T, a broadcast);
  *   liveness: REUSE_REFUSED_LIVE when a statement after k loads any view of
- *     s (s's value is still needed);
+ *     s or stores into one (s's value is still needed);
  *   otherwise REUSE_OK. Alias is checked first. The reason names the
  *   storage and the view or the statement ("'t' is read again by statement
  *   3"). Errors: UOPC_E_INVALID (k not a let, s not a storage). */

@@ -47,16 +47,19 @@ void mv_runner_free(mv_runner *r);
 
 /* Runs the program on the external storages (in creation order, each
  * contiguous, of its dtype, and of a shape that binds the dims within their
- * bounds). They are mutated in place; lets are kept for mv_runner_result.
+ * bounds); dims (NULL: none) gives the dims no storage's shape determines,
+ * such as a symbolic slice's start. Storages are mutated in place; lets are
+ * kept for mv_runner_result.
  * Errors: UOPC_E_INVALID (count, NULL, a released tensor), UOPC_E_LAYOUT
  * (not contiguous), UOPC_E_ALIAS (two storages sharing memory),
  * UOPC_E_DTYPE, UOPC_E_BOUNDS, UOPC_E_UNBOUND (the binder's), UOPC_E_NOMEM;
  * on any error before the first statement runs, nothing is written. */
-int mv_run(mv_runner *r, uopc_tensor *const *storages, int n, uopc_error *err);
+int mv_run(mv_runner *r, uopc_tensor *const *storages, int n, const sym_binding *dims, uopc_error *err);
 
 /* Storage s's tensor after the last run (a let's value, or the external
  * storage); NULL before a run. Borrowed: valid until the next run or free. */
 const uopc_tensor *mv_runner_result(const mv_runner *r, int s);
+mv_mode mv_runner_mode(const mv_runner *r);
 /* Statement k's store plan (versioned runners). */
 mv_store_plan mv_runner_store_plan(const mv_runner *r, int k);
 /* The storage let statement k writes into: its own, or the one it reuses. */
