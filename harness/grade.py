@@ -5,15 +5,16 @@
     .venv/bin/python -m harness.grade --submission DIR          another tree (or a lab folder)
     .venv/bin/python -m harness.grade --submissions DIR --jobs N --output OUTDIR
                                                                 every subfolder, N at a time
-    .venv/bin/python -m harness.grade 23.1 --check              verdicts only (make lab-23.1)
+    .venv/bin/python -m harness.grade 23.1 --check              a row per function (make lab-23.1)
 
 Each lab is built in a scratch copy from the student's files (regular files of the manifest's
 names, screened) and the instructor's everything else; every build and test runs in its own
 bubblewrap sandbox (or says why not), and its verdict comes from outside it; the score comes from
 the lab's manifest (harness/manifests/). Prints the sandbox in use, progress, a table per lab,
-`Lab 23.k score: a/b`, the total, and last `N passed, N failed`; writes Gradescope's results.json
-after every test (--output). Options: --seed and --lengths fix the NumPy checks' random draws
-(printed when drawn), --own-stages links the submission's own earlier stages instead of
+`Lab 23.k score: a/b`, the total, and last `N passed, N failed`; with --check (make lab-23.k), the
+visible tests only and, in place of the scores, a row per function and the next one to write
+(grading/feedback.py). Writes Gradescope's results.json after every test (--output). Options:
+--seed and --lengths fix the NumPy checks' random draws (printed when drawn), --own-stages links the submission's own earlier stages instead of
 solutions/, --only ID runs one test (and what it needs), --run-as USER runs student code as that
 user (root only; else nobody when root, inside the sandbox). UOPC_GRADE_SANDBOX=off forces the
 fallback. Exit status: 0 when every test passed, 1 when one did not, 2 when the grade could not
@@ -28,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.grading import hook, intake, manifest as manifests_mod, sandbox, tables
+from harness.grading import feedback, hook, intake, manifest as manifests_mod, sandbox, tables
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
@@ -50,7 +51,8 @@ def parse_args(argv):
   ap.add_argument("--own-stages", action="store_true", help="link the submission's own earlier stages")
   ap.add_argument("--only", action="append", default=[], help="run only this test id (repeatable)")
   ap.add_argument("--run-as", help="run the student's code as this user (needs root)")
-  ap.add_argument("--check", action="store_true", help="verdicts only, no scores (make lab-23.k)")
+  ap.add_argument("--check", action="store_true",
+                  help="visible tests only, a row per function and the next to write (make lab-23.k)")
   ap.add_argument("--keep", action="store_true", help="keep the scratch copies")
   return ap.parse_args(argv)
 
@@ -82,19 +84,30 @@ def grade(args):
   print(f"grading {what}: labs {', '.join(labs)}; held-out draws: seed={seed} lengths={lengths}"
         f" (replay with --seed {seed} --lengths {lengths}); timeout scale {sandbox.timeout_scale():g}", flush=True)
   contained = sandbox.describe(user)
-  print("\n".join(contained), flush=True)
+  print("\n".join(contained[:1] if args.check else contained), flush=True)
   results = ResultsFile(args.output)
   results.notes += [f"seed={seed} lengths={lengths}"] + contained
   scores = []
   for k, lab in enumerate(labs):
-    print(f"\n== lab {lab}: {manifests[lab].title} ==", flush=True)
-    scores.append(LabGrader(manifests[lab], manifests, opts, results, 0).grade())
+    grader = LabGrader(manifests[lab], manifests, opts, results, 0)
+    if args.check:
+      n = len(grader.tests())
+      print(f"lab {lab}: running its {n} visible tests (make grade runs every test and scores them)", flush=True)
+    else:
+      print(f"\n== lab {lab}: {manifests[lab].title} ==", flush=True)
+    scores.append(grader.grade())
+    if args.check:
+      print(flush=True)
   return summarize(scores, manifests, results, args.check)
 
 
 def summarize(scores, manifests, results, check_mode):
   lines = []
   for s in scores:
+    if check_mode:   # make lab-23.k: a row per function, then the next one to write
+      print()
+      print("\n".join(feedback.report(s, manifests[s.lab])))
+      continue
     tables.lab_table(s.lab, manifests[s.lab].title, s.rows, check_mode)
     if s.failures:
       print()
@@ -108,6 +121,10 @@ def summarize(scores, manifests, results, check_mode):
       lines.append(line)
   passed, failed = sum(s.passed for s in scores), sum(s.failed for s in scores)
   skipped = sum(s.skipped for s in scores)
+  if check_mode:   # each table ends with its next step, which stays the last line
+    for w in hook.UNPROTECTED:
+      print(f"warning: {w}")
+    return 1 if failed else 0
   lines += [f"warning: {w}" for w in hook.UNPROTECTED]
   print()
   for w in hook.UNPROTECTED:

@@ -28,6 +28,8 @@ sandboxed processes, and every verdict is made or checked by the grader from out
     scrub      what a run's output may contribute to the report: capped, paths hidden
     results    Gradescope's results.json, rewritten after every test
     tables     what the console shows
+    feedback   make lab-23.N's table (check mode): a row per function, passed, not
+               implemented, FAILED or waiting, and the next one in the README's suggested order
     runner     grading one lab: references read first, build, run in dependency order, score
     verdict    PASS, FAIL, CRASH, TIMEOUT, EXITED EARLY, SKIPPED, NOT RUN and a test's Result
     goldens    make goldens / check-goldens

@@ -26,7 +26,7 @@ class Options:
   lengths: int = 20
   only: set = field(default_factory=set)
   user: object = None                # a passwd entry: run student code as this user
-  check_mode: bool = False           # make lab-23.k: verdicts without points
+  check_mode: bool = False           # make lab-23.k: verdicts without points, visible tests only
   keep: bool = False                 # keep the scratch copies (for debugging the grader)
   screen: str = "all"                # "library": skip the source screen, "none": both (integrity.py)
 
@@ -84,8 +84,9 @@ class LabGrader:
     self.expected, self.goldens = references(manifest)
 
   def tests(self):
-    return [t for t in self.m.tests if not self.opts.only or t.id in self.opts.only or
-            any(t.id in self._deps_of(o) for o in self.opts.only)]
+    """The tests to run: --only's and what they need; in check mode never a held-out one."""
+    return [t for t in self.m.tests if (not self.opts.check_mode or not t.hidden) and
+            (not self.opts.only or t.id in self.opts.only or any(t.id in self._deps_of(o) for o in self.opts.only))]
 
   def _deps_of(self, test_id):
     """Every test that test_id needs, directly or not."""

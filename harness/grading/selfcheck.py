@@ -4,6 +4,9 @@
 
 1. solutions/ scores full marks on every lab;
 2. the untouched stubs (labs/) score zero on every exercise, and full marks on a worked lab;
+   make lab-23.N's table (feedback.py) of both: every function passed for solutions/, and for
+   the stubs each is reported as a stub (not implemented, or waiting for one), the next one named
+   the first of the README's suggested order;
 3. every broken variant under tests/broken/ (the reference built with one guard removed, read
    from the .mk files: its -D flags and the BROKEN_EXPECT test it must fail) loses points on
    that named test when graded as a submission. The -D flags become #defines at the top of the
@@ -19,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.grading import manifest as manifests_mod
+from harness.grading import feedback, manifest as manifests_mod
 from harness.grading.manifest import ROOT
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
@@ -104,10 +107,29 @@ def main(argv=None):
     else:
       earned = [f"{t.id} earned {e:g}" for t, r, e, _ in s.rows if e]
       claims.say(s.earned == 0, f"the untouched stubs score {s.earned:g}/{s.possible:g} on lab {lab}", earned)
+  for lab in labs:
+    claims.say(*table_claim(manifests[lab], ref[lab], stub[lab]))
   for lab, name, defines, suite, case in broken_variants():
     claims.say(*broken_claim(manifests, lab, name, defines, suite, case, args.seed))
   print(f"{claims.passed} passed, {claims.failed} failed")
   return 1 if claims.failed else 0
+
+
+def table_claim(m, ref, stub):
+  """(ok, text, details): make lab-23.k's table (feedback.py) of the grades above: every row
+  passed for solutions/; for the stubs, no function passed or FAILED (a stub is reported, not
+  a failure) and next names the first function of the README's suggested order."""
+  done, todo = (feedback.build(m, [r for r in s.rows if not r[0].hidden],
+                               (ROOT / m.lab_dir / "README.md").read_text()) for s in (ref, stub))
+  bad = [f"solutions/: {r.name} {r.status} {r.detail}" for r in done.functions + done.others if not r.passed]
+  if m.worked:
+    bad += [f"stubs: {r.name} {r.status} {r.detail}" for r in todo.functions if not r.passed]
+  else:
+    bad += [f"stubs: {r.name} {r.status} {r.detail}" for r in todo.functions
+            if r.status not in (feedback.NOT_IMPL, feedback.WAITING)]
+    if todo.functions and not feedback.next_line(todo).startswith(f"next: {todo.functions[0].name} "):
+      bad.append(f"stubs: {feedback.next_line(todo)} (the README's first is {todo.functions[0].name})")
+  return not bad, f"make lab-{m.lab}'s table: solutions/ all passed, stubs reported as stubs", bad[:5]
 
 
 def broken_claim(manifests, lab, name, defines, suite, case, seed):

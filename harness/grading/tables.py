@@ -9,7 +9,11 @@ WIDTH = 58
 
 
 def progress(lab, test, result, earned, counted, check_mode):
-  points = "" if check_mode else (f"{_num(earned)}/{_num(test.points)}" if counted else "-")
+  """A line per test; in check mode a character (feedback.py's table follows)."""
+  if check_mode:
+    print("." if result.passed else "s" if result.verdict == SKIPPED else "x", end="", flush=True)
+    return
+  points = f"{_num(earned)}/{_num(test.points)}" if counted else "-"
   print(f"  {lab} {test.id:<{WIDTH}} {result.verdict:<12} {points}", flush=True)
 
 
