@@ -65,18 +65,19 @@ typedef struct mv_storage {
 
 typedef enum mv_stmt_kind { MV_STORE, MV_LET } mv_stmt_kind;
 
-typedef struct mv_load {
+/* A struct tag only: the name mv_load is the function that makes one. */
+struct mv_load {
   const ir_node *node;                     /* the statement graph's input */
   mv_view view;
   int version;                             /* M<version> of view.storage */
-} mv_load;
+};
 
 typedef struct mv_stmt {
   mv_stmt_kind kind;
   ir_graph *graph;                         /* owned: its inputs are the loads, in order */
   const ir_node *value;                    /* a store's value has the target's shape */
   int n_loads;
-  mv_load *loads;
+  struct mv_load *loads;
   mv_view target;                          /* MV_STORE: where; MV_LET: the new storage, whole */
   int storage;                             /* the storage written (store) or made (let) */
   int version_in, version_out;             /* MV_STORE: M<in> -> M<out>; MV_LET: -1 -> 0 */
