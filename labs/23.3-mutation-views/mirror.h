@@ -26,6 +26,9 @@ typedef struct mirror_device {
 
 /* The host-memory device (always available; counts its copies). */
 const mirror_device *mirror_test_device(void);
+/* The test device's copies since the process started, each way (either
+ * pointer may be NULL): tests count what a read moved by the difference. */
+void mirror_test_device_copies(int64_t *uploads, int64_t *downloads);
 /* The CUDA device through uopc (cuda.h). Errors: UOPC_E_NO_CUDA. */
 int mirror_cuda_device(mirror_device *out, uopc_error *err);
 
