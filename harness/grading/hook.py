@@ -13,7 +13,7 @@ from harness.grading import sandbox
 
 RECORD_MAX = 65536
 MAX_COUNTERS = 256
-COUNTER_LINE = re.compile(r"^([A-Za-z0-9_. ]{1,95})=(-?\d{1,19})$")
+COUNTER_LINE = re.compile(r"^([A-Za-z0-9_. ()-]{1,95})=(-?\d{1,19})$")   # "reuse refused (alias)", "write-backs" (23.3)
 HEADER = re.compile(r"^grade-hook 1 (protected|unprotected)$")
 RETURNED = re.compile(r"^main returned (-?\d{1,10})$")
 

@@ -52,6 +52,13 @@ int mirror_new(mirror *m, const char *name, const uopc_tensor *host, const mirro
 /* Frees the device copy and drops the host reference. */
 void mirror_free(mirror *m);
 
+/* Given (mirror_device.c): copies the newer side onto side onto (host to
+ * device: upload; device to host: download, then uopc_tensor_bump_version on
+ * the host, since its bytes changed); then both sides are in sync
+ * (host_synced = the host's version now, device_written = 0) and
+ * MIRROR_C_REFRESHED is counted once. Errors: the device's. */
+int mirror_refresh(mirror *m, mirror_side onto, uopc_error *err);
+
 /* ---- The rule (student, mirror.c). "The host changed" means the host
  * storage's version differs from host_synced. */
 

@@ -92,7 +92,8 @@ int mv_slice(mv_program *p, const mv_view *v, int axis, int64_t start, int64_t s
 int mv_slice_sym(mv_program *p, const mv_view *v, int axis, const sym_expr *start, const sym_expr *stop,
                  int64_t step, mv_view *out, uopc_error *err) {
   if (!p) return UOPC_FAIL(err, UOPC_E_INVALID, "view: NULL program");
-  mv_step s = {.kind = MV_SLICE, .axis = axis, .symbolic = 1, .step = step,
+  mv_step s = {.kind = MV_SLICE, .axis = axis, .symbolic = 1, .step = step, .start = UOPC_SLICE_NONE,
+               .stop = UOPC_SLICE_NONE,
                .start_e = start ? sym_expr_copy(p->arena, start) : NULL,
                .stop_e = stop ? sym_expr_copy(p->arena, stop) : NULL};
   return add_step(p, v, &s, out, err);

@@ -1,0 +1,388 @@
+/* test_program.c: lab 23.3's store rule, functionalization step, reuse
+ * decision and both runners, against eager loops written here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include "functionalize.h"
+#include "run.h"
+#include "testutil.h"
+
+typedef struct fx {
+  mv_program *p;
+  sym_dim n;
+  const sym_expr *n_e;
+  int a;
+  mv_view whole;
+  uopc_error err;
+} fx;
+
+static void fx_init(fx *f, int64_t lo, int64_t hi) {
+  memset(f, 0, sizeof *f);
+  assert_uopc_ok(mv_program_new(&f->p, &f->err), f->err);
+  assert_uopc_ok(sym_dim_init(&f->n, "n", lo, hi, 1, &f->err), f->err);
+  f->n_e = sym_expr_dim(mv_program_arena(f->p), &f->n);
+  assert_uopc_ok(mv_storage_new(f->p, "a", UOPC_F32, 1, &f->n_e, &f->a, &f->err), f->err);
+  mv_view_whole(f->p, f->a, &f->whole);
+}
+
+static mv_view slice(fx *f, int64_t start, int64_t stop, int64_t step) {
+  mv_view v;
+  assert_uopc_ok(mv_slice(f->p, &f->whole, 0, start, stop, step, &v, &f->err), f->err);
+  return v;
+}
+
+/* a[dst] = a[src] + 1 as one statement. */
+static void shift_program(fx *f, mv_view dst, mv_view src) {
+  ir_graph *g = mv_begin(f->p, &f->err);
+  assert_non_null(g);
+  assert_uopc_ok(mv_store(f->p, &dst, ir_binary(g, IR_ADD, mv_load(f->p, &src), ir_const(g, 1, UOPC_F32)), &f->err),
+                 f->err);
+}
+
+/* ---- mv_store */
+
+static void test_mv_store_consumes_and_produces_versions(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 2, 64);
+  shift_program(&f, slice(&f, 1, UOPC_SLICE_NONE, 1), slice(&f, 0, -1, 1));
+  shift_program(&f, slice(&f, 0, -1, 1), slice(&f, 1, UOPC_SLICE_NONE, 1));
+  const mv_stmt *s0 = mv_program_stmt(f.p, 0), *s1 = mv_program_stmt(f.p, 1);
+  assert_int_equal(s0->version_in, 0);
+  assert_int_equal(s0->version_out, 1);
+  assert_int_equal(s0->loads[0].version, 0);
+  assert_int_equal(s1->version_in, 1);
+  assert_int_equal(s1->version_out, 2);
+  assert_int_equal(s1->loads[0].version, 1);      /* the second statement reads M1 */
+  assert_int_equal(mv_program_storage(f.p, f.a)->version, 2);
+  codegen_text t = {0};
+  assert_uopc_ok(mv_program_print(&t, f.p, &f.err), f.err);
+  assert_non_null(strstr(t.data, "load a[0:-1] @M0"));
+  assert_non_null(strstr(t.data, "M1 = store a[1:] <- "));
+  assert_non_null(strstr(t.data, "(M0 -> M1)"));
+  assert_non_null(strstr(t.data, "load a[1:] @M1"));
+  assert_non_null(strstr(t.data, "(M1 -> M2)"));
+  codegen_text_fini(&t);
+  mv_program_free(f.p);
+}
+
+static void test_mv_store_broadcasts_a_scalar(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 1, 64);
+  ir_graph *g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_store(f.p, &f.whole, ir_const(g, 3, UOPC_F32), &f.err), f.err);
+  const mv_stmt *s = mv_program_stmt(f.p, 0);
+  assert_int_equal(s->value->rank, 1);
+  assert_ptr_equal(s->value->shape[0]->kind, SYM_DIM);
+  mv_program_free(f.p);
+}
+
+static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 2, 64);
+  /* a shape that does not broadcast */
+  ir_graph *g = mv_begin(f.p, &f.err);
+  mv_view head = slice(&f, 1, UOPC_SLICE_NONE, 1);
+  assert_uopc_code(mv_store(f.p, &head, mv_load(f.p, &f.whole), &f.err), UOPC_E_INVALID, f.err);
+  assert_non_null(strstr(f.err.message, "does not broadcast"));
+  assert_int_equal(mv_program_stmt_count(f.p), 0);
+  assert_null(mv_open_graph(f.p));                /* the statement is dropped */
+  assert_int_equal(mv_program_storage(f.p, f.a)->version, 0);
+  /* a dtype that differs */
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_code(mv_store(f.p, &f.whole, ir_const(g, 1, UOPC_F64), &f.err), UOPC_E_DTYPE, f.err);
+  /* a broadcast view: its elements collide */
+  const sym_expr *shape[2] = {sym_expr_const(mv_program_arena(f.p), 4), f.n_e};
+  mv_view b;
+  assert_uopc_ok(mv_expand(f.p, &f.whole, 2, shape, &b, &f.err), f.err);
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_code(mv_store(f.p, &b, ir_const(g, 1, UOPC_F32), &f.err), UOPC_E_ALIAS, f.err);
+  assert_non_null(strstr(f.err.message, "stride 0"));
+  /* no open statement */
+  assert_uopc_code(mv_store(f.p, &f.whole, NULL, &f.err), UOPC_E_INVALID, f.err);
+  assert_int_equal(mv_program_stmt_count(f.p), 0);
+  assert_int_equal(mv_program_storage(f.p, f.a)->version, 0);
+  mv_program_free(f.p);
+}
+
+/* ---- functionalize_store */
+
+static void test_functionalize_store_replaces_only_the_view(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 1, 64);
+  ir_graph *g;
+  assert_uopc_ok(ir_graph_new(&g, &f.err), f.err);
+  const sym_expr *shape[1] = {sym_expr_copy(ir_graph_arena(g), f.n_e)};
+  const ir_node *base = ir_input(g, "a", UOPC_F32, 1, shape);
+  mv_view rev, odd;     /* a[::-1][1::2]: a chain of two slices */
+  assert_uopc_ok(mv_slice(f.p, &f.whole, 0, UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1, &rev, &f.err), f.err);
+  assert_uopc_ok(mv_slice(f.p, &rev, 0, 1, UOPC_SLICE_NONE, 2, &odd, &f.err), f.err);
+  const ir_node *view = mv_view_apply(g, &odd, base), *nb = NULL;
+  const ir_node *value = ir_binary(g, IR_MUL, view, ir_const(g, 10, UOPC_F32));
+  assert_uopc_ok(functionalize_store(g, &odd, base, value, &nb, &f.err), f.err);
+  assert_int_equal(nb->rank, 1);
+  exec *e;
+  assert_uopc_ok(exec_new(&e, g, &nb, 1, "fstore", NULL, &f.err), f.err);
+  for (int64_t n = 1; n <= 9; n++) {
+    float in[9], want[9];
+    for (int i = 0; i < n; i++) in[i] = want[i] = (float)i + 1;
+    for (int64_t j = 1; j < n; j += 2) want[n - 1 - j] = in[n - 1 - j] * 10;   /* a[::-1][1::2] */
+    uopc_tensor x, out;
+    assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n, &f.err), f.err);
+    assert_uopc_ok(uopc_tensor_empty(&out, UOPC_F32, 1, &n, &f.err), f.err);
+    memcpy(uopc_tensor_data(&x), in, (size_t)n * sizeof *in);
+    const uopc_tensor *ins[1] = {&x};
+    uopc_tensor *outs[1] = {&out};
+    assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &f.err), f.err);
+    assert_memory_equal(uopc_tensor_data(&out), want, (size_t)n * sizeof *want);
+    uopc_tensor_release(&x);
+    uopc_tensor_release(&out);
+  }
+  exec_free(e);
+  ir_graph_free(g);
+  mv_program_free(f.p);
+}
+
+static void test_functionalize_store_refuses_a_broadcast_view(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 1, 64);
+  ir_graph *g;
+  assert_uopc_ok(ir_graph_new(&g, &f.err), f.err);
+  const sym_expr *shape[1] = {sym_expr_copy(ir_graph_arena(g), f.n_e)};
+  const ir_node *base = ir_input(g, "a", UOPC_F32, 1, shape), *nb = NULL;
+  const sym_expr *to[2] = {sym_expr_const(mv_program_arena(f.p), 2), f.n_e};
+  mv_view b;
+  assert_uopc_ok(mv_expand(f.p, &f.whole, 2, to, &b, &f.err), f.err);
+  assert_uopc_code(functionalize_store(g, &b, base, mv_view_apply(g, &b, base), &nb, &f.err), UOPC_E_ALIAS, f.err);
+  ir_graph_free(g);
+  mv_program_free(f.p);
+}
+
+/* ---- reuse_decide */
+
+/* t1 = a * 2; t2 = t1 + 1 [; t3 = t1 * t2]. */
+static void reuse_program(fx *f, int escape_t1, int read_t1_later, int shifted, int *t1, int *t2) {
+  ir_graph *g = mv_begin(f->p, &f->err);
+  assert_uopc_ok(mv_let(f->p, "t1", ir_binary(g, IR_MUL, mv_load(f->p, &f->whole), ir_const(g, 2, UOPC_F32)), t1,
+                        &f->err), f->err);
+  mv_view v1, v2;
+  mv_view_whole(f->p, *t1, &v1);
+  if (escape_t1) assert_uopc_ok(mv_escape(f->p, &v1, &f->err), f->err);
+  g = mv_begin(f->p, &f->err);
+  const ir_node *x = mv_load(f->p, &v1);
+  if (shifted) {                                  /* t2 = t1 + t1[::-1]: not in place */
+    mv_view r;
+    assert_uopc_ok(mv_slice(f->p, &v1, 0, UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1, &r, &f->err), f->err);
+    x = ir_binary(g, IR_ADD, x, mv_load(f->p, &r));
+  }
+  assert_uopc_ok(mv_let(f->p, "t2", ir_binary(g, IR_ADD, x, ir_const(g, 1, UOPC_F32)), t2, &f->err), f->err);
+  if (read_t1_later) {
+    int t3;
+    mv_view_whole(f->p, *t2, &v2);
+    g = mv_begin(f->p, &f->err);
+    assert_uopc_ok(mv_let(f->p, "t3", ir_binary(g, IR_MUL, mv_load(f->p, &v1), mv_load(f->p, &v2)), &t3, &f->err),
+                   f->err);
+  }
+}
+
+static void test_reuse_decide_allows_a_dead_private_buffer(void **state) {
+  (void)state;
+  fx f;
+  int t1, t2;
+  fx_init(&f, 1, 64);
+  reuse_program(&f, 0, 0, 0, &t1, &t2);
+  reuse_decision d;
+  assert_int_equal(reuse_candidate(f.p, 1, t1), 1);
+  assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
+  assert_int_equal(d.verdict, REUSE_OK);
+  mv_program_free(f.p);
+}
+
+static void test_reuse_decide_refuses_an_escaped_or_external_buffer(void **state) {
+  (void)state;
+  fx f;
+  int t1, t2;
+  fx_init(&f, 1, 64);
+  reuse_program(&f, 1, 0, 0, &t1, &t2);
+  reuse_decision d;
+  assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
+  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
+  assert_non_null(strstr(d.reason, "'t1'"));
+  assert_uopc_ok(reuse_decide(f.p, 0, f.a, &d, &f.err), f.err);   /* the caller's tensor */
+  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
+  assert_non_null(strstr(d.reason, "'a'"));
+  mv_program_free(f.p);
+}
+
+static void test_reuse_decide_refuses_a_view_not_read_in_place(void **state) {
+  (void)state;
+  fx f;
+  int t1, t2;
+  fx_init(&f, 1, 64);
+  reuse_program(&f, 0, 0, 1, &t1, &t2);
+  reuse_decision d;
+  assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
+  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
+  assert_non_null(strstr(d.reason, "t1[::-1]"));
+  mv_program_free(f.p);
+}
+
+static void test_reuse_decide_refuses_a_buffer_read_later(void **state) {
+  (void)state;
+  fx f;
+  int t1, t2;
+  fx_init(&f, 1, 64);
+  reuse_program(&f, 0, 1, 0, &t1, &t2);
+  reuse_decision d;
+  assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
+  assert_int_equal(d.verdict, REUSE_REFUSED_LIVE);
+  assert_non_null(strstr(d.reason, "statement 2"));
+  assert_uopc_ok(reuse_decide(f.p, 2, t2, &d, &f.err), f.err);   /* t3 may take t2's: its last use */
+  assert_int_equal(d.verdict, REUSE_OK);
+  assert_uopc_code(reuse_decide(f.p, 1, 99, &d, &f.err), UOPC_E_INVALID, f.err);
+  mv_program_free(f.p);
+}
+
+/* ---- The runners, against an eager loop: a[dst] = a[src] + 1 for every
+ * slice pair of a length-7 storage with steps +-1, +-2 and equal lengths. */
+
+static void eager(float *a, int64_t n, int64_t d0, int64_t ds, int64_t s0, int64_t ss, int64_t len) {
+  float rhs[64];
+  for (int64_t i = 0; i < len; i++) rhs[i] = a[s0 + i * ss] + 1;
+  for (int64_t i = 0; i < len; i++) a[d0 + i * ds] = rhs[i];
+  (void)n;
+}
+
+static int64_t py_len(int64_t n, int64_t *start, int64_t step) {
+  if (step > 0) return *start >= n ? 0 : (n - *start + step - 1) / step;
+  return *start < 0 ? 0 : (*start + (-step)) / (-step);
+}
+
+static void test_runners_match_eager_on_every_slice_pair(void **state) {
+  (void)state;
+  const int64_t n = 7, steps[] = {1, 2, -1, -2};
+  int64_t runs = 0;
+  for (int64_t d0 = 0; d0 < n; d0++)
+    for (int64_t s0 = 0; s0 < n; s0++)
+      for (int ds = 0; ds < 4; ds++)
+        for (int ss = 0; ss < 4; ss++) {
+          int64_t dl = py_len(n, &d0, steps[ds]), sl = py_len(n, &s0, steps[ss]);
+          int64_t len = dl < sl ? dl : sl;
+          if (len < 1) continue;
+          fx f;
+          fx_init(&f, 7, 7);
+          /* Both views of length len: a[d0 : d0 + len*step : step] */
+          int64_t dstop = d0 + len * steps[ds], sstop = s0 + len * steps[ss];
+          mv_view dst = slice(&f, d0, dstop < 0 ? UOPC_SLICE_NONE : dstop, steps[ds]);
+          mv_view src = slice(&f, s0, sstop < 0 ? UOPC_SLICE_NONE : sstop, steps[ss]);
+          shift_program(&f, dst, src);
+          for (int mode = 0; mode < 2; mode++) {
+            mv_runner *r;
+            assert_uopc_ok(mv_runner_new(&r, f.p, (mv_mode)mode, NULL, &f.err), f.err);
+            float want[7];
+            uopc_tensor a;
+            assert_uopc_ok(uopc_tensor_empty(&a, UOPC_F32, 1, &n, &f.err), f.err);
+            float *ad = uopc_tensor_data(&a);
+            for (int i = 0; i < n; i++) ad[i] = want[i] = (float)(i * 10);
+            eager(want, n, d0, steps[ds], s0, steps[ss], len);
+            uopc_tensor *args[1] = {&a};
+            uint64_t v0 = uopc_tensor_version(&a);
+            assert_uopc_ok(mv_run(r, args, 1, NULL, &f.err), f.err);
+            if (memcmp(ad, want, sizeof want) != 0)
+              fail_msg("a[%lld::%lld] = a[%lld::%lld] + 1 (len %lld, %s): wrong result", (long long)d0,
+                       (long long)steps[ds], (long long)s0, (long long)steps[ss], (long long)len,
+                       mode ? "functional" : "versioned");
+            assert_true(uopc_tensor_version(&a) > v0);    /* the write is visible to every view */
+            uopc_tensor_release(&a);
+            mv_runner_free(r);
+            runs++;
+          }
+          mv_program_free(f.p);
+        }
+  assert_true(runs > 500);
+}
+
+static void test_versioned_runner_plans_direct_guarded_and_staged(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 2, 64);
+  shift_program(&f, slice(&f, 0, 1, 1), slice(&f, 1, 2, 1));                       /* disjoint */
+  shift_program(&f, slice(&f, 1, UOPC_SLICE_NONE, 1), slice(&f, 0, -1, 1));          /* unknown: n may be 2 */
+  shift_program(&f, slice(&f, 0, 2, 1), slice(&f, 1, UOPC_SLICE_NONE, -1));          /* a[1::-1]: overlap */
+  mv_runner *r;
+  assert_uopc_ok(mv_runner_new(&r, f.p, MV_VERSIONED, NULL, &f.err), f.err);
+  assert_int_equal(mv_runner_store_plan(r, 0), MV_STORE_DIRECT);
+  assert_int_equal(mv_runner_store_plan(r, 1), MV_STORE_GUARDED);
+  assert_int_equal(mv_runner_store_plan(r, 2), MV_STORE_STAGED);
+  int64_t guards = uopc_counter_get(MV_C_GUARDS), overlap = uopc_counter_get(MV_C_GUARD_OVERLAP);
+  int64_t sizes[2] = {2, 5};
+  for (int k = 0; k < 2; k++) {
+    uopc_tensor a;
+    assert_uopc_ok(uopc_tensor_empty(&a, UOPC_F32, 1, &sizes[k], &f.err), f.err);
+    memset(uopc_tensor_data(&a), 0, (size_t)sizes[k] * sizeof(float));
+    uopc_tensor *args[1] = {&a};
+    assert_uopc_ok(mv_run(r, args, 1, NULL, &f.err), f.err);
+    uopc_tensor_release(&a);
+  }
+  assert_int_equal(uopc_counter_get(MV_C_GUARDS) - guards, 2);
+  assert_int_equal(uopc_counter_get(MV_C_GUARD_OVERLAP) - overlap, 1);   /* n = 2: a[1:] and a[:-1] are disjoint */
+  mv_runner_free(r);
+  mv_program_free(f.p);
+}
+
+static void test_mv_run_rejects_bad_storages_before_writing(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 2, 8);
+  shift_program(&f, slice(&f, 1, UOPC_SLICE_NONE, 1), slice(&f, 0, -1, 1));
+  mv_runner *r;
+  assert_uopc_ok(mv_runner_new(&r, f.p, MV_VERSIONED, NULL, &f.err), f.err);
+  int64_t big = 9, two = 2, four = 4;
+  uopc_tensor a, d, released = {0}, strided;
+  assert_uopc_ok(uopc_tensor_empty(&a, UOPC_F32, 1, &big, &f.err), f.err);
+  uopc_tensor *args[1] = {&a};
+  assert_uopc_code(mv_run(r, args, 1, NULL, &f.err), UOPC_E_BOUNDS, f.err);     /* 9 > 8 */
+  uopc_tensor_release(&a);
+  assert_uopc_ok(uopc_tensor_empty(&d, UOPC_F64, 1, &two, &f.err), f.err);
+  args[0] = &d;
+  assert_uopc_code(mv_run(r, args, 1, NULL, &f.err), UOPC_E_DTYPE, f.err);
+  uopc_tensor_release(&d);
+  args[0] = &released;
+  assert_uopc_code(mv_run(r, args, 1, NULL, &f.err), UOPC_E_INVALID, f.err);
+  assert_uopc_ok(uopc_tensor_empty(&a, UOPC_F32, 1, &four, &f.err), f.err);
+  assert_uopc_ok(uopc_tensor_slice(&strided, &a, 0, 0, 4, 2, &f.err), f.err);
+  uint64_t v = uopc_tensor_version(&a);
+  args[0] = &strided;
+  assert_uopc_code(mv_run(r, args, 1, NULL, &f.err), UOPC_E_LAYOUT, f.err);
+  assert_int_equal(uopc_tensor_version(&a), v);                                 /* nothing written */
+  assert_uopc_code(mv_run(r, args, 2, NULL, &f.err), UOPC_E_INVALID, f.err);
+  uopc_tensor_release(&strided);
+  uopc_tensor_release(&a);
+  mv_runner_free(r);
+  mv_program_free(f.p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_mv_store_consumes_and_produces_versions),
+      cmocka_unit_test(test_mv_store_broadcasts_a_scalar),
+      cmocka_unit_test(test_mv_store_rejects_and_leaves_the_program_unchanged),
+      cmocka_unit_test(test_functionalize_store_replaces_only_the_view),
+      cmocka_unit_test(test_functionalize_store_refuses_a_broadcast_view),
+      cmocka_unit_test(test_reuse_decide_allows_a_dead_private_buffer),
+      cmocka_unit_test(test_reuse_decide_refuses_an_escaped_or_external_buffer),
+      cmocka_unit_test(test_reuse_decide_refuses_a_view_not_read_in_place),
+      cmocka_unit_test(test_reuse_decide_refuses_a_buffer_read_later),
+      cmocka_unit_test(test_runners_match_eager_on_every_slice_pair),
+      cmocka_unit_test(test_versioned_runner_plans_direct_guarded_and_staged),
+      cmocka_unit_test(test_mv_run_rejects_bad_storages_before_writing),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}
