@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 n=${MUTANTS_CI_SAMPLE:-8}
-triaged="23.1 23.6"
+triaged="23.1 23.6 23.2 uopc"
 status=0
 for t in 23.1 23.6 23.2 uopc; do
   min=()

@@ -4,6 +4,8 @@
  * staging directory is left behind, and that the next attempt succeeds; the
  * cache's size limit and statistics must never fail a build at all. */
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include "uopc/uopc.h"
 #include "uopc/fault.h"
 #include "testutil.h"
@@ -175,6 +177,49 @@ static void test_fault_stats_write_fails_and_the_build_goes_on(void **state) {
   assert_total_matches_disk();
 }
 
+/* The same failure, told: UOPC_DEBUG=2 names the entry the size was not
+ * checked after, then why. The level is read once per process, so the build
+ * runs in a fresh one (this binary again) with its stderr kept in a file. */
+#define STATS_CHILD_ENV "UOPC_TEST_STATS_WRITE_FAILS"
+
+static int stats_write_fails_once(void) {
+  uopc_error err = {0};
+  uopc_program *p = NULL;
+  uopc_fault_arm(UOPC_FAULT_CACHE_WRITE, 3);
+  int rc = uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err);
+  uopc_program_free(p);
+  return rc;
+}
+
+static void test_fault_stats_write_failure_is_told_at_debug_level_2(void **state) {
+  (void)state;
+  char log[8192], want[8192 + 64], *text = NULL;
+  size_t n;
+  snprintf(log, sizeof log, "%.8000s/debug.log", testutil_cache_dir);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+    setenv("UOPC_DEBUG", "2", 1);
+    setenv(STATS_CHILD_ENV, "1", 1);
+    execl("/proc/self/exe", "test_faults", (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_read_file(log, &text, &n, &err), err);
+  snprintf(want, sizeof want, "uopc: the cache's size is not checked after '%.8000s/twice-", testutil_cache_dir);
+  assert_contains(text, want);
+  snprintf(want, sizeof want, "': cannot open '%.8000s/stats': No space left on device\n", testutil_cache_dir);
+  assert_contains(text, want);
+  free(text);
+}
+
 /* The eviction's rename of its victim fails (publish is the first rename):
  * the victim stays whole and counted, and a later eviction takes it. */
 static void test_fault_eviction_rename_fails_and_the_entry_stays_whole(void **state) {
@@ -199,6 +244,7 @@ static void test_fault_eviction_rename_fails_and_the_entry_stays_whole(void **st
 }
 
 int main(void) {
+  if (getenv(STATS_CHILD_ENV)) return stats_write_fails_once();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_fault_compiler_spawn_fails, fresh),
     cmocka_unit_test_setup(test_fault_cache_write_of_source_fails, fresh),
@@ -210,6 +256,7 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_entry_evicted_between_lookup_and_load_is_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_between_publish_and_load_is_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_fails_and_the_build_goes_on, fresh),
+    cmocka_unit_test_setup(test_fault_stats_write_failure_is_told_at_debug_level_2, fresh),
     cmocka_unit_test_setup(test_fault_eviction_rename_fails_and_the_entry_stays_whole, fresh),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);

@@ -379,6 +379,45 @@ static void test_cache_without_stats_file_is_counted_once(void **state) {
   assert_total_matches_disk(testutil_cache_dir);
 }
 
+/* The stats file as a later version, a crash or a person may leave it: a
+ * value that is not whole digits, or is negative, is not read (the total is
+ * then unknown and the next publish counts the disk again). */
+static void test_cache_record_read_leaves_garbled_values_at_zero(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8];
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char garbled[] = "entries=3\nbytes=-4096\nhits=12x\nmisses=7\nevictions=\ncorrupted_rebuilt=2";
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(stats, garbled, sizeof garbled - 1, &err), err);
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  int64_t want[UOPC_CACHE_EVENTS] = {[UOPC_CACHE_MISSES] = 7, [UOPC_CACHE_CORRUPTED] = 2};
+  if (r.known != 0 || r.entries != 3 || r.bytes != 0)
+    fail_msg("known %d, entries %lld, bytes %lld; expected 0, 3 (read) and 0 (-4096 is not a size)", r.known,
+             (long long)r.entries, (long long)r.bytes);
+  for (int i = 0; i < UOPC_CACHE_EVENTS; i++)
+    if (r.events[i] != want[i]) fail_msg("event %d: expected %lld, got %lld", i, (long long)want[i], (long long)r.events[i]);
+  assert_int_equal(build_tag("after-garble", NULL, NULL), 0);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* A discard of an entry that is gone already (another process evicted or
+ * discarded it) moves nothing and leaves the running total as it is. */
+static void test_cache_discard_of_a_gone_entry_keeps_the_total(void **state) {
+  (void)state;
+  char dir[PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_int_equal(build_tag("gone-a", dir, NULL), 0);
+  assert_int_equal(build_tag("gone-b", NULL, NULL), 0);
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_int_equal(uopc_cache_discard_dir(&c, dir), 1);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_int_equal(uopc_cache_discard_dir(&c, dir), 0);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
@@ -393,6 +432,8 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_stats_print_as_ccache_does, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_a_cache_not_created_yet, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_without_stats_file_is_counted_once, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_record_read_leaves_garbled_values_at_zero, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_discard_of_a_gone_entry_keeps_the_total, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,9 +4,11 @@
  * and skip without one, printing why. */
 #include "uopc/uopc.h"
 #include "../testutil.h"
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 static const char SQUARE_PLUS_ONE[] =
     "extern \"C\" __global__ void square_plus_one(const float *x, float *out, const int *length) {\n"
@@ -318,6 +320,7 @@ static void test_cuda_program_new_without_gpu_returns_no_cuda(void **state) {
   unsigned long long dptr = 1;
   assert_uopc_code(uopc_cuda_alloc(&dptr, 64, &err), UOPC_E_NO_CUDA, err);
   assert_true(dptr == 0);
+  uopc_cuda_program_free(NULL);   /* as free(NULL): nothing, GPU or not */
 }
 
 static void test_cuda_alloc_rejects_zero_bytes_and_null(void **state) {
@@ -431,9 +434,121 @@ static void test_cuda_memory_round_trips_bytes(void **state) {
   assert_memory_equal(in, out, sizeof in);
 }
 
+/* ---- a fake driver ---------------------------------------------------------
+ * The driver's paths on a machine without a GPU: a libcuda.so.1 of our own,
+ * whose device has compute capability 8.0 and whose modules are counted. It is
+ * opened by path in a fresh process (the driver is opened once per process)
+ * before the runtime asks for "libcuda.so.1", which the loader then answers
+ * with the library of that soname already loaded. */
+#define FAKE_DRIVER_ENV "UOPC_TEST_FAKE_DRIVER"
+
+static const char FAKE_DRIVER[] =
+    "typedef int CUresult;\n"
+    "int fake_loads, fake_unloads;\n"
+    "static int ctx, mod, fn;\n"
+    "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
+    "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
+    "CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
+    "CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 0; return 0; }\n"
+    "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx; return 0; }\n"
+    "CUresult cuCtxSetCurrent(void *c) { return c == &ctx ? 0 : 201; }\n"
+    "CUresult cuCtxSynchronize(void) { return 0; }\n"
+    "CUresult cuModuleLoadDataEx(void **m, const void *i, unsigned n, int *o, void **v) {\n"
+    "  (void)i; (void)n; (void)o; (void)v; fake_loads++; *m = &mod; return 0;\n"
+    "}\n"
+    "CUresult cuModuleUnload(void *m) { if (m == &mod) fake_unloads++; return 0; }\n"
+    "CUresult cuModuleGetFunction(void **f, void *m, const char *s) { (void)m; (void)s; *f = &fn; return 0; }\n"
+    "CUresult cuLaunchKernel(void) { return 0; }\n"
+    "CUresult cuMemAlloc_v2(void) { return 2; }\n"
+    "CUresult cuMemFree_v2(void) { return 0; }\n"
+    "CUresult cuMemcpyHtoD_v2(void) { return 0; }\n"
+    "CUresult cuMemcpyDtoH_v2(void) { return 0; }\n"
+    "CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = \"FAKE\"; return 0; }\n"
+    "CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = \"fake\"; return 0; }\n"
+    /* NVRTC opens libcuda.so.1 too, and asks it for this table: none here */
+    "CUresult cuGetExportTable(const void **t, const void *id) { (void)id; *t = 0; return 500; }\n";
+
+static void *fake_driver;
+
+/* With a device to ask, a compile without an arch targets the device's. */
+static void test_fake_driver_compile_targets_the_devices_arch(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  assert_uopc_ok(uopc_cuda_available(&err), err);
+  assert_uopc_ok(uopc_cuda_compile(tagged("fake driver"), "square_plus_one", NULL, ptx, sizeof ptx, &err), err);
+  char *text = read_text(ptx);
+  assert_non_null(text);
+  if (!strstr(text, ".target sm_80\n")) fail_msg("a device of compute capability 8.0: expected \".target sm_80\" in %s", ptx);
+  free(text);
+}
+
+/* A program loads its module once, and freeing it unloads the module. */
+static void test_fake_driver_program_free_unloads_its_module(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  int *loads = dlsym(fake_driver, "fake_loads"), *unloads = dlsym(fake_driver, "fake_unloads");
+  assert_non_null(loads);
+  assert_non_null(unloads);
+  assert_uopc_ok(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), err);
+  assert_int_equal(*loads, 1);
+  assert_int_equal(*unloads, 0);
+  uopc_cuda_program_free(p);
+  assert_int_equal(*unloads, 1);
+}
+
+/* The fresh process's part: the fake driver is loaded first. */
+static int run_on_fake_driver(const char *path) {
+  fake_driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!fake_driver) {
+    fprintf(stderr, "cannot open the fake driver '%s': %s\n", path, dlerror());
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_fake_driver_compile_targets_the_devices_arch),
+    cmocka_unit_test(test_fake_driver_program_free_unloads_its_module),
+  };
+  return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
+}
+
+/* Builds the fake driver, then runs this binary again with it. */
+static void test_cuda_driver_paths_on_a_fake_driver(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  if (uopc_cuda_compiler_available(&err) != UOPC_OK) {
+    print_message("  skipped: %s\n", err.message);
+    skip();
+  }
+  char source[PATH_MAX + 16], lib[PATH_MAX + 16], command[3 * PATH_MAX];
+  snprintf(source, sizeof source, "%s/fake_cuda.c", testutil_cache_dir);
+  snprintf(lib, sizeof lib, "%s/libcuda.so.1", testutil_cache_dir);
+  FILE *f = fopen(source, "w");
+  assert_non_null(f);
+  fputs(FAKE_DRIVER, f);
+  assert_int_equal(fclose(f), 0);
+  snprintf(command, sizeof command, "gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o '%s' '%s'", lib, source);
+  assert_int_equal(system(command), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv(FAKE_DRIVER_ENV, lib, 1);
+    execl("/proc/self/exe", "test_cuda", (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("the run on the fake driver failed (status %d; its output is above)", status);
+}
+
 #define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
 
 int main(void) {
+  const char *fake = getenv(FAKE_DRIVER_ENV);
+  if (fake) return run_on_fake_driver(fake);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
@@ -449,6 +564,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
     cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),
     cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
+    cmocka_unit_test(test_cuda_driver_paths_on_a_fake_driver),
     BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),
     cmocka_unit_test(test_cuda_launch_rejects_an_oversized_block_with_the_driver_message),
     cmocka_unit_test(test_cuda_memory_round_trips_bytes),

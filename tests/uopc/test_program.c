@@ -1,7 +1,10 @@
 /* test_program.c: the C program module and its disk cache (section 23.6). */
 #include "uopc/uopc.h"
 #include "testutil.h"
+#include "../../uopc/src/internal.h"
+#include <elf.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <dirent.h>
@@ -313,6 +316,99 @@ static void test_program_warnings_are_kept_in_compile_log(void **state) {
   uopc_program_free(p);
 }
 
+/* A settings line that does not fit a short buffer: a compiler at a long path
+ * and long flags still give a manifest with every line whole. */
+static void test_program_manifest_holds_long_settings_whole(void **state) {
+  (void)state;
+  char dir[PATH_MAX], cc[PATH_MAX + 8], flags[400] = "-O2";
+  int n = snprintf(dir, sizeof dir, "%s/%0220d", testutil_cache_dir, 0);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(dir + n, sizeof dir - (size_t)n, "/%0220d", 1);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(cc, sizeof cc, "%s/gcc", dir);
+  FILE *f = fopen(cc, "w");
+  assert_non_null(f);
+  fputs("#!/bin/sh\nexec gcc \"$@\"\n", f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(chmod(cc, 0700), 0);
+  for (int i = 0; i < 18; i++) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), " -DUOPC_FLAG_%02d", i);
+  uopc_program_options opts = {.compiler = cc, .opt_flags = flags};
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err), err);
+  char *text = read_entry_file(uopc_program_dir(p), "manifest");
+  char want[PATH_MAX + 64];
+  snprintf(want, sizeof want, "\ncompiler=%s (", cc);
+  assert_contains(text, want);
+  snprintf(want, sizeof want, " %s\nlibs=-lm\ntarget=", flags);
+  assert_contains(text, want);
+  assert_contains(text, "\nsignature=ppp\n");
+  free(text);
+  uopc_program_free(p);
+}
+
+/* -march=native keys the CPU by its model and feature lines of /proc/cpuinfo
+ * (the first three of "model name", "flags", "Features", "CPU part"), hashed:
+ * no other line, so that a clock speed or a processor number cannot split it. */
+static void test_program_native_target_hashes_the_cpu_model_and_features(void **state) {
+  (void)state;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) {
+    print_message("  skipped: no /proc/cpuinfo\n");
+    skip();
+  }
+  uopc_hash *h;
+  uopc_error err = {0};
+  char line[8192], hex[65], want[256];
+  assert_uopc_ok(uopc_hash_new(&h, &err), err);
+  for (int seen = 0; seen < 3 && fgets(line, sizeof line, f);)
+    if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5) || !strncmp(line, "Features", 8) ||
+        !strncmp(line, "CPU part", 8)) {
+      uopc_hash_str(h, "cpuinfo", line);
+      seen++;
+    }
+  fclose(f);
+  uopc_hash_finish(h, hex);
+  struct utsname u;
+  assert_int_equal(uname(&u), 0);
+  snprintf(want, sizeof want, "\ntarget=%s native cpu %.16s\n", u.machine, hex);
+  uopc_program_options opts = {.march_native = 1};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err), err);
+  char *text = read_entry_file(uopc_program_dir(p), "manifest");
+  assert_contains(text, want);
+  free(text);
+  uopc_program_free(p);
+}
+
+/* An ELF's .comment is found by its name in the section-name table; a name
+ * offset past that table's end names nothing, whatever bytes follow it. */
+static void test_compiler_version_in_reads_names_inside_the_name_table_only(void **state) {
+  (void)state;
+  unsigned char elf[400] = {0};
+  Elf64_Ehdr eh = {.e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_shoff = 144,
+                   .e_ehsize = sizeof eh, .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 4, .e_shstrndx = 1};
+  memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  memcpy(elf, &eh, sizeof eh);
+  memcpy(elf + 64, "\0.shstrtab\0.comment\0\0\0\0\0.comment", 33);   /* the table's 20 bytes, then more */
+  memcpy(elf + 112, "GCC: past the table", 20);
+  memcpy(elf + 132, "GCC: real", 10);
+  Elf64_Shdr sh[4] = {{0},
+                      {.sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = 64, .sh_size = 20},
+                      {.sh_name = 24, .sh_type = SHT_PROGBITS, .sh_offset = 112, .sh_size = 20},
+                      {.sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = 132, .sh_size = 10}};
+  memcpy(elf + 144, sh, sizeof sh);
+  char path[PATH_MAX + 16], version[64] = "?";
+  snprintf(path, sizeof path, "%s/fake.so", testutil_cache_dir);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(path, elf, sizeof elf, &err), err);
+  uopc_compiler_version_in(path, version, sizeof version);
+  assert_string_equal(version, "GCC: real");
+}
+
 static void test_counters_json_is_written_at_exit(void **state) {
   (void)state;
   char path[4200];
@@ -353,6 +449,9 @@ int main(void) {
     cmocka_unit_test(test_program_scalar_arguments_reach_the_kernel),
     cmocka_unit_test(test_program_manifest_names_compiler_version_and_settings),
     cmocka_unit_test(test_program_warnings_are_kept_in_compile_log),
+    cmocka_unit_test(test_program_manifest_holds_long_settings_whole),
+    cmocka_unit_test(test_program_native_target_hashes_the_cpu_model_and_features),
+    cmocka_unit_test(test_compiler_version_in_reads_names_inside_the_name_table_only),
     cmocka_unit_test(test_counters_json_is_written_at_exit),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);

@@ -4,7 +4,8 @@
  * (shared bytes, other dtypes, transposed and strided views), each guard is checked
  * with why == NULL and with a reason buffer; the answers must agree, a failure must
  * come with a reason, and guard_set_check must find the same first failure both
- * ways. Graded with visibility after_due_date. */
+ * ways. A reason prints a dim's name as text, '%' included. Graded with visibility
+ * after_due_date. */
 #include "dispatch.h"
 #include "testutil.h"
 
@@ -89,9 +90,34 @@ static void test_guard_check_answer_does_not_depend_on_why(void **state) {
   sym_arena_free(a);
 }
 
+/* A reason holds a dim's name as text, never as a format: a name is the caller's string, and
+ * guard_set_add_range takes any name (the '%' of "n%%" must come out as two '%'). */
+static void test_guard_reason_prints_a_dim_name_as_text(void **state) {
+  (void)state;
+  static const char *const names[] = {"out", "x"};
+  uopc_error err = {0};
+  uopc_tensor x = {0};
+  int64_t n33 = 33;
+  guard_set s;
+  guard_call call;
+  guard_reason why = {{0}};
+  int holds = -7;
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n33, &err), err);
+  const uopc_tensor *args[] = {&x, &x};
+  assert_uopc_ok(guard_call_init(&call, 2, args, &err), err);
+  assert_uopc_ok(guard_set_init(&s, 2, names, &err), err);
+  assert_uopc_ok(guard_set_add_range(&s, "n%%", (guard_site){1, GUARD_SHAPE, 0}, 1, 16, &err), err);
+  assert_uopc_ok(guard_check(&s, 0, &call, &holds, &why, &err), err);
+  assert_int_equal(holds, 0);
+  assert_string_equal(why.text, "dim 'n%%' = 33 outside [1, 16]");
+  guard_set_fini(&s);
+  uopc_tensor_release(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_guard_check_answer_does_not_depend_on_why),
+    cmocka_unit_test(test_guard_reason_prints_a_dim_name_as_text),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
