@@ -108,7 +108,7 @@ class PlanBuffer(ctypes.Structure):
 IR_OPS = ("input", "const", "neg", "abs", "exp", "log", "sqrt", "tanh", "cast", "add", "sub", "mul",
           "div", "maximum", "minimum", "pow", "less", "less_equal", "greater", "greater_equal", "equal",
           "not_equal", "where", "expand", "reshape", "permute", "slice", "select", "sum", "max", "mean",
-          "matmul", "slice_set", "select_set")
+          "matmul", "slice_set", "select_set", "size")
 IR_OP = {name: k for k, name in enumerate(IR_OPS)}           # ir_op, in ir_ops.h's order
 SYM_KINDS = ("const", "dim", "add", "sub", "mul", "floordiv", "mod", "min", "max")   # sym_kind
 LOWER_C, LOWER_CUDA = 0, 1                                      # lower_backend

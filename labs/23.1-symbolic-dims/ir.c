@@ -238,6 +238,15 @@ const ir_node *ir_const(ir_graph *g, double value, uopc_dtype dt) {
   return n;
 }
 
+const ir_node *ir_size(ir_graph *g, const sym_expr *e, uopc_dtype dt) {
+  if (!valid_dtype(dt) || dt == UOPC_BOOL) return fail(g, UOPC_E_DTYPE, "size: dtype %d is not a number dtype", dt);
+  if (!e) return fail(g, UOPC_E_INVALID, "size: NULL expression");
+  const sym_expr *v = simplified(g, sym_expr_copy(g->arena, e));
+  ir_node *n = v ? append(g, IR_SIZE, dt, 0) : NULL;
+  if (n) n->index = v;
+  return n;
+}
+
 /* ---- Elementwise. */
 
 /* out = the NumPy broadcast of x's and y's shapes, or an error naming both. */

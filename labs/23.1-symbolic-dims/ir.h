@@ -31,7 +31,7 @@ typedef struct ir_node {
   int contiguous;                          /* INPUT: strides are the packed ones */
   int axis;                                /* SLICE, SELECT, and their SETs */
   const sym_expr *start, *step;            /* SLICE: element i is start + i*step */
-  const sym_expr *index;                   /* SELECT, SELECT_SET */
+  const sym_expr *index;                   /* SELECT, SELECT_SET; SIZE: its value */
   int perm[UOPC_MAX_RANK];                 /* PERMUTE: out axis k is src axis perm[k] */
   unsigned axes;                           /* SUM, MAX, MEAN: bit k reduces src axis k */
   int keepdims;
@@ -75,6 +75,12 @@ const ir_node *ir_input_view(ir_graph *g, const char *name, uopc_dtype dt, int r
  * an integer dtype truncates value toward zero. Errors: UOPC_E_DTYPE,
  * UOPC_E_BOUNDS (NaN or a value outside an integer dtype's range). */
 const ir_node *ir_const(ir_graph *g, double value, uopc_dtype dt);
+
+/* A scalar whose value is the expression e of the dims (in dtype dt), read
+ * at run time: how a derivative uses a size (a mean's count) without
+ * pasting it into the source (lab 23.4). Errors: UOPC_E_DTYPE, those of
+ * simplifying e. */
+const ir_node *ir_size(ir_graph *g, const sym_expr *e, uopc_dtype dt);
 
 /* Elementwise ops (kinds UNARY, MATH, BINARY, COMPARE). Operands broadcast
  * as NumPy's do, with one rule for symbols: two extents match only when their

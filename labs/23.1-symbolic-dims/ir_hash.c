@@ -31,6 +31,7 @@ static uint64_t params(uint64_t h, const ir_node *n) {
     for (int k = 0; k < n->rank; k++) h = expr(h, n->strides[k]);
     return mix(expr(h, n->offset), (uint64_t)n->contiguous);
   case IR_SLICE: case IR_SLICE_SET: return expr(expr(mix(h, (uint64_t)n->axis), n->start), n->step);
+  case IR_SIZE: return expr(h, n->index);
   case IR_SELECT: case IR_SELECT_SET: return expr(mix(h, (uint64_t)n->axis), n->index);
   case IR_PERMUTE:
     for (int k = 0; k < n->rank; k++) h = mix(h, (uint64_t)n->perm[k]);

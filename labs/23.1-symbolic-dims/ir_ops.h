@@ -42,7 +42,8 @@
   X(MEAN,       "mean",       1, IR_KIND_REDUCE,  "+")                   \
   X(MATMUL,     "matmul",     2, IR_KIND_MATMUL,  "*")                   \
   X(SLICE_SET,  "slice_set",  2, IR_KIND_SET,     NULL)                  \
-  X(SELECT_SET, "select_set", 2, IR_KIND_SET,     NULL)
+  X(SELECT_SET, "select_set", 2, IR_KIND_SET,     NULL)                  \
+  X(SIZE,       "size",       0, IR_KIND_LEAF,    NULL)
 
 typedef enum ir_kind {
   IR_KIND_LEAF,      /* an input view or a constant */

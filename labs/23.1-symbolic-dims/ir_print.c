@@ -31,6 +31,9 @@ static int params(codegen_text *t, const ir_node *n, uopc_error *err) {
     if (codegen_printf(t, err, "%s, strides=[", n->name) || shape_list(t, n->rank, n->strides, err)) return err->code;
     return codegen_printf(t, err, "], offset=%s", a);
   case IR_CONST: return codegen_printf(t, err, "%.17g", n->value);
+  case IR_SIZE:
+    expr_text(n->index, a, sizeof a);
+    return codegen_printf(t, err, "%s", a);
   case IR_CAST: return codegen_printf(t, err, ", to=%s", ir_dtype_name(n->dtype));
   case IR_SLICE: case IR_SLICE_SET:
     expr_text(n->start, a, sizeof a);

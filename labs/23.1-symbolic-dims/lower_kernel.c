@@ -285,7 +285,7 @@ static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int
   int found = memo_find(c, n, idx);
   if (found >= 0) { *tmp = found; return UOPC_OK; }
   int b = n == c->root ? -1 : buffer_index(c->p, n), rc;
-  if (n->op != IR_INPUT && n->op != IR_CONST && b < 0 && n != c->root &&
+  if (n->op != IR_INPUT && n->op != IR_CONST && n->op != IR_SIZE && b < 0 && n != c->root &&
       ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE)
     return UOPC_FAIL(c->n.err, UOPC_E_INVALID, "lower: %s %%%d has no buffer", ir_op_info_of(n->op)->name, n->id);
   if (n->op == IR_CONST) {     /* a temporary of its own keeps the text uniform */
@@ -293,6 +293,11 @@ static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int
     literal(c, n->value, n->dtype, lit, sizeof lit);
     *tmp = c->next_tmp++;
     rc = codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), *tmp, lit);
+  } else if (n->op == IR_SIZE) {  /* a size read from the dims at run time, never pasted */
+    char text[LOWER_EXPR_MAX];
+    *tmp = c->next_tmp++;
+    rc = lower_ctx_expr(c, n->index, text, sizeof text, "the size");
+    if (!rc) rc = codegen_line(&c->n, "const %s t%d = (%s)(%s);", ir_dtype_ctype(n->dtype), *tmp, ir_dtype_ctype(n->dtype), text);
   } else if (n->op == IR_INPUT) {
     *tmp = c->next_tmp++;
     rc = load(c, n, n->name, input_address(c, n, idx), *tmp);

@@ -1,0 +1,356 @@
+/* tp_compile.c: the variant cache over traces, and regions at graph breaks
+ * (given code, lab 23.4). Chapter 23.4, "A variant cache over traces". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tp_compile.h"
+
+typedef struct tp_region_entry { uint64_t hash; ir_graph *graph; exec *program; } tp_region_entry;
+struct tp_region_cache { tp_region_entry *items; int n, cap; };
+
+struct tp_compiled {
+  tp_model model;
+  void *user;
+  int n_in, n_out, n_grads;
+  tp_arg *args;
+  tp_options opts;
+  sym_arena *arena;                 /* the args' shapes */
+  tp_variant variants[TP_VARIANTS_MAX];
+  int n_variants;
+  int traced;                       /* traces so far: a later variant is a recompilation */
+  struct tp_region_cache regions;
+};
+
+static int grow(void **items, int *cap, int need, size_t size) {
+  if (need <= *cap) return 1;
+  int n = *cap ? 2 * *cap : 8;
+  void *q = realloc(*items, (size_t)n * size);
+  if (!q) return 0;
+  *items = q;
+  *cap = n;
+  return 1;
+}
+
+static void variant_fini(tp_variant *v) {
+  exec_free(v->forward);
+  exec_free(v->backward);
+  ir_graph_free(v->graph);
+  free(v->guards);
+  memset(v, 0, sizeof *v);
+}
+
+void tp_compiled_free(tp_compiled *f) {
+  if (!f) return;
+  for (int k = 0; k < f->n_variants; k++) variant_fini(&f->variants[k]);
+  for (int k = 0; k < f->regions.n; k++) {
+    exec_free(f->regions.items[k].program);
+    ir_graph_free(f->regions.items[k].graph);
+  }
+  free(f->regions.items);
+  free(f->args);
+  sym_arena_free(f->arena);
+  free(f);
+}
+
+int tp_compiled_new(tp_compiled **out, tp_model model, void *user, const tp_arg *args, int n_in, int n_out,
+                    const tp_options *opts, uopc_error *err) {
+  if (!out || !model || n_in < 0 || n_in > 30 || n_out < 1 || (n_in && !args))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tp_compiled_new: a model, 0..30 inputs and 1 or more outputs");
+  tp_compiled *f = calloc(1, sizeof *f);
+  if (!f) return UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+  f->model = model, f->user = user, f->n_in = n_in, f->n_out = n_out;
+  if (opts) f->opts = *opts;
+  f->n_grads = __builtin_popcount(f->opts.grad_inputs);
+  int rc = sym_arena_new(&f->arena, err);
+  if (!rc && !(f->args = calloc((size_t)n_in + 1, sizeof *f->args))) rc = UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+  if (!rc && (f->opts.grad_inputs >> n_in))
+    rc = UOPC_FAIL(err, UOPC_E_INVALID, "tp_compiled_new: grad_inputs 0x%x names inputs past %d", f->opts.grad_inputs, n_in);
+  for (int k = 0; k < n_in && !rc; k++) {
+    f->args[k] = args[k];
+    if (args[k].rank < 0 || args[k].rank > UOPC_MAX_RANK)
+      rc = UOPC_FAIL(err, UOPC_E_INVALID, "argument %d: rank %d", k, args[k].rank);
+    for (int a = 0; a < args[k].rank && !rc; a++) {
+      const sym_expr *e = args[k].shape[a];
+      if (!e || (e->kind != SYM_CONST && e->kind != SYM_DIM))
+        rc = UOPC_FAIL(err, UOPC_E_INVALID, "argument '%s': extent %d must be a constant or a dim",
+                       args[k].name ? args[k].name : "?", a);
+      else f->args[k].shape[a] = sym_expr_copy(f->arena, e);
+    }
+  }
+  if (rc) { tp_compiled_free(f); return rc; }
+  *out = f;
+  return UOPC_OK;
+}
+
+int tp_compiled_variant_count(const tp_compiled *f) { return f->n_variants; }
+const tp_variant *tp_compiled_variant(const tp_compiled *f, int k) {
+  return k >= 0 && k < f->n_variants ? &f->variants[k] : NULL;
+}
+
+/* ---- Binding a call's arguments. */
+
+static int bind_args(const tp_compiled *f, const uopc_tensor *const *in, sym_binding *b, uopc_error *err) {
+  sym_binding_init(b);
+  for (int k = 0; k < f->n_in; k++) {
+    const tp_arg *a = &f->args[k];
+    const uopc_tensor *t = in ? in[k] : NULL;
+    if (!t || !t->storage) return UOPC_FAIL(err, UOPC_E_INVALID, "argument '%s' is NULL or released", a->name);
+    if (t->dtype != a->dtype || t->rank != a->rank)
+      return UOPC_FAIL(err, t->dtype != a->dtype ? UOPC_E_DTYPE : UOPC_E_INVALID,
+                       "argument '%s' is %s of rank %d, the function takes %s of rank %d", a->name,
+                       uopc_dtype_name(t->dtype), t->rank, uopc_dtype_name(a->dtype), a->rank);
+    for (int x = 0; x < a->rank; x++) {
+      const sym_expr *e = a->shape[x];
+      if (e->kind == SYM_CONST) {
+        if (t->shape[x] != e->value)
+          return UOPC_FAIL(err, UOPC_E_BOUNDS, "argument '%s': axis %d is %lld, the function takes %lld", a->name, x,
+                           (long long)t->shape[x], (long long)e->value);
+        continue;
+      }
+      int at = sym_binding_find(b, e->dim.name);
+      if (at >= 0 && b->values[at] != t->shape[x])
+        return UOPC_FAIL(err, UOPC_E_BOUNDS, "argument '%s': axis %d is %lld, but dim '%s' is %lld from an earlier"
+                         " argument", a->name, x, (long long)t->shape[x], e->dim.name, (long long)b->values[at]);
+      int rc = at >= 0 ? UOPC_OK : sym_dim_bind(b, &e->dim, t->shape[x], err);
+      if (rc) return rc;
+    }
+  }
+  return UOPC_OK;
+}
+
+/* ---- Running a program on the call's tensors. */
+
+static int run_program(exec *e, const ir_node *const *outs, int n, const sym_binding *b, const uopc_tensor *const *in,
+                       int n_in, uopc_tensor *out, uopc_error *err) {
+  int rc = UOPC_OK, k;
+  memset(out, 0, (size_t)n * sizeof *out);
+  for (k = 0; k < n && !rc; k++) {
+    int64_t shape[UOPC_MAX_RANK] = {0};
+    for (int a = 0; a < outs[k]->rank && !rc; a++) rc = sym_expr_eval(outs[k]->shape[a], b, &shape[a], err);
+    if (!rc) rc = uopc_tensor_empty(&out[k], outs[k]->dtype, outs[k]->rank, shape, err);
+  }
+  uopc_tensor **ptrs = rc ? NULL : malloc((size_t)(n + 1) * sizeof *ptrs);
+  if (!rc && !ptrs) rc = UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+  for (int j = 0; !rc && j < n; j++) ptrs[j] = &out[j];
+  if (!rc) rc = exec_run(e, ptrs, n, in, n_in, err);
+  free(ptrs);
+  if (rc)
+    for (int j = 0; j < k; j++) uopc_tensor_release(&out[j]);
+  return rc;
+}
+
+static int run_variant(tp_compiled *f, tp_variant *v, const sym_binding *b, const uopc_tensor *const *in,
+                       uopc_tensor *out, uopc_tensor *grads, uopc_error *err) {
+  const lower_program *fw = exec_lowered(v->forward);
+  const ir_node *outs[f->n_out + f->n_grads + 1];
+  for (int k = 0; k < f->n_out; k++) outs[k] = fw->buffers[k].node;
+  int rc = run_program(v->forward, outs, f->n_out, b, in, f->n_in, out, err);
+  if (rc || !v->backward || !grads) return rc;
+  const lower_program *bw = exec_lowered(v->backward);
+  for (int k = 0; k < f->n_grads; k++) outs[k] = bw->buffers[k].node;
+  rc = run_program(v->backward, outs, f->n_grads, b, in, f->n_in, grads, err);
+  if (rc)
+    for (int k = 0; k < f->n_out; k++) uopc_tensor_release(&out[k]);
+  return rc;
+}
+
+/* ---- Regions (a trace that breaks). */
+
+int tp_region_flush(tp_ctx *c, tp_site at) {
+  int n = 0;
+  const ir_node **outs = malloc((size_t)(c->n_tensors + 1) * sizeof *outs);
+  tp_tensor **owners = malloc((size_t)(c->n_tensors + 1) * sizeof *owners);
+  if (!outs || !owners) { free(outs); free(owners); return tp_fail(c, at, UOPC_E_NOMEM, "out of memory"); }
+  for (int k = 0; k < c->n_tensors; k++) {
+    tp_tensor *t = c->tensors[k];
+    if (t->value.storage || t->ref->op == IR_INPUT) continue;
+    outs[n] = t->ref;
+    owners[n++] = t;
+  }
+  int rc = UOPC_OK;
+  if (n) {
+    struct tp_region_cache *rcache = c->regions;
+    uint64_t hash = ir_graph_hash(c->g, outs, n);
+    exec *e = NULL;
+    for (int k = 0; k < rcache->n && !e; k++)
+      if (rcache->items[k].hash == hash) e = rcache->items[k].program;
+    uopc_error err = {0};
+    int fresh = !e;
+    if (fresh) {
+      char entry[32];
+      snprintf(entry, sizeof entry, "tp_region%d", rcache->n);
+      rc = exec_new(&e, c->g, outs, n, entry, c->opts, &err);
+      if (!rc && !grow((void **)&rcache->items, &rcache->cap, rcache->n + 1, sizeof *rcache->items)) {
+        exec_free(e);
+        rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
+      }
+      if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, c->g, e};
+    }
+    const uopc_tensor **in = malloc((size_t)(c->n_inputs + 1) * sizeof *in);
+    uopc_tensor *vals = calloc((size_t)n, sizeof *vals);
+    if (!rc && (!in || !vals)) rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
+    for (int k = 0; !rc && k < c->n_inputs; k++) in[k] = c->inputs[k].value;
+    if (!rc) rc = run_program(e, outs, n, &c->binding, in, c->n_inputs, vals, &err);
+    for (int k = 0; !rc && k < n; k++) owners[k]->value = vals[k];
+    free(in);
+    free(vals);
+    if (rc) {
+      if (fresh && e) c->g = NULL;           /* the cache owns it now */
+      free(outs), free(owners);
+      return tp_fail_with(c, at, &err);
+    }
+    if (!fresh && !grow((void **)&c->retired, &c->cap_retired, c->n_retired + 1, sizeof *c->retired)) rc = UOPC_E_NOMEM;
+    else if (!fresh) c->retired[c->n_retired++] = c->g;   /* the cache owns a fresh region's graph */
+  } else if (!grow((void **)&c->retired, &c->cap_retired, c->n_retired + 1, sizeof *c->retired)) {
+    rc = UOPC_E_NOMEM;
+  } else {
+    c->retired[c->n_retired++] = c->g;
+  }
+  free(outs), free(owners);
+  if (rc) return tp_fail(c, at, rc, "out of memory");
+  /* The next region: an input for every value, with its symbolic shape. */
+  uopc_error err = {0};
+  c->g = NULL;
+  if ((rc = ir_graph_new(&c->g, &err))) return tp_fail_with(c, at, &err);
+  c->region++;
+  c->n_inputs = 0;
+  for (int k = 0; k < c->n_tensors; k++) {
+    tp_tensor *t = c->tensors[k];
+    if (!t->value.storage) continue;
+    const sym_expr *shape[UOPC_MAX_RANK];
+    for (int a = 0; a < t->ref->rank; a++) shape[a] = sym_expr_copy(ir_graph_arena(c->g), t->ref->shape[a]);
+    char name[SYM_NAME_MAX];
+    snprintf(name, sizeof name, "v%d", t->id);
+    const ir_node *in = ir_input(c->g, name, t->value.dtype, t->ref->rank, shape);
+    if (!in) return tp_fail_with(c, at, ir_graph_error(c->g));
+    t->ref = t->node = in;
+    t->region = c->region;
+    if (tp_ctx_add_input(c, in, &t->value)) return tp_fail(c, at, UOPC_E_NOMEM, "out of memory");
+  }
+  return UOPC_OK;
+}
+
+int tp_break_resume(tp_ctx *c, tp_site at) {
+  c->breaks++;
+  uopc_counter_add(TP_C_BREAKS, 1);
+  return tp_region_flush(c, at);
+}
+
+/* ---- Tracing a call. */
+
+static int trace(tp_compiled *f, const sym_binding *b, const uopc_tensor *const *in, uopc_tensor *out,
+                 uopc_tensor *grads, uopc_error *err) {
+  tp_ctx c;
+  int rc = tp_ctx_init(&c, TP_TRACE, err);
+  if (rc) return rc;
+  c.strict = f->opts.strict;
+  c.regions = &f->regions;
+  c.opts = f->opts.program;
+  c.binding = *b;
+  tp_tensor *args[f->n_in + 1], *outs[f->n_out + 1], *wrt[f->n_in + 1], *gr[f->n_in + 1];
+  tp_site here = {"tp_call", 0};
+  for (int k = 0; k < f->n_in && !c.error.code; k++) {
+    const sym_expr *shape[UOPC_MAX_RANK];
+    for (int a = 0; a < f->args[k].rank; a++) shape[a] = sym_expr_copy(ir_graph_arena(c.g), f->args[k].shape[a]);
+    const ir_node *node = ir_input(c.g, f->args[k].name, f->args[k].dtype, f->args[k].rank, shape);
+    if (!node) tp_fail_with(&c, here, ir_graph_error(c.g));
+    else args[k] = tp_input_handle(&c, node, in[k], here);
+  }
+  memset(outs, 0, sizeof outs);
+  uopc_counter_add(TP_C_TRACES, 1);
+  if (!c.error.code) f->model(&c, args, outs, f->user);
+  for (int k = 0; k < f->n_out && !c.error.code; k++)
+    if (!outs[k]) tp_fail(&c, here, UOPC_E_INVALID, "the model left output %d unset", k);
+  int n_wrt = 0;
+  for (int k = 0; k < f->n_in; k++)
+    if (f->opts.grad_inputs >> k & 1u) wrt[n_wrt++] = args[k];
+  if (!c.error.code && n_wrt) tp_backward_at(&c, outs[0], wrt, n_wrt, gr, here);
+  if (c.error.code) {
+    *err = c.error;
+    tp_ctx_fini(&c);
+    return err->code;
+  }
+  f->traced++;
+  if (c.breaks) {                  /* run what is left; the trace is not kept */
+    rc = tp_region_flush(&c, here) ? c.error.code : UOPC_OK;
+    if (rc) *err = c.error;
+    for (int k = 0; k < f->n_out && !rc; k++) uopc_tensor_retain(&out[k], &outs[k]->value);
+    tp_ctx_fini(&c);
+    return rc;
+  }
+  if (f->n_variants == TP_VARIANTS_MAX) {
+    tp_ctx_fini(&c);
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "no variant's guards hold for this call and %d variants exist (the limit):"
+                     " the model's shape branches take too many paths", TP_VARIANTS_MAX);
+  }
+  tp_variant *v = &f->variants[f->n_variants];
+  const ir_node *nodes[f->n_out + n_wrt + 1];
+  for (int k = 0; k < f->n_out; k++) nodes[k] = outs[k]->ref;
+  for (int k = 0; k < n_wrt; k++) nodes[f->n_out + k] = gr[k]->ref;
+  char entry[48];
+  snprintf(entry, sizeof entry, "tp_forward_v%d", f->n_variants);
+  rc = exec_new(&v->forward, c.g, nodes, f->n_out, entry, f->opts.program, err);
+  snprintf(entry, sizeof entry, "tp_backward_v%d", f->n_variants);
+  if (!rc && n_wrt) rc = exec_new(&v->backward, c.g, nodes + f->n_out, n_wrt, entry, f->opts.program, err);
+  if (!rc && c.n_guards && !(v->guards = malloc((size_t)c.n_guards * sizeof *v->guards)))
+    rc = UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+  if (rc) {
+    exec_free(v->forward), exec_free(v->backward);
+    free(v->guards);
+    memset(v, 0, sizeof *v);
+    tp_ctx_fini(&c);
+    return rc;
+  }
+  if (c.n_guards) memcpy(v->guards, c.guards, (size_t)c.n_guards * sizeof *v->guards);
+  v->n_guards = c.n_guards;
+  v->graph = c.g;                  /* the variant keeps the trace's graph (and its guards' expressions) */
+  c.g = NULL;
+  f->n_variants++;
+  uopc_counter_add(TP_C_VARIANTS, 1);
+  if (f->n_variants > 1) uopc_counter_add(TP_C_RECOMPILATIONS, 1);
+  tp_ctx_fini(&c);
+  return run_variant(f, v, b, in, out, grads, err);
+}
+
+int tp_call(tp_compiled *f, const uopc_tensor *const *in, uopc_tensor *out, uopc_tensor *grads, uopc_error *err) {
+  if (!f || !out || (f->n_grads && !grads)) return UOPC_FAIL(err, UOPC_E_INVALID, "tp_call: NULL function or outputs");
+  sym_binding b;
+  int rc = bind_args(f, in, &b, err);
+  if (rc) return rc;
+  for (int k = 0; k < f->n_variants; k++) {
+    int holds = 0;
+    rc = tp_variant_holds(&f->variants[k], &b, &holds, err);
+    if (rc) return rc;
+    if (holds) return run_variant(f, &f->variants[k], &b, in, out, grads, err);
+    uopc_counter_add(TP_C_GUARD_FAILURES, 1);
+  }
+  return trace(f, &b, in, out, grads, err);
+}
+
+int tp_run_eager(tp_model model, void *user, const uopc_tensor *const *in, int n_in, int n_out, unsigned grad_inputs,
+                 uopc_tensor *out, uopc_tensor *grads, uopc_error *err) {
+  if (!model || n_in < 0 || n_in > 30 || n_out < 1 || !out) return UOPC_FAIL(err, UOPC_E_INVALID, "tp_run_eager: bad arguments");
+  tp_ctx *c;
+  int rc = tp_ctx_new_eager(&c, err);
+  if (rc) return rc;
+  tp_tensor *args[n_in + 1], *outs[n_out + 1], *wrt[n_in + 1], *gr[n_in + 1];
+  memset(outs, 0, sizeof outs);
+  for (int k = 0; k < n_in; k++) args[k] = tp_wrap(c, in[k]);
+  if (!c->error.code) model(c, args, outs, user);
+  tp_site here = {"tp_run_eager", 0};
+  for (int k = 0; k < n_out && !c->error.code; k++)
+    if (!outs[k]) tp_fail(c, here, UOPC_E_INVALID, "the model left output %d unset", k);
+  int n_wrt = 0;
+  for (int k = 0; k < n_in; k++)
+    if (grad_inputs >> k & 1u) wrt[n_wrt++] = args[k];
+  if (!c->error.code && n_wrt) tp_backward_at(c, outs[0], wrt, n_wrt, gr, here);
+  if (c->error.code) {
+    *err = c->error;
+    tp_ctx_free(c);
+    return err->code;
+  }
+  for (int k = 0; k < n_out; k++) uopc_tensor_retain(&out[k], &outs[k]->value);
+  for (int k = 0; k < n_wrt; k++) uopc_tensor_retain(&grads[k], &gr[k]->value);
+  tp_ctx_free(c);
+  return UOPC_OK;
+}

@@ -1,0 +1,125 @@
+/* tp_internal.h: what tp.c, tp_compile.c and the student files share
+ * (lab 23.4). Not for models. */
+#ifndef TP_INTERNAL_H
+#define TP_INTERNAL_H
+
+#include "exec.h"
+#include "tp.h"
+
+#define TP_C_TRACES "traces"
+#define TP_C_BREAKS "graph breaks"
+#define TP_C_GUARD_FAILURES "guard failures"
+#define TP_C_RECOMPILATIONS "recompilations"
+#define TP_C_VARIANTS "variants built"
+#define TP_C_GUARDS "guards recorded"
+
+/* One guard: (diff op 0) had the truth `truth` when traced, where diff is
+ * a - b of the compared sizes, simplified. */
+typedef struct tp_guard {
+  const sym_expr *diff;
+  tp_cmp op;
+  int truth;
+  tp_site at;
+} tp_guard;
+
+struct tp_tensor {
+  int id;                      /* creation order in its context: the tape's order */
+  const ir_node *node;         /* what made it: op, parameters, shape (its region's graph, or eager's) */
+  const ir_node *ref;          /* how later operations read it: node, or an input standing for its value */
+  tp_tensor *src[3];           /* the operands, for the backward pass */
+  uopc_tensor value;           /* eager, or after its region ran; storage NULL otherwise */
+  int is_input;                /* an argument of the model (or a global: is_input 2) */
+  int region;                  /* the region it was recorded in (tracer) */
+  tp_tensor *grad;             /* accumulated by tp_backward */
+};
+
+typedef struct tp_region_input {   /* a region's input and the value it reads */
+  const ir_node *node;
+  const uopc_tensor *value;
+} tp_region_input;
+
+struct tp_ctx {
+  tp_mode mode;
+  int strict;                  /* a graph break is an error */
+  ir_graph *g;                 /* eager: every value's node; tracer: the current region */
+  int region;
+  tp_tensor **tensors;         /* every handle, in creation order */
+  int n_tensors, cap_tensors;
+  tp_region_input *inputs;     /* the current graph's inputs, in order, with their values */
+  int n_inputs, cap_inputs;
+  tp_guard *guards;            /* tracer: what this trace's branches assumed */
+  int n_guards, cap_guards;
+  int breaks;                  /* graph breaks in this trace */
+  struct tp_region_cache *regions;   /* tracer: compiled regions by graph hash (tp_compile.c) */
+  ir_graph **retired;          /* earlier regions' graphs: sizes the model holds point into them */
+  int n_retired, cap_retired;
+  const uopc_program_options *opts;
+  sym_binding binding;         /* this call's dims (tracer: the sizes the model reads) */
+  uopc_error error;
+};
+
+/* Setting a context up and down (tp.c), for tp_compile.c's tracing ones. */
+int tp_ctx_init(tp_ctx *c, tp_mode mode, uopc_error *err);
+void tp_ctx_fini(tp_ctx *c);
+/* Appends an input of c->g and the value it reads. Errors: UOPC_E_NOMEM. */
+int tp_ctx_add_input(tp_ctx *c, const ir_node *node, const uopc_tensor *value);
+/* A handle for a traced model's argument (tp_compile.c). */
+tp_tensor *tp_input_handle(tp_ctx *c, const ir_node *node, const uopc_tensor *value, tp_site at);
+
+/* Records the context's first error, adding "file:line: " of at; returns
+ * its code. */
+int tp_fail(tp_ctx *c, tp_site at, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Records err (a callee's) as the first error, at at. */
+int tp_fail_with(tp_ctx *c, tp_site at, const uopc_error *err);
+
+/* Appends a guard (tp_guard.c calls it). Errors: UOPC_E_NOMEM. */
+int tp_guard_add(tp_ctx *c, const sym_expr *diff, tp_cmp op, int truth, tp_site at);
+/* 1 when v op 0. */
+int tp_cmp_holds(int64_t v, tp_cmp op);
+const char *tp_cmp_text(tp_cmp op);
+
+/* The region so far compiled and run (tp_compile.c): every handle recorded
+ * in it gets its value, and a new region starts whose inputs stand for
+ * them. Errors: those of lowering, compiling and running. */
+int tp_region_flush(tp_ctx *c, tp_site at);
+
+/* A graph break: counts it and flushes the region (tp_break.c calls it). */
+int tp_break_resume(tp_ctx *c, tp_site at);
+
+/* The backward rules the lab gives (tp_grad_given.c): add, sub, neg, div,
+ * exp, tanh, cast, where, permute, expand, reshape. *done = 0 for any other op. */
+int tp_vjp_given(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at, int *done);
+
+/* Backward of one op (given, tp_grad_given.c): the given rules, then the
+ * student's tp_vjp_rule for the rest. */
+int tp_vjp(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at);
+/* A student function's status as the context's error (at its site): rc
+ * unchanged; err recorded when the context has none yet. */
+int tp_student(tp_ctx *c, tp_site at, int rc, const uopc_error *err);
+
+/* ---- The student's functions. Each returns a status; err says what went
+ * wrong (without the site: the caller adds "file:line: "). An operation of
+ * the tensor API that fails inside keeps its error in c (tp_status). */
+
+/* tp_guard.c: *truth = a <op> b in this call; under the tracer, the guard
+ * that truth depends on appended with tp_guard_add, unless the dims'
+ * bounds decide the comparison for every call. */
+int tp_compare_record(tp_ctx *c, tp_int a, tp_cmp op, tp_int b, tp_site at, int *truth, uopc_error *err);
+/* tp_break.c: the policy when a traced model reads data: strict, the
+ * error UOPC_E_UNSUPPORTED naming what; otherwise tp_break_resume. */
+int tp_on_break(tp_ctx *c, const char *what, tp_site at, uopc_error *err);
+/* tp_effect.c: UOPC_OK when effect may run in c (eager mode, or a pure
+ * callback); UOPC_E_UNSUPPORTED naming the effect otherwise. */
+int tp_effect_check(tp_ctx *c, tp_effect effect, int pure, tp_site at, uopc_error *err);
+/* tp_grad.c: the rules of mul, maximum (relu), matmul, sum and mean:
+ * gx[i] = d loss / d src[i] given gy = d loss / d y; UOPC_E_UNSUPPORTED for
+ * an op without a rule. */
+int tp_vjp_rule(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at, uopc_error *err);
+/* tp_grad.c: *out = g summed over the axes broadcasting added (leading) or
+ * stretched (like's constant-1 extents), so it has like's shape. */
+int tp_unbroadcast(tp_ctx *c, tp_tensor *g, const tp_tensor *like, tp_site at, tp_tensor **out, uopc_error *err);
+/* tp_grad.c: *slot += contribution (*slot NULL: the contribution itself), for
+ * a tensor that reaches the loss by more than one path. */
+int tp_accumulate(tp_ctx *c, tp_tensor **slot, tp_tensor *contribution, tp_site at, uopc_error *err);
+
+#endif
