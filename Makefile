@@ -72,6 +72,7 @@ LAB_IDS := $(foreach d,$(LAB_DIRS),$(firstword $(subst -, ,$(notdir $(d)))))
 LAB_DEPS_23.2 := 23.1
 LAB_DEPS_23.3 := 23.1
 LAB_DEPS_23.4 := 23.1
+LAB_DEPS_23.5 := 23.1
 
 lab_dir = $(filter labs/$(1)-%,$(LAB_DIRS))
 lab_lib = $(BUILD)/lib/liblab$(subst .,_,$(1)).so

@@ -1,0 +1,39 @@
+/* attn.h: decode attention as a graph of the compiler core (lab 23.5).
+ * One query token per row: q (heads, head_dim) attends over the row's
+ * populated prefix K, V (heads, L, head_dim), L a symbolic dim, so one plan
+ * serves every position; the prefix views are strided (a row of the
+ * cache), their head stride a dim too, so one plan serves every capacity.
+ * Chapter 23.5, "One plan over a symbolic length". */
+#ifndef ATTN_H
+#define ATTN_H
+
+#include "exec.h"
+
+/* The dims an attention graph is built over. */
+typedef struct attn_dims {
+  sym_dim length;       /* L: the populated slots read, in [1, capacity max] */
+  sym_dim head_stride;  /* elements from one head's slot 0 to the next head's */
+  int heads, head_dim;
+} attn_dims;
+
+/* attn_dims for capacities up to capacity_max. Errors: UOPC_E_INVALID. */
+int attn_dims_init(attn_dims *d, int heads, int head_dim, int capacity_max, uopc_error *err);
+
+/* The student's (attn.c): builds in g the inputs "q" (heads, head_dim),
+ * contiguous, and "k", "v" (heads, L, head_dim) with strides (head_stride,
+ * head_dim, 1), and *out = softmax(q k^T / sqrt(head_dim)) v per head, as
+ * (heads, head_dim). The softmax subtracts each head's maximum score before
+ * exp (max first: no overflow for any scores), then divides by the sum.
+ * Errors: the graph's first error. */
+int attn_build(ir_graph *g, const attn_dims *d, const ir_node **out, uopc_error *err);
+
+/* The student's (attn.c): the baseline the seed warns about. Inputs "q",
+ * "k", "v" over the whole capacity (heads, capacity, head_dim) with the same
+ * strides, and "bias" (capacity): 0 for a populated slot, -inf beyond;
+ * scores + bias, then the same softmax. Correct, and its work is
+ * proportional to the capacity. The capacity is the dim head_stride's
+ * slots: pass capacity as a dim of its own. Errors: the graph's. */
+int attn_build_masked(ir_graph *g, const attn_dims *d, const sym_dim *capacity, const ir_node **out,
+                      uopc_error *err);
+
+#endif
