@@ -207,6 +207,17 @@ LAB_API = {
     "dispatch_stat": (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p]),
     "dispatch_fast_count": (ctypes.c_int, [ctypes.c_void_p]),
   },
+  "23.4": {   # the tracer stays opaque: tp_ffi.h builds the driver's model and reads it for us
+    "tp_ffi_two_layer_new": (ctypes.c_void_p, [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                               ctypes.c_int64, ctypes.c_int64, ERR]),
+    "tp_ffi_branch_new": (ctypes.c_void_p, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                            ctypes.c_int64, ctypes.c_int64, ERR]),
+    "tp_ffi_free": (None, [ctypes.c_void_p]),
+    "tp_ffi_call": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64] + [ctypes.c_void_p] * 7 + [ERR]),
+    "tp_ffi_variant_count": (ctypes.c_int, [ctypes.c_void_p]),
+    "tp_ffi_guards": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
+    "tp_ffi_stat": (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p]),
+  },
   "23.6": {
     "guarded_jit_new": (ctypes.POINTER(GuardedJit), [ctypes.c_int64, ERR]),
     "guarded_jit_call": (ctypes.c_int, [ctypes.POINTER(GuardedJit), ctypes.c_void_p, ctypes.c_void_p, ERR]),
