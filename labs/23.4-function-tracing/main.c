@@ -196,13 +196,17 @@ static int one_arg(tp_compiled **f, tp_model m, sym_arena *ar, int strict, uopc_
 }
 
 /* One call on x = sign * (1, 2, ..., n) / n, compared with eager. */
+static double last_call_us;   /* the compiled call's time in call_checked, for the table */
+
 static int call_checked(tp_compiled *f, tp_model m, int64_t n, int sign, const char *what, uopc_error *err) {
   uopc_tensor x, out[1] = {0}, eout[1] = {0};
   int rc = uopc_tensor_empty(&x, UOPC_F32, 1, &n, err);
   if (rc) return rc;
   for (int64_t i = 0; i < n; i++) uopc_tensor_set(&x, i, sign * (double)(i + 1) / (double)n);
   const uopc_tensor *in[1] = {&x};
+  double start = now();
   rc = tp_call(f, in, out, NULL, err);
+  last_call_us = (now() - start) * 1e6;
   if (!rc) rc = tp_run_eager(m, NULL, in, 1, 1, 0, eout, NULL, err);
   if (!rc) check(max_diff(&out[0], &eout[0], (double)n) < 1e-6, what);
   uopc_tensor_release(&x), uopc_tensor_release(&out[0]), uopc_tensor_release(&eout[0]);
@@ -224,7 +228,7 @@ static int scenario_branches(uopc_error *err) {
     check(tp_compiled_variant_count(f) == 2, "shape branch: not exactly two variants");
     /* 20, 17 and 1024 fail the first variant's guard (n <= 16) */
     check(uopc_counter_get(TP_C_GUARD_FAILURES) - failures == 3, "shape branch: guard failures are not 3");
-    record("shape branch, n = 4, 20, 16, 17, 1, 1024", t0, b0, r0, v0, 0);
+    record("shape branch, n = 4, 20, 16, 17, 1, 1024", t0, b0, r0, v0, last_call_us);
     printf("%-40s both outcomes, 2 variants, 1 recompilation: %s\n", "if (size(x, 0) > 16)",
            failed_checks > before ? "FAILED" : "ok");
   }
@@ -241,7 +245,7 @@ static int scenario_branches(uopc_error *err) {
   if (!rc) {
     check(uopc_counter_get(TP_C_BREAKS) - b0 == 4, "data branch: not one graph break a call");
     check(uopc_counter_get("programs constructed") == built, "data branch: a region was built again");
-    record("data branch (tp_item), 4 calls", t0, b0, r0, v0, 0);
+    record("data branch (tp_item), 4 calls", t0, b0, r0, v0, last_call_us);
     uopc_error strict = {0};
     int src = one_arg(&s, data_branch, ar, 1, err);
     if (!src) src = call_checked(s, data_branch, 8, 1, "strict", &strict);
@@ -273,7 +277,7 @@ int main(int argc, char **argv) {
   if (rc) return fail(&err);
   printf("\n%-42s %7s %7s %15s %9s %10s\n", "scenario", "traces", "breaks", "recompilations", "variants", "last call");
   for (int k = 0; k < n_rows; k++)
-    printf("%-42s %7lld %7lld %15lld %9lld %8.0f us\n", rows[k].what, (long long)rows[k].traces, (long long)rows[k].breaks,
+    printf("%-42s %7lld %7lld %15lld %9lld %8.1f us\n", rows[k].what, (long long)rows[k].traces, (long long)rows[k].breaks,
            (long long)rows[k].recompilations, (long long)rows[k].variants, rows[k].us);
   printf("\n");
   uopc_counters_print(stdout);
