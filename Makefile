@@ -253,7 +253,7 @@ bench: setup
 	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) bench-run
 
 bench-run: all $(BENCH_BINS)
-	@$(PYTHON) bench/report.py $(BUILD)
+	@$(PYTHON) bench/report.py $(BUILD)$(if $(LAB), --lab $(LAB))
 
 doctor:
 	@tools/doctor.sh

@@ -15,6 +15,15 @@
 #include "functionalize.h"
 #include "run.h"
 
+/* A temporary kept between runs: a staged store's value, or a functional
+ * result copied back into the caller's tensor. A fresh zero-filled one per
+ * call cost more than the kernel at 16M elements, mostly in page faults
+ * (chapter 23.3, "Measuring it"). */
+typedef struct scratch {
+  void *data;
+  size_t bytes;
+} scratch;
+
 struct mv_runner {
   const mv_program *p;
   mv_mode mode;
@@ -27,6 +36,7 @@ struct mv_runner {
   const ir_node **fout;
   int *fout_storage, n_fout;
   uopc_tensor *tensors;         /* per storage, after a run */
+  scratch *scratch;             /* versioned: [0], the staged stores'; functional: per output */
   int has_run;
 };
 
@@ -99,6 +109,8 @@ void mv_runner_free(mv_runner *r) {
   }
   if (r->tensors)
     for (int s = 0; s < r->n_storages; s++) uopc_tensor_release(&r->tensors[s]);
+  if (r->scratch)
+    for (int s = 0; s <= r->n_storages; s++) free(r->scratch[s].data);
   free(r->execs);
   free(r->plan);
   free(r->guard);
@@ -107,6 +119,7 @@ void mv_runner_free(mv_runner *r) {
   free(r->fout_storage);
   ir_graph_free(r->fgraph);
   free(r->tensors);
+  free(r->scratch);
   free(r);
 }
 
@@ -163,7 +176,8 @@ int mv_runner_new(mv_runner **out, const mv_program *p, mv_mode mode, const uopc
   r->guard = calloc((size_t)r->n_stmts, sizeof *r->guard);
   r->let_buffer = calloc((size_t)r->n_stmts, sizeof *r->let_buffer);
   r->tensors = calloc((size_t)r->n_storages, sizeof *r->tensors);
-  int rc = !r->execs || !r->plan || !r->guard || !r->let_buffer || !r->tensors
+  r->scratch = calloc((size_t)r->n_storages + 1, sizeof *r->scratch);
+  int rc = !r->execs || !r->plan || !r->guard || !r->let_buffer || !r->tensors || !r->scratch
                ? UOPC_FAIL(err, UOPC_E_NOMEM, "runner: out of memory")
                : mode == MV_FUNCTIONAL ? build_functional(r, opts, err) : build_versioned(r, opts, err);
   if (rc) { mv_runner_free(r); return rc; }
@@ -259,6 +273,29 @@ static int value_tensor(const ir_node *value, const sym_binding *b, uopc_tensor 
   return uopc_tensor_empty(out, value->dtype, value->rank, shape, err);
 }
 
+/* value's tensor for this call over s's buffer, grown when too small: packed
+ * and not zeroed, since the kernel writes every element. */
+static int scratch_tensor(scratch *s, const ir_node *value, const sym_binding *b, uopc_tensor *out,
+                          uopc_error *err) {
+  int64_t shape[UOPC_MAX_RANK], strides[UOPC_MAX_RANK], bytes = (int64_t)uopc_dtype_size(value->dtype);
+  for (int k = 0; k < value->rank; k++) {
+    int rc = sym_expr_eval(value->shape[k], b, &shape[k], err);
+    if (rc) return rc;
+    if (shape[k] < 0 || __builtin_mul_overflow(bytes, shape[k], &bytes) || bytes > INT64_MAX - 64)
+      return UOPC_FAIL(err, UOPC_E_OVERFLOW, "runner: a temporary of more than %lld bytes", (long long)INT64_MAX);
+  }
+  if (!s->data || (size_t)bytes > s->bytes) {
+    size_t rounded = ((size_t)bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p)
+      return UOPC_FAIL(err, UOPC_E_NOMEM, "runner: out of memory for a temporary of %lld bytes", (long long)bytes);
+    free(s->data);
+    s->data = p, s->bytes = rounded;
+  }
+  uopc_layout_packed_strides(value->rank, shape, strides);
+  return uopc_tensor_wrap(out, s->data, value->dtype, value->rank, shape, strides, err);
+}
+
 static int run_store(mv_runner *r, int k, const sym_binding *b, void **buffers, uopc_error *err) {
   const mv_stmt *st = mv_program_stmt(r->p, k);
   uopc_tensor target = {0}, temp = {0};
@@ -277,7 +314,7 @@ static int run_store(mv_runner *r, int k, const sym_binding *b, void **buffers, 
       direct = 0;
     }
   }
-  if (!rc && !direct) rc = value_tensor(st->value, b, &temp, err);
+  if (!rc && !direct) rc = scratch_tensor(&r->scratch[0], st->value, b, &temp, err);
   if (!rc) {
     buffers[0] = uopc_tensor_data(direct ? &target : &temp);
     rc = call(r->execs[k], buffers, b, err);
@@ -325,7 +362,9 @@ static int run_functional(mv_runner *r, const sym_binding *b, uopc_error *err) {
   memset(results, 0, sizeof results);
   int rc = UOPC_OK, n = 0;
   for (int k = 0; k < r->n_fout && !rc; k++) {
-    rc = value_tensor(r->fout[k], b, &results[k], err);
+    if (mv_program_storage(r->p, r->fout_storage[k])->external)
+      rc = scratch_tensor(&r->scratch[k], r->fout[k], b, &results[k], err);
+    else rc = value_tensor(r->fout[k], b, &results[k], err);   /* a let's value outlives the run */
     buffers[n++] = uopc_tensor_data(&results[k]);
   }
   for (int s = 0; s < r->n_storages; s++)

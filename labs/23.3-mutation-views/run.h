@@ -49,7 +49,9 @@ void mv_runner_free(mv_runner *r);
  * contiguous, of its dtype, and of a shape that binds the dims within their
  * bounds); dims (NULL: none) gives the dims no storage's shape determines,
  * such as a symbolic slice's start. Storages are mutated in place; lets are
- * kept for mv_runner_result.
+ * kept for mv_runner_result. The runner keeps the temporaries of staged
+ * stores and of functional results copied back (the largest so far) until
+ * mv_runner_free, so repeated runs do not allocate them again.
  * Errors: UOPC_E_INVALID (count, NULL, a released tensor), UOPC_E_LAYOUT
  * (not contiguous), UOPC_E_ALIAS (two storages sharing memory),
  * UOPC_E_DTYPE, UOPC_E_BOUNDS, UOPC_E_UNBOUND (the binder's), UOPC_E_NOMEM;
