@@ -211,7 +211,7 @@ mutants-ci: setup
 	@tools/mutants-ci.sh
 
 # ---- commands ---------------------------------------------------------------
-.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run doctor \
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor \
         clean cache-clean cache-stats labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS)
@@ -249,11 +249,23 @@ test-harness: setup
 	@$(PYTHON) -m harness.selfcheck --build $(BUILD)
 
 # Benchmarks measure the reference (as `make test` checks it) unless IMPL is given.
+# Both draw lab 23.5's latency figure into build/kv_latency.png (matplotlib, installed
+# by `tools/setup.sh --plot` from bench/requirements.txt when missing).
+KV_PLOT := build/kv_latency.png
 bench: setup
+	@tools/setup.sh --plot
 	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) bench-run
 
 bench-run: all $(BENCH_BINS)
-	@$(PYTHON) bench/report.py $(BUILD)$(if $(LAB), --lab $(LAB))
+	@$(PYTHON) bench/report.py $(BUILD)$(if $(LAB), --lab $(LAB)) --plot $(KV_PLOT)
+
+# Lab 23.5's benchmark alone, with its figure (chapter 23.5, "The figure").
+lab-23.5-plot: setup
+	@tools/setup.sh --plot
+	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) lab-23.5-plot-run
+
+lab-23.5-plot-run: $(BUILD)/bin/bench_23_5
+	@$(PYTHON) bench/report.py $(BUILD) --lab 23.5 --plot $(KV_PLOT)
 
 doctor:
 	@tools/doctor.sh

@@ -1,6 +1,6 @@
 """report.py: the C benchmarks and NumPy's time for the same work, in one run.
 
-    .venv/bin/python bench/report.py build/labs [--lab 23.3]
+    .venv/bin/python bench/report.py build/labs [--lab 23.N] [--plot build/kv_latency.png]
 
 Runs every build/<impl>/bin/bench* binary (--lab: only bench_<lab>, and only
 that lab's NumPy cases) and echoes its lines:
@@ -10,7 +10,9 @@ then times NumPy on the cases it knows (best of 5, outputs preallocated so that 
 pays for allocation) and prints `numpy <lab> <case> n=<n> ns=<ns>` and, where the C binary
 reported the same case and n, `ratio <lab> <case> n=<n> kernel/numpy=<x>`.
 The labs in INTERLEAVED are timed as their C benchmark times them: every case
-of the lab in turn, round after round, and the median of the rounds.
+of the lab in turn, round after round, and the median of the rounds. With
+--plot and lab 23.5's lines, it draws the latency figure (bench/kv_plot.py,
+matplotlib) into that file.
 """
 import os
 import re
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # harness/, for lab 23.5's NumPy model
 BENCH_LINE = re.compile(r"bench (\S+) (\S+) n=(\d+) ns=([0-9.eE+-]+)")
 REPEATS = 5
 
@@ -72,6 +75,24 @@ def shift(n):
   return run
 
 
+_KV_MODELS = {}
+
+
+def kv_step(n, capacity=4096):
+  """Lab 23.5's decode step in NumPy, f32, one row, at populated length n (after the step) in a
+  cache of `capacity`: the same weights (harness/kv_reference.py), the same work per token."""
+  from harness.kv_reference import KvModel
+  if capacity not in _KV_MODELS:
+    _KV_MODELS[capacity] = KvModel(capacity, dtype=np.float32)
+  model = _KV_MODELS[capacity]
+  cache = model.cache(1, capacity)
+
+  def run():
+    cache.length[0] = n - 1
+    model.step(cache, 0, 17)
+  return run
+
+
 # (lab, case) -> (setup(n) -> callable, default n, bytes moved per element or None)
 CASES = {
   ("23.6", "square_plus_one"): (square_plus_one, 16777216, 8),
@@ -80,18 +101,20 @@ CASES = {
   ("23.3", "memcpy"): (copy, 16777216, 8),
   ("23.3", "halves-direct"): (halves, 16777216, 6),      # reads 2h, writes h
   ("23.3", "shift-staged"): (shift, 16777216, 16),       # a temporary written, then copied
+  ("23.5", "len-dynamic"): (kv_step, 512, None),
+  ("23.5", "decode-step"): (kv_step, 512, None),
 }
 # lab -> rounds: timed interleaved, medians (bench_23_3.c does the same).
 INTERLEAVED = {"23.3": 15}
 
 
-def best_ns(fn):
+def best_ns(fn, clock=time.perf_counter_ns):
   fn()   # warm: page faults and caches are not what is measured
   times = []
   for _ in range(REPEATS):
-    start = time.perf_counter_ns()
+    start = clock()
     fn()
-    times.append(time.perf_counter_ns() - start)
+    times.append(clock() - start)
   return min(times)
 
 
@@ -114,6 +137,11 @@ def median_ns_interleaved(fns, rounds):
         fn()
       t.append((time.perf_counter_ns() - start) / k)
   return [statistics.median(t) for t in times]
+
+
+# Labs whose C benchmark times the process's CPU time, not the wall (bench_23_5.c says why):
+# NumPy is timed the same way, so that the ratio compares like with like.
+CPU_TIMED = {"23.5"}
 
 
 def run_binaries(build, lab=None):
@@ -148,26 +176,45 @@ def report(lab, case, n, ns, kernels):
 
 
 def main(argv):
-  lab_only = None
-  if len(argv) == 3 and argv[1] == "--lab":
-    lab_only = argv[2]
-  elif len(argv) != 1:
-    print("usage: bench/report.py BUILD_DIR [--lab 23.N] (e.g. build/labs)", file=sys.stderr)
-    return 2
-  kernels = run_binaries(Path(argv[0]), lab_only)
+  import argparse
+  ap = argparse.ArgumentParser(description="The C benchmarks and NumPy's time for the same work.")
+  ap.add_argument("build", help="the build directory, e.g. build/labs")
+  ap.add_argument("--lab", "--only", dest="lab", help="lab 23.N's benchmark alone (e.g. 23.3)")
+  ap.add_argument("--plot", help="draw lab 23.5's latency figure into this PNG")
+  args = ap.parse_args(argv)
+  kernels = run_binaries(Path(args.build), args.lab)
   runs = []   # (lab, case, n)
   for (lab, case), (_, default_n, _) in CASES.items():
-    if lab_only in (None, lab):
+    if args.lab in (None, lab):
       sizes = sorted({n for (l, c, n) in kernels if (l, c) == (lab, case)}) or [default_n]
       runs += [(lab, case, n) for n in sizes]
   interleaved = {}
   for lab, rounds in INTERLEAVED.items():
     mine = [r for r in runs if r[0] == lab]
     interleaved.update(zip(mine, median_ns_interleaved([CASES[r[:2]][0](r[2]) for r in mine], rounds)))
+  numpy_ns = {}
   for lab, case, n in runs:
-    ns = interleaved.get((lab, case, n)) or best_ns(CASES[(lab, case)][0](n))
+    clock = time.process_time_ns if lab in CPU_TIMED else time.perf_counter_ns
+    ns = interleaved.get((lab, case, n)) or best_ns(CASES[(lab, case)][0](n), clock)
+    numpy_ns[(lab, case, n)] = ns
     report(lab, case, n, ns, kernels)
+  if args.plot:
+    plot(kernels, numpy_ns, Path(args.plot))
   return 0
+
+
+def plot(kernels, numpy_ns, path):
+  """Lab 23.5's figure, when its benchmark ran; a note, not a failure, without matplotlib."""
+  if not any(lab == "23.5" for (lab, _, _) in kernels):
+    print("note: no lab 23.5 benchmark lines; no figure drawn")
+    return
+  try:
+    import kv_plot
+  except ImportError as e:
+    print(f"note: no figure ({e}); tools/setup.sh --plot installs matplotlib (bench/requirements.txt)")
+    return
+  kv_plot.draw(kernels, numpy_ns, path)
+  print(f"figure: {path}")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,28 @@ class GuardedJit(ctypes.Structure):
               ("layout_fallbacks", ctypes.c_int64), ("last_path", ctypes.c_int)]
 
 
+class UopcTensor(ctypes.Structure):
+  """uopc_tensor from uopc/tensor.h (read-only here): a storage whose first field is its base,
+  then dtype, rank, shape, strides (in elements) and offset."""
+  _fields_ = [("storage", ctypes.POINTER(ctypes.c_void_p)), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+              ("shape", ctypes.c_int64 * UOPC_MAX_RANK), ("strides", ctypes.c_int64 * UOPC_MAX_RANK),
+              ("offset", ctypes.c_int64)]
+
+
+class KvCache(ctypes.Structure):
+  """kv_cache from labs/23.5-kv-cache/kv.h (read-only here)."""
+  _fields_ = [("layers", ctypes.c_int), ("batch", ctypes.c_int), ("heads", ctypes.c_int),
+              ("capacity", ctypes.c_int), ("head_dim", ctypes.c_int), ("k", ctypes.POINTER(UopcTensor)),
+              ("v", ctypes.POINTER(UopcTensor)), ("length", ctypes.POINTER(ctypes.c_int64))]
+
+
+class KvModelConfig(ctypes.Structure):
+  """kv_model_config from labs/23.5-kv-cache/model.h."""
+  _fields_ = [("layers", ctypes.c_int), ("d_model", ctypes.c_int), ("heads", ctypes.c_int),
+              ("vocab", ctypes.c_int), ("d_ff", ctypes.c_int), ("capacity_max", ctypes.c_int),
+              ("seed", ctypes.c_uint64)]
+
+
 GUARDED_JIT_PATHS = {0: "none", 1: "compiled", 2: "fallback"}
 DISPATCH_PATHS = {0: "none", 1: "fast", 2: "generic"}              # dispatch_path, dispatch.h's order
 DISPATCH_ON_LIMIT = {"run generic": 0, "fail": 1}                  # dispatch_on_limit
@@ -217,6 +239,19 @@ LAB_API = {
     "tp_ffi_variant_count": (ctypes.c_int, [ctypes.c_void_p]),
     "tp_ffi_guards": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
     "tp_ffi_stat": (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p]),
+  },
+  "23.5": {   # a model stays opaque; a cache is read through KvCache
+    "kv_model_default": (KvModelConfig, [ctypes.c_int]),
+    "kv_model_new": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(KvModelConfig), ERR]),
+    "kv_model_free": (None, [ctypes.c_void_p]),
+    "kv_cache_init": (ctypes.c_int, [ctypes.POINTER(KvCache), ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                     ctypes.c_int, ctypes.c_int, ERR]),
+    "kv_cache_free": (None, [ctypes.POINTER(KvCache)]),
+    "kv_decode_step": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(KvCache), ctypes.POINTER(ctypes.c_int),
+                                      ctypes.POINTER(ctypes.c_float), ctypes.c_int, ERR]),
+    "kv_reset": (ctypes.c_int, [ctypes.POINTER(KvCache), ctypes.c_int, ERR]),
+    "kv_reference_logits": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int,
+                                           ctypes.POINTER(ctypes.c_float), ERR]),
   },
   "23.6": {
     "guarded_jit_new": (ctypes.POINTER(GuardedJit), [ctypes.c_int64, ERR]),

@@ -52,6 +52,7 @@ CHECKS = [
   lab_check("23.1"),
   lab_check("23.2"),
   lab_check("23.4"),
+  lab_check("23.5"),
   lab_check("23.6"),
 ]
 
