@@ -83,7 +83,7 @@ lab_links = $(foreach l,$(1) $(LAB_DEPS_$(1)),-llab$(subst .,_,$(l)))
 define LAB_RULES
 $(BUILD)/obj/$(call lab_dir,$(1))/%.o $(BUILD)/obj/solutions/$(notdir $(call lab_dir,$(1)))/%.o: EXTRA_CFLAGS = $(call lab_incs,$(1))
 $(call lab_lib,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
-	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc
+	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc -lm
 $(BUILD)/bin/lab-$(1): $(call lab_dir,$(1))/main.c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
 	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
