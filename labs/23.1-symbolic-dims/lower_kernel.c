@@ -210,10 +210,10 @@ static int set_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx,
   int n_cond = 0, base_tmp, y_tmp, rc = value(c, n->src[0], idx, &base_tmp);
   if (rc) return rc;
   const sym_expr *zero = sym_expr_const(a, 0), *one = sym_expr_const(a, 1);
-  if (n->op == IR_SELECT_SET) {            /* inside when idx[axis] == index: 0 <= d < 1 */
+  if (n->op == IR_SELECT_SET) {            /* inside when idx[axis] == index: d >= 0 and -d >= 0 */
     const sym_expr *d = simp(c, sym_expr_sub(a, idx[n->axis], n->index));
     cond[n_cond++] = d;
-    cond[n_cond++] = simp(c, sym_expr_sub(a, one, d));
+    cond[n_cond++] = simp(c, sym_expr_sub(a, zero, d));
     for (int k = 0, j = 0; k < n->rank; k++)
       if (k != n->axis) yidx[j++] = idx[k];
   } else {                                 /* d = (i - start) * sign(step) >= 0, d % |step| == 0, d / |step| < len */
