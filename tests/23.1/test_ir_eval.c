@@ -348,15 +348,24 @@ static void step_move(gen *g) {
   }
 }
 
-/* base[view] = -base[view], or = a constant broadcast to the view. */
+/* base[view] = -base[view], or = a constant broadcast to the view, or =
+ * the view's first extent (a SIZE: a dim read at run time). */
 static void step_set(gen *g) {
   const gnode *x = pick(g, any_rank, NULL);
   if (!x || x->n->dtype == UOPC_BOOL) return;
   const ir_node *view = rnd(g, 2) ? random_slice(g, x->n) : random_select(g, x->n);
   if (!view) return;
   const ir_node *y = ir_unary(g->c->g, IR_NEG, view);
-  if (rnd(g, 2)) y = ir_expand(g->c->g, ir_const(g->c->g, 2, view->dtype), view->rank, view->shape);
-  add(g, ir_view_set(g->c->g, view, y), fmax(x->mag, 2), x->integral, x->tol);
+  double mag = 2;
+  if (rnd(g, 2)) {
+    const ir_node *v = ir_const(g->c->g, 2, view->dtype);
+    if (view->rank && rnd(g, 2)) {
+      v = ir_size(g->c->g, view->shape[0], view->dtype);
+      mag = (double)upper(view->shape[0]);
+    }
+    y = ir_expand(g->c->g, v, view->rank, view->shape);
+  }
+  add(g, ir_view_set(g->c->g, view, y), fmax(x->mag, mag), x->integral, x->tol);
 }
 
 static void step_reduce(gen *g) {
