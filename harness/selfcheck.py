@@ -51,6 +51,7 @@ CHECKS = [
         lambda: True, 60),
   lab_check("23.1"),
   lab_check("23.2"),
+  lab_check("23.3"),
   lab_check("23.6"),
 ]
 
