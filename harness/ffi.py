@@ -76,6 +76,10 @@ class KvModelConfig(ctypes.Structure):
 GUARDED_JIT_PATHS = {0: "none", 1: "compiled", 2: "fallback"}
 DISPATCH_PATHS = {0: "none", 1: "fast", 2: "generic"}              # dispatch_path, dispatch.h's order
 DISPATCH_ON_LIMIT = {"run generic": 0, "fail": 1}                  # dispatch_on_limit
+MV_FFI_OPS = {"+": 0, "-": 1, "*": 2, "+=": 3}                      # mv_ffi_op, mv_ffi.h's order
+MV_MODES = {"versioned": 0, "functional": 1}                       # mv_mode, run.h's order
+MV_STORE_PLANS = {-1: None, 0: "direct", 1: "guarded", 2: "staged"}  # mv_store_plan; -1: functional
+UOPC_SLICE_NONE = -2**63                                           # tensor.h: an omitted slice bound
 
 # Lab 23.1 (labs/23.1-symbolic-dims): the structs a caller fills or reads. check_23_1.py
 # verifies each layout against the library before it uses one (sym_dim_init, sym_binding_init
@@ -253,6 +257,14 @@ LAB_API = {
     "kv_reference_logits": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int,
                                            ctypes.POINTER(ctypes.c_float), ERR]),
   },
+  "23.3": {   # a program and its runner stay opaque: mv_ffi.h holds them behind a handle
+    "mv_ffi_new": (ctypes.c_void_p, [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
+                                     ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_double, ctypes.c_int, ERR]),
+    "mv_ffi_free": (None, [ctypes.c_void_p]),
+    "mv_ffi_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ERR]),
+    "mv_ffi_store_plan": (ctypes.c_int, [ctypes.c_void_p]),
+    "mv_ffi_stat": (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p]),
+  },
   "23.6": {
     "guarded_jit_new": (ctypes.POINTER(GuardedJit), [ctypes.c_int64, ERR]),
     "guarded_jit_call": (ctypes.c_int, [ctypes.POINTER(GuardedJit), ctypes.c_void_p, ctypes.c_void_p, ERR]),
@@ -304,6 +316,7 @@ RUNTIME_API = {
                                              ctypes.POINTER(ctypes.c_int64),
                                              ctypes.POINTER(ctypes.c_int64), ERR]),
   "uopc_tensor_free": (None, [ctypes.c_void_p]),
+  "uopc_tensor_release": (None, [ctypes.c_void_p]),
   "uopc_counter_get": (ctypes.c_int64, [ctypes.c_char_p]),
   "uopc_error_name": (ctypes.c_char_p, [ctypes.c_int]),
   "uopc_program_dir": (ctypes.c_char_p, [ctypes.c_void_p]),

@@ -53,6 +53,7 @@ CHECKS = [
   lab_check("23.2"),
   lab_check("23.4"),
   lab_check("23.5"),
+  lab_check("23.3"),
   lab_check("23.6"),
 ]
 
