@@ -128,6 +128,42 @@ broken_test_link = $(call say,TEST,$@) $(CC) $(CFLAGS) -Itests $(call lab_incs,$
   -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread
 include $(sort $(wildcard tests/broken/*.mk))
 
+# ---- break it yourself (make break) -------------------------------------------
+# make break LAB=23.N [GUARD=name] [IMPL=solutions]: lab 23.N built from your files with one
+# guard removed, and your experiment test run against the correct build and the broken one.
+# tests/student/guards.txt lists the guards: the file that holds one is compiled again with its
+# -D macro (those of tests/broken/) into build/<impl>/break/23.N-<name>/, and linked with the
+# rest of the lab's objects as they are. The experiment test is tests/student/23.N/test_my_guard.c
+# (IMPL=solutions: the reference's, solutions/23.N-name/tests/test_my_guard.c); the grader's
+# "experiment" tests build the same targets.
+BREAK := $(BUILD)/break
+# (sed, not awk: the grader's sandbox has no /etc/alternatives, where Debian's awk lives)
+BREAK_TABLE := $(shell sed -nE 's/^([0-9.]+) +([a-z0-9-]+) +([A-Z0-9_]+) +([a-z0-9_]+\.c) .*/\1:\2:\3:\4/p' tests/student/guards.txt 2>/dev/null)
+BREAK_LABS := $(sort $(foreach g,$(BREAK_TABLE),$(word 1,$(subst :, ,$(g)))))
+student_test = $(if $(filter solutions,$(IMPL)),solutions/$(notdir $(call lab_dir,$(1)))/tests,tests/student/$(1))/test_my_guard.c
+lab_objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1)))
+
+# The experiment test against the lab as built (LAB_DEPS: the earlier stages).
+define STUDENT_TEST_RULES
+$(BUILD)/tests/student/$(1)/test_my_guard: $(call student_test,$(1)) $(call lab_lib,$(1))
+	@mkdir -p $$(dir $$@)
+	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
+endef
+$(foreach l,$(BREAK_LABS),$(eval $(call STUDENT_TEST_RULES,$(l))))
+
+# $(1) lab, $(2) guard name, $(3) macro, $(4) the file that holds the guard.
+define BREAK_RULES
+$(BREAK)/$(1)-$(2)/obj/$(4:.c=.o): $(filter %/$(4),$(call lab_src,$(1)))
+	@mkdir -p $$(dir $$@)
+	$$(call say,CC,$$<) $$(CC) $$(CFLAGS) -D$(3) $(call lab_incs,$(1)) -c $$< -o $$@
+$(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so: $(BREAK)/$(1)-$(2)/obj/$(4:.c=.o) $(filter-out %/$(4:.c=.o),$(call lab_objs,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
+	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc
+$(BREAK)/$(1)-$(2)/test_my_guard: $(call student_test,$(1)) $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so
+	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< -L$$(dir $$@) $$(LDFLAGS) \
+	  -Wl,-rpath,'$$$$ORIGIN' -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
+endef
+$(foreach g,$(BREAK_TABLE),$(eval $(call BREAK_RULES,$(word 1,$(subst :, ,$(g))),$(word 2,$(subst :, ,$(g))),$(word 3,$(subst :, ,$(g))),$(word 4,$(subst :, ,$(g))))))
+
 # ---- fault injection ----------------------------------------------------------
 # The runtime again, built with -DUOPC_FAULT_INJECTION into its own directory,
 # for tests/faults/: they make the k-th spawn, dlopen, cache write or rename
@@ -209,6 +245,14 @@ mutants-uopc: setup
 
 mutants-ci: setup
 	@tools/mutants-ci.sh
+
+# make break LAB=23.N lists the guards; with GUARD=name it builds and runs the experiment.
+.PHONY: break
+break: setup
+	@tools/break.sh list "$(LAB)" "$(GUARD)" || exit 2; [ -n "$(GUARD)" ] || exit 0; \
+	  $(MAKE) --no-print-directory $(BUILD)/tests/student/$(LAB)/test_my_guard $(BREAK)/$(LAB)-$(GUARD)/test_my_guard && \
+	  tools/break.sh run "$(LAB)" "$(GUARD)" $(BUILD)/tests/student/$(LAB)/test_my_guard $(BREAK)/$(LAB)-$(GUARD)/test_my_guard \
+	    $(call student_test,$(LAB))
 
 # ---- commands ---------------------------------------------------------------
 .PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor \

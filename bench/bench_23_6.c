@@ -3,8 +3,12 @@
  *   cold compile vs a warm disk-cache hit, each in a new process;
  *   the disk cache's size check after a publish, on a small and a large cache;
  *   the guarded JIT's dispatch overhead vs a direct call, at length 1;
- *   the compiled path vs a C triad (the machine's streaming bandwidth) at 16M.
- * Prints `bench 23.6 <case> n=<n> ns=<ns per call>` and `ratio ...` lines;
+ *   the compiled path vs a C triad (the machine's streaming bandwidth) at 16M;
+ *   a strided view x[::2]: the fallback on the view vs copying it into a
+ *   contiguous buffer and running the compiled kernel (chapter 23.6, "Do not
+ *   copy without measuring"), at a few lengths.
+ * Prints `bench 23.6 <case> n=<n> ns=<ns per call>` and `ratio ...` lines
+ * (`bench_23_6 --strided`: the strided figures only);
  * bench/report.py adds NumPy's time for the same work in the same run. */
 #include <fcntl.h>
 #include <ftw.h>
@@ -356,8 +360,68 @@ static void bench_bandwidth(guarded_jit *jit, int64_t n) {
   uopc_tensor_release(&c);
 }
 
+/* ---- copy or fallback for a strided view ---------------------------------
+ * x = base[::2], n elements: what the lab does (the fallback, on the view)
+ * against what an unconditional copy would do: gather x into a contiguous
+ * buffer (allocated once, as a caller would keep it) with the tightest loop C
+ * has, then run the compiled kernel on it. The gather and the kernel are timed
+ * alone too, and so is the runtime's general uopc_tensor_copy (any layout, any
+ * dtype), which a copy written without measuring would likely call. */
+enum { FALLBACK, GATHER_THEN_KERNEL, GATHER, KERNEL, TENSOR_COPY, N_WAYS };
+
+static void gather2(float *restrict dst, const float *restrict src, int64_t n) {
+  for (int64_t i0 = 0; i0 < n; i0++) dst[i0] = src[2 * i0];
+}
+
+static double strided_way(guarded_jit *jit, uopc_tensor *x, uopc_tensor *tmp, uopc_tensor *out, int way, int iters) {
+  uopc_error err;
+  float *dst = uopc_tensor_data(tmp);
+  const float *src = uopc_tensor_data(x);
+  double t0 = now_ns();
+  for (int i = 0; i < iters; i++) {
+    if (way == GATHER_THEN_KERNEL || way == GATHER) gather2(dst, src, x->shape[0]);
+    if (way == TENSOR_COPY) uopc_tensor_copy(tmp, x, &err);
+    if (way == FALLBACK) guarded_jit_call(jit, x, out, &err);
+    if (way == GATHER_THEN_KERNEL || way == KERNEL) guarded_jit_call(jit, tmp, out, &err);
+  }
+  return (now_ns() - t0) / iters;
+}
+
+static void bench_copy_vs_strided(guarded_jit *jit) {
+  static const int64_t lengths[] = {4096, 65536, 1 << 20, 1 << 24};
+  for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
+    int64_t n = lengths[k], total = 2 * n;
+    int iters = (int)((1 << 24) / n), reps = n < (1 << 24) ? 5 : 3;
+    uopc_tensor base = {0}, x = {0}, tmp = {0}, out = {0};
+    uopc_error err = {0};
+    if (uopc_tensor_empty(&base, UOPC_F32, 1, &total, &err) ||
+        uopc_tensor_slice(&x, &base, 0, 0, UOPC_SLICE_NONE, 2, &err) ||
+        uopc_tensor_empty(&tmp, UOPC_F32, 1, &n, &err) || uopc_tensor_empty(&out, UOPC_F32, 1, &n, &err)) {
+      fprintf(stderr, "bench 23.6 copy vs strided: %s\n", err.message);
+      return;
+    }
+    double best[N_WAYS];
+    for (int way = 0; way < N_WAYS; way++) best[way] = 1e30;
+    for (int r = 0; r < reps; r++)   /* the ways alternate, so that drift hits them alike */
+      for (int way = 0; way < N_WAYS; way++) {
+        double t = strided_way(jit, &x, &tmp, &out, way, way == TENSOR_COPY ? (iters + 7) / 8 : iters);
+        if (t < best[way]) best[way] = t;
+      }
+    printf("bench 23.6 strided_fallback n=%lld ns=%.0f\n", (long long)n, best[FALLBACK]);
+    printf("bench 23.6 copy_then_kernel n=%lld ns=%.0f (gather %.0f + kernel %.0f; uopc_tensor_copy alone: %.0f)\n",
+           (long long)n, best[GATHER_THEN_KERNEL], best[GATHER], best[KERNEL], best[TENSOR_COPY]);
+    printf("ratio 23.6 strided n=%lld copy_then_kernel/fallback=%.2f (below 1: the copy pays for itself)\n",
+           (long long)n, best[GATHER_THEN_KERNEL] / best[FALLBACK]);
+    uopc_tensor_release(&out);
+    uopc_tensor_release(&tmp);
+    uopc_tensor_release(&x);
+    uopc_tensor_release(&base);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--cold-compile") == 0) return cold_compile(argv[2]);
+  int strided_only = argc == 2 && strcmp(argv[1], "--strided") == 0;   /* only the copy-or-fallback figures */
   uopc_error err = {0};
   guarded_jit jit;
   uopc_tensor x = {0}, out = {0};
@@ -366,6 +430,13 @@ int main(int argc, char **argv) {
       uopc_tensor_empty(&out, UOPC_F32, 1, &one, &err) || guarded_jit_call(&jit, &x, &out, &err)) {
     fprintf(stderr, "bench 23.6: %s: %s\n", uopc_error_name(err.code), err.message);
     return 1;
+  }
+  if (strided_only) {
+    bench_copy_vs_strided(&jit);
+    uopc_tensor_release(&x);
+    uopc_tensor_release(&out);
+    guarded_jit_fini(&jit);
+    return 0;
   }
   bench_cold_vs_warm();
   bench_cold_uopc_vs_gcc();
@@ -377,6 +448,7 @@ int main(int argc, char **argv) {
   printf("bench 23.6 direct_call n=1 ns=%.1f\n", plain);
   printf("ratio 23.6 dispatch overhead=%.1f ns (goal: <= 25 ns)\n", guarded - plain);
   bench_bandwidth(&jit, 1 << 24);
+  bench_copy_vs_strided(&jit);
   uopc_tensor_release(&x);
   uopc_tensor_release(&out);
   guarded_jit_fini(&jit);

@@ -34,6 +34,25 @@ def square_plus_one(n):
   return lambda: np.add(np.multiply(x, x, out=out), 1, out=out)
 
 
+def strided_fallback(n):
+  """x[::2] computed on the view, as the lab's fallback does."""
+  base, out = np.random.default_rng(0).standard_normal(2 * n).astype(np.float32), np.empty(n, np.float32)
+  x = base[::2]
+  return lambda: np.add(np.multiply(x, x, out=out), 1, out=out)
+
+
+def copy_then_kernel(n):
+  """x[::2] copied into a contiguous buffer (kept, as a caller would), then computed there."""
+  base, tmp, out = (np.random.default_rng(0).standard_normal(2 * n).astype(np.float32), np.empty(n, np.float32),
+                    np.empty(n, np.float32))
+  x = base[::2]
+
+  def run():
+    np.copyto(tmp, x)
+    np.add(np.multiply(tmp, tmp, out=out), 1, out=out)
+  return run
+
+
 def chain(n):
   a, b, c = (np.random.default_rng(k).standard_normal(n).astype(np.float32) for k in range(3))
   out = np.empty(n, np.float32)
@@ -96,6 +115,8 @@ def kv_step(n, capacity=4096):
 # (lab, case) -> (setup(n) -> callable, default n, bytes moved per element or None)
 CASES = {
   ("23.6", "square_plus_one"): (square_plus_one, 16777216, 8),
+  ("23.6", "strided_fallback"): (strided_fallback, 1048576, None),
+  ("23.6", "copy_then_kernel"): (copy_then_kernel, 1048576, None),
   ("23.1", "chain-dynamic"): (chain, 1048576, None),
   ("23.1", "rowsum-dynamic"): (rowsum, 1048576, None),
   ("23.3", "memcpy"): (copy, 16777216, 8),

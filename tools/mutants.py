@@ -259,6 +259,9 @@ def run_lab_mutant(t, m, slot):
     sub.mkdir()
     for f in t.files:
       (sub / Path(f).name).write_text(m.text if f == m.file else (ROOT / f).read_text())
+    experiment = ROOT / Path(t.files[0]).parent / "tests" / "test_my_guard.c"
+    if experiment.is_file():   # the reference's experiment test: a mutant is graded, not the test
+      (sub / experiment.name).write_text(experiment.read_text())
     argv = [sys.executable, "-m", "harness.grade", t.name, "--submission", str(sub), "--seed", str(GRADE_SEED),
             "--lengths", str(GRADE_LENGTHS), "--output", str(Path(scratch) / "results.json")]
     env = dict(os.environ, TMPDIR=scratch)

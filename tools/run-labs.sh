@@ -30,8 +30,9 @@ for id in "$@"; do
   fi
   if [ -z "${RUN_LABS_DRIVERS_ONLY:-}" ]; then
     echo
-    .venv/bin/python -m harness.grade "$id" --check --impl "${IMPL:-labs}" ${SEED:+--seed "$SEED"} ||
-      { [ $status = 0 ] && status=1; }
+    .venv/bin/python -m harness.grade "$id" --check --impl "${IMPL:-labs}" ${SEED:+--seed "$SEED"}
+    checked=$?   # 3: the checks found only stubs (an experiment test not written yet, in a worked lab)
+    [ $status = 0 ] && [ $checked != 0 ] && status=$([ $checked = 3 ] && echo 3 || echo 1)
   fi
   case $status in
     0) echo "lab $id: ok" ;;

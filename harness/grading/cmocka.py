@@ -73,3 +73,41 @@ def case_messages(text, case):
 
 def first_line(lines):
   return next((l.strip() for l in lines if l.strip()), "")
+
+
+PASSED_LINE = re.compile(r"^\[  PASSED  \] (\d+) test\(s\)\.", re.M)
+FAILED_CASE = re.compile(r"^\[  FAILED  \] (\w+)$", re.M)
+
+
+def run_suite(binary, rundir, env, timeout, user=None, mounts=None):
+  """The Result of a whole suite (every case), judged as run_case judges one: PASS only when
+  main returned 0 by the hook's record, the process exited 0 and cmocka passed every case."""
+  out, record = hook.run([str(binary)], rundir, env, timeout, user=user, merge=True, mounts=mounts)
+  return interpret_suite(out, record, timeout * sandbox.timeout_scale())
+
+
+def interpret_suite(out, record, timeout):
+  text = out.stdout + "\n" + out.stderr
+  failed = list(dict.fromkeys(FAILED_CASE.findall(text)))
+  messages = [l for case in failed for l in case_messages(text, case)][:MESSAGE_LINES]
+  if out.timed_out:
+    return Result(TIMEOUT, f"no answer after {timeout:g}s", messages)
+  if out.signal == 31:
+    return Result(CRASH, "killed by SIGSYS: it touched the grader's channel or a call the grade forbids", messages)
+  if out.signal:
+    return Result(CRASH, f"killed by {sandbox.signal_name(out.signal)}", messages)
+  caught = EXCEPTION.search(text)
+  if caught:
+    return Result(CRASH, f"{scrub.line(caught.group(1).strip())} (caught by cmocka)", messages)
+  if record.problem:
+    return Result(FAIL, f"the grade hook's record is not valid ({record.problem})", messages)
+  if record.returned is None:
+    return Result(EXITED, f"the suite ended (exit status {out.returncode}) before its main returned", messages)
+  ran = RUN_COUNT.search(text)
+  if not ran or ran.group(1) == "0":
+    return Result(FAIL, "the suite ran no test case")
+  passed = PASSED_LINE.search(text)
+  if record.returned == 0 and out.returncode == 0 and not failed and passed and passed.group(1) == ran.group(1):
+    return Result(PASS, f"{ran.group(1)} test case{'s' if ran.group(1) != '1' else ''} passed")
+  first = f"{failed[0]}: {first_line(messages)}" if failed else ""
+  return Result(FAIL, first or f"failed (main returned {record.returned}, exit status {out.returncode})", messages)

@@ -14,7 +14,9 @@ names. A function is
 
 An entry whose function carries a tag in parentheses is not the student's: "sym_dim_init
 (given)" and its kin fold into one "given code" row, "driver (prerequisite)" is a row of its
-own, and neither counts as a function. A worked lab's "(worked)" entries are its rows.
+own, and neither counts as a function. A worked lab's "(worked)" entries are its rows, and
+its experiment ("test_my_guard", kind experiment: the student's own test) is a row after them:
+the one thing a worked lab asks to write.
 
 The last line names the next function: the first not passed in the order of the lab README's
 "Suggested order" section, which is the one source of that order (the manifest's functions in
@@ -96,6 +98,12 @@ def report(score, manifest, root=ROOT):
   """What check mode prints for one lab's LabScore: the table, how many tests passed, the
   failure block of each FAILED row's first failure, and last the next step. Held-out tests
   are left out of it (check mode does not run them; a full grade's score may hold them)."""
+  return report_and_status(score, manifest, root)[0]
+
+
+def report_and_status(score, manifest, root=ROOT):
+  """(report's lines, status): 0 when every row passed, 1 when a row FAILED, 3 when the rows
+  that did not pass are stubs or wait for one (make lab-23.N reports those, it does not fail)."""
   readme = root / manifest.lab_dir / "README.md"
   hidden = {}
   for t in manifest.tests:
@@ -109,7 +117,9 @@ def report(score, manifest, root=ROOT):
   why = f", {skipped} skipped: this machine lacks what they need" if skipped else ""
   out.append(f"  ({passed} of {len(rows) - skipped} tests passed{why})")
   blocks = [line for test, r in failures(table) for line in tables.failure(score.lab, test, r)]
-  return out + ([""] + blocks if blocks else []) + [next_line(table)]
+  rows_all = table.functions + table.others
+  status = 1 if any(r.status == FAILED for r in rows_all) else 3 if not all(r.passed for r in rows_all) else 0
+  return out + ([""] + blocks if blocks else []) + [next_line(table)], status
 
 
 def build(manifest, rows, readme_text, hidden_points=None):
@@ -121,7 +131,11 @@ def build(manifest, rows, readme_text, hidden_points=None):
   order = list(dict.fromkeys(t.function for t in manifest.tests))
   mine = [f for f in order if not split(f)[1]]
   worked = [f for f in order if split(f)[1] == "worked"]
+  experiments = {t.function for t in manifest.tests if t.kind == "experiment"}
+  is_worked = bool(worked) and set(mine) <= experiments
   ordered, section = suggested_order(readme_text, mine)
+  if is_worked:   # the worked code's rows first, then the experiment
+    worked, ordered = worked + ordered, []
   by_name = {f: Row(f, held_out=held.get(f, 0)) for f in ordered + worked}
   others = {}
   for test, result, earned, counted in rows:
@@ -141,7 +155,7 @@ def build(manifest, rows, readme_text, hidden_points=None):
     _judge_other(row, all_mine)
   built = not rows or any(not r.detail.startswith("the lab did not build") for _, r, _, _ in rows)
   return Table(manifest.lab, manifest.title, f"{manifest.lab_dir}/README.md", section or "Suggested order",
-               functions, list(others.values()), bool(worked) and not mine, built)
+               functions, list(others.values()), is_worked, built)
 
 
 def _judge(row, functions):
@@ -222,9 +236,11 @@ def next_line(table):
   where = f"see {table.readme}, '{table.section.split(',')[0]}'"
   if not table.built:
     return f"next: make the lab build (the compiler's messages are above; {where})"
-  if table.worked:
-    return f"next: nothing to write: read the code ({where})"
   todo = next((r for r in table.functions if not r.passed), None)
+  if table.worked and (todo is None or split(todo.name)[1] == "worked"):
+    return f"next: nothing to write: read the code ({where})"
+  if table.worked:
+    return f"next: {todo.name}, the experiment (see {table.readme}, 'Break it yourself')"
   if todo is None:
     others = next((r for r in table.others if not r.passed), None)
     if others:

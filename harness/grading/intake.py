@@ -18,6 +18,8 @@ from pathlib import Path
 
 MAX_BYTES = 256 << 10          # a student file above this is refused (the largest reference is ~20 KB)
 WHERE = ("labs/{lab_dir}/{name}", "{lab_dir}/{name}", "{name}")
+# A student's experiment test (kind "experiment"): in a tree, in a lab folder, or flat.
+TEST_WHERE = ("tests/student/{lab}/{name}", "{lab_dir}/tests/{name}", "{lab}/{name}", "{name}")
 
 
 class IntakeError(Exception):
@@ -40,10 +42,11 @@ def check_submission(path):
     raise IntakeError(f"the submission {path} is not a directory (give the folder that holds the .c files)")
 
 
-def read_files(submission, lab_dir, names, user=None):
-  """An Intake of names (a lab's student files) from submission; as user when given (root only)."""
+def read_files(submission, lab_dir, names, user=None, where=WHERE):
+  """An Intake of names (a lab's student files) from submission; as user when given (root only).
+  where: the places tried in order ({lab_dir}, {lab} ("23.2") and {name} filled in)."""
   if user is None or os.geteuid() != 0:
-    return _read_all(str(submission), lab_dir, names)
+    return _read_all(str(submission), lab_dir, names, where)
   r, w = os.pipe()
   pid = os.fork()
   if pid == 0:   # the child: drop to the user, read, send everything back, exit
@@ -52,7 +55,7 @@ def read_files(submission, lab_dir, names, user=None):
       os.setgroups([])
       os.setgid(user.pw_gid)
       os.setuid(user.pw_uid)
-      got = _read_all(str(submission), lab_dir, names)
+      got = _read_all(str(submission), lab_dir, names, where)
       payload = json.dumps({"files": {k: v.decode("latin-1") for k, v in got.files.items()},
                             "refused": got.refused}).encode()
       with os.fdopen(w, "wb") as f:
@@ -70,11 +73,12 @@ def read_files(submission, lab_dir, names, user=None):
     return Intake({}, [f"the submission could not be read as user {user.pw_name}"])
 
 
-def _read_all(submission, lab_dir, names):
+def _read_all(submission, lab_dir, names, where=WHERE):
   intake = Intake()
+  lab = Path(lab_dir).name.split("-")[0]
   for name in names:
-    for pattern in WHERE:
-      rel = pattern.format(lab_dir=Path(lab_dir).name, name=name)
+    for pattern in where:
+      rel = pattern.format(lab_dir=Path(lab_dir).name, lab=lab, name=name)
       data, why = _read_one(submission, rel)
       if why:
         intake.refused.append(f"refused {rel}: {why}")

@@ -8,6 +8,9 @@ README function it earns points for, its points, a kind and what that kind needs
     driver    the lab's driver run on a fresh cache (warm: run twice, the second one counts)
     counters  scenario (a driver test's id) and keys, compared with goldens/23.N.json
     numpy     check: a sub-check name of harness/check_23_N.py
+    experiment  suite (tests/student/23.N/test_my_guard.c, the student's own test) and guard
+              (a name of tests/student/guards.txt): the test must pass on the lab as built and
+              fail on the lab built without that guard (make break LAB=23.N GUARD=name)
 
 and optionally timeout (seconds), visibility (visible, after_due_date, hidden), depends (ids),
 needs ("cuda-compiler", "gpu"). The points of each function must add up to the README's point
@@ -21,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "harness" / "manifests"
-KINDS = {"cmocka": ("suite", "case"), "driver": (), "counters": ("scenario", "keys"), "numpy": ("check",)}
+KINDS = {"cmocka": ("suite", "case"), "driver": (), "counters": ("scenario", "keys"), "numpy": ("check",),
+         "experiment": ("suite", "guard")}
 VISIBILITY = {"visible", "after_due_date", "hidden", "after_published"}
 NEEDS = {"cuda-compiler", "gpu"}
 TABLE_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*`(\w+)`", re.M)          # | 10 | `sym_dim_check` | ...
@@ -110,6 +114,8 @@ def _test(path, t):
       raise ManifestError(f"{where}: a {t['kind']} test needs '{key}'")
   if t.get("visibility", "visible") not in VISIBILITY:
     raise ManifestError(f"{where}: visibility {t['visibility']!r} is not one of {sorted(VISIBILITY)}")
+  if t["kind"] == "experiment" and not re.fullmatch(r"tests/student/\d+\.\d+/\w+\.c", t["suite"]):
+    raise ManifestError(f"{where}: an experiment's suite is tests/student/23.N/<name>.c, not {t['suite']!r}")
   if not set(t.get("needs", [])) <= NEEDS:
     raise ManifestError(f"{where}: needs {t['needs']} (known: {sorted(NEEDS)})")
   common = {"id", "title", "function", "points", "kind", "timeout", "visibility", "depends", "needs"}

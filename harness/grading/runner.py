@@ -12,9 +12,9 @@ import shutil
 import traceback
 from dataclasses import dataclass, field
 
-from harness.grading import checks, cmocka, counters, scrub, tables, workspace
+from harness.grading import checks, cmocka, counters, sandbox, scrub, tables, workspace
 from harness.grading.manifest import ROOT
-from harness.grading.verdict import FAIL, NOT_RUN, PASS, SKIPPED, Result
+from harness.grading.verdict import CRASH, FAIL, NOT_RUN, PASS, SKIPPED, Result
 
 
 @dataclass
@@ -126,6 +126,10 @@ class LabGrader:
                       if t.kind == "cmocka" and (ROOT / t.spec["suite"]).is_file()})
     if any(t.kind == "driver" for t in self.tests()):
       targets.append(workspace.driver_target(self.m.lab))
+    experiments = [t for t in self.tests() if t.kind == "experiment"]
+    if experiments and not ws.experiment:
+      targets += [workspace.experiment_target(self.m.lab)] + \
+                 sorted({workspace.break_lib(self.m.lab, t.spec["guard"]) for t in experiments})
     build = ws.build(targets)
     for note in build.notes:
       print(f"  {note}")
@@ -197,6 +201,42 @@ class LabGrader:
       rd.close()
     r.replay = f"make lab-{self.m.lab}" + ("   (twice with the same UOPC_CACHE_DIR)" if test.spec.get("warm") else "")
     return r
+
+  def _run_experiment(self, test, build):
+    """The student's test must pass on the lab as built and fail (or crash) on the lab built
+    without test.spec["guard"]: the same binary both times, the broken library bound over the
+    lab's (Workspace.mounts), so only the library's behaviour tells the runs apart."""
+    lab, guard, suite = self.m.lab, test.spec["guard"], test.spec["suite"]
+    replay = f"make break LAB={lab} GUARD={guard}" + (" IMPL=solutions" if self.opts.impl == "solutions" and
+                                                       not self.opts.submission else "")
+    if self.ws.experiment:
+      return Result(FAIL, self.ws.experiment, replay=replay)
+    binary, broken = workspace.experiment_target(lab), workspace.break_lib(lab, guard)
+    if not build.built(binary):
+      return Result(FAIL, f"{suite} did not compile (see the build diagnostics)", replay=replay)
+    if not build.built(broken):
+      return Result(FAIL, f"the lab without its {guard} guard did not build (see the build diagnostics)",
+                    replay=replay)
+    runs = {}
+    for name, lib in (("correct", None), ("broken", broken)):
+      rd = self.ws.rundir()
+      env = rd.env()
+      if lib and not sandbox.jail().bwrap:   # no bind mounts without bwrap: the loader's path instead
+        env["LD_LIBRARY_PATH"] = str(build.root / os.path.dirname(lib))
+      try:
+        runs[name] = cmocka.run_suite(build.root / binary, rd, env, test.timeout, self.opts.user,
+                                      self.ws.mounts(binary, lib))
+      finally:
+        rd.close()
+    ok, bad = runs["correct"], runs["broken"]
+    if not ok.passed:
+      return Result(FAIL, f"your test fails on the lab as it is, where it must pass: {ok.verdict}: {ok.detail}",
+                    ok.lines, replay=replay)
+    if bad.verdict not in (FAIL, CRASH):
+      why = "passes there too: it does not catch the wrong dispatch" if bad.passed else \
+            f"gave {bad.verdict} ({bad.detail}): it must fail, not hang or exit"
+      return Result(FAIL, f"without the {guard} guard your test {why}", bad.lines, replay=replay)
+    return Result(PASS, f"passes on the lab, {bad.verdict} without the {guard} guard ({bad.detail})", replay=replay)
 
   def _run_counters(self, test, build):
     golden = self.goldens[test.id]

@@ -59,13 +59,16 @@ class Outcome:
 @dataclass
 class Mounts:
   """What a bwrap run sees besides the system: read-only and writable paths (bound at the same
-  place), paths hidden under an empty directory, paths shown again inside those, and paths
-  inside the writable ones made read-only (lock)."""
+  place), paths hidden under an empty directory, paths shown again inside those, paths
+  inside the writable ones made read-only (lock), and (source, path) pairs: a file bound
+  read-only over another, so that it is seen at that path (over; an experiment's broken
+  library in place of the lab's)."""
   ro: list = field(default_factory=list)
   rw: list = field(default_factory=list)
   hide: list = field(default_factory=list)
   show: list = field(default_factory=list)
   lock: list = field(default_factory=list)
+  over: list = field(default_factory=list)
 
 
 def timeout_scale():
@@ -172,6 +175,8 @@ class Jail:
       args += ["--ro-bind", path, path]
     for path in mounts.lock:
       args += ["--ro-bind", path, path]
+    for src, path in mounts.over:
+      args += ["--ro-bind", src, path]
     if root and user:
       args += ["--", "/usr/bin/setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
                "--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
@@ -372,7 +377,7 @@ def run(argv, rundir, env, timeout, stdin_text="", gpu=False, user=None, merge=F
   j = jail()
   GRADE_LIMITS.ensure()
   if j.bwrap:
-    mounts = Mounts(mounts.ro, [rundir.path] + mounts.rw, mounts.hide, mounts.show, mounts.lock)
+    mounts = Mounts(mounts.ro, [rundir.path] + mounts.rw, mounts.hide, mounts.show, mounts.lock, mounts.over)
     argv = j.argv(mounts, who, gpu) + list(argv)
   out_path, err_path = os.path.join(rundir.path, "stdout"), os.path.join(rundir.path, "stderr")
   start = time.monotonic()

@@ -64,6 +64,24 @@ def driver_target(lab):
   return f"{BUILD}/bin/lab-{lab}"
 
 
+EXPERIMENT_NAME = "test_my_guard.c"    # a lab's experiment test (manifest kind "experiment")
+GUARDS = "tests/student/guards.txt"   # the guards make break can remove (the Makefile reads it)
+
+
+def experiment_target(lab):
+  """The student's experiment test, linked with the lab as built."""
+  return f"{BUILD}/tests/student/{lab}/{Path(EXPERIMENT_NAME).stem}"
+
+
+def break_lib(lab, guard):
+  """The lab's library without one guard (the Makefile's break rules)."""
+  return f"{BUILD}/break/{lab}-{guard}/liblab{lab.replace('.', '_')}.so"
+
+
+def experiment_tests(m):
+  return [t for t in m.tests if t.kind == "experiment"]
+
+
 def lab_lib(lab, build=BUILD):
   return f"{build}/lib/liblab{lab.replace('.', '_')}.so"
 
@@ -138,6 +156,7 @@ class Workspace:
     self.hidden = self.top / "hidden"
     self.notes, self.kept = [], []      # kept: trusted products make must not remake
     self.screened = []                  # the labs built here from student files
+    self.experiment = ""                # why the experiment test is not in the tree ("": it is)
     if not sandbox.jail().bwrap and sandbox.sandbox_user(user):
       os.chmod(self.top, 0o711)         # the fallback's --run-as user must reach the tree
 
@@ -170,8 +189,31 @@ class Workspace:
     problems = []
     for lab in self.m.deps + [self.m.lab]:
       problems += self._stage(self.manifests[lab], lab == self.m.lab, products)
+    if experiment_tests(self.m):
+      self.experiment = self._experiment_test()
     self._hand_build_to_sandbox()
     return problems
+
+  def _experiment_test(self):
+    """Places the student's experiment test at tests/student/<lab>/ of the tree; returns why it
+    could not ("" when it did). A missing test costs the experiment's points, never the lab's."""
+    _copy(ROOT / GUARDS, self.root / GUARDS)
+    lab_name = Path(self.m.lab_dir).name
+    if self.impl == "solutions":
+      got, where = intake.read_files(ROOT / "solutions", lab_name, [EXPERIMENT_NAME],
+                                     where=("{lab_dir}/tests/{name}",)), "solutions/"
+    elif self.submission is None:
+      got, where = intake.read_files(ROOT, lab_name, [EXPERIMENT_NAME],
+                                     where=("tests/student/{lab}/{name}",)), "this tree"
+    else:
+      got, where = intake.read_files(self.submission, lab_name, [EXPERIMENT_NAME], self.user,
+                                     intake.TEST_WHERE), str(self.submission)
+    if EXPERIMENT_NAME not in got.files:
+      return "; ".join(got.refused) or f"tests/student/{self.m.lab}/{EXPERIMENT_NAME} is missing from {where}"
+    dst = self.root / "tests" / "student" / self.m.lab / EXPERIMENT_NAME
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(got.files[EXPERIMENT_NAME])
+    return ""
 
   def _place(self, products, rel, src_key=None):
     _copy(products[src_key or rel], self.root / rel)
@@ -228,12 +270,17 @@ class Workspace:
         if path.is_dir():
           os.chown(path, who.pw_uid, who.pw_gid)
 
-  def mounts(self, binary=None):
-    """What a test sees: the tree read-only, and of the suites only its own binary."""
-    tests = str(self.root / BUILD / "tests")
+  def mounts(self, binary=None, broken=None):
+    """What a test sees: the tree read-only, and of the suites only its own binary. broken (an
+    experiment's library without one guard) is seen in place of the lab's own library, at the
+    same path, and the other broken builds not at all: the test cannot tell the two runs apart
+    by a path, only by what the library does."""
+    tests, breaks = str(self.root / BUILD / "tests"), str(self.root / BUILD / "break")
     os.makedirs(tests, exist_ok=True)
-    return sandbox.Mounts(ro=[str(self.root)], hide=[tests],
-                          show=[str(self.root / binary)] if binary and "/tests/" in binary else [])
+    os.makedirs(breaks, exist_ok=True)
+    over = [(str(self.root / broken), str(self.root / lab_lib(self.m.lab)))] if broken else []
+    return sandbox.Mounts(ro=[str(self.root)], hide=[tests, breaks],
+                          show=[str(self.root / binary)] if binary and "/tests/" in binary else [], over=over)
 
   def build(self, targets):
     """Runs make for the lab's library and the targets in the sandbox (-k: a failed target costs

@@ -114,12 +114,39 @@ static int hook_explain(void *ctx, const vcache *c, char *buf, size_t size, uopc
   return dispatch_explain(ctx, buf, size, err);
 }
 
+/* `make break LAB=23.2 GUARD=...` and the grader's experiment compile this
+ * file with one of these macros (tests/student/guards.txt): a fast variant
+ * then lacks that guard, whatever your dispatch_fast16_guards wrote, and
+ * your tests/student/23.2/test_my_guard.c must notice the wrong dispatch.
+ * Never defined in a normal build. */
+static int removed_by_experiment(const guard *g) {
+#ifdef DISPATCH_NO_DIVISIBILITY_GUARD
+  if (g->kind == GUARD_DIVISIBLE) return 1;
+#endif
+#ifdef DISPATCH_NO_ALIGNMENT_GUARD
+  if (g->kind == GUARD_ALIGNED) return 1;
+#endif
+#ifdef DISPATCH_NO_OUT_CONTIGUITY_GUARD
+  if (g->kind == GUARD_CONTIGUOUS && g->arg == DISPATCH_ARG_OUT) return 1;
+#endif
+  (void)g;
+  return 0;
+}
+
+static void remove_experiment_guards(guard_set *s) {
+  int kept = 0;
+  for (int i = 0; i < s->count; i++)
+    if (!removed_by_experiment(&s->guards[i])) s->guards[kept++] = s->guards[i];
+  s->count = kept;
+}
+
 /* A variant's contract: your fast guards (exactly v->param when not 0) or
  * the generic ones, and its key. */
 static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
   (void)c;
   const dispatcher *d = ctx;
   int rc = v->general ? dispatch_generic_guards(d, &v->guards, err) : dispatch_fast16_guards(d, v->param, &v->guards, err);
+  if (!rc && !v->general) remove_experiment_guards(&v->guards);
   return rc ? rc : dispatch_variant_key(d, dispatch_variant_path(v), v->param, &v->key, err);
 }
 

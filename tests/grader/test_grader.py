@@ -8,7 +8,9 @@ cmocka output and hook records (a forged pass, an early exit, a caught signal, a
 not the hook's),
 the manifest's point check against a README, the broken-variant reader, and one end-to-end
 grade of an adversarial submission: a function that aborts (CRASH), one that loops (TIMEOUT)
-and one that prints cmocka's pass lines and exits (EXITED EARLY), next to a test that passes.
+and one that prints cmocka's pass lines and exits (EXITED EARLY), next to a test that passes;
+and the experiment kind: a student's test earns its points only when it passes on the lab and
+fails on the lab without the guard (one that passes on both, or fails on both, earns nothing).
 """
 import contextlib
 import io
@@ -208,6 +210,73 @@ class AdversarialSubmissionTest(unittest.TestCase):
     finally:
       os.environ.pop(sandbox.TIMEOUT_SCALE_ENV, None)
       shutil.rmtree(sub, ignore_errors=True)
+
+
+EXPERIMENT_PASSES = """#include "guarded_jit.h"
+#include "testutil.h"
+static void test_always_passes(void **state) { (void)state; assert_true(1); }
+int main(void) {
+  const struct CMUnitTest tests[] = { cmocka_unit_test(test_always_passes) };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+"""
+EXPERIMENT_FAILS = EXPERIMENT_PASSES.replace("assert_true(1)", "fail_msg(\"always\")")
+
+
+class ExperimentTest(unittest.TestCase):
+  """Lab 23.6's experiment graded on a tree holding the reference's guarded_jit.c and a test."""
+
+  def grade(self, test_source):
+    sub = Path(tempfile.mkdtemp(prefix="uopc-experiment-"))
+    try:
+      lab = sub / "labs" / "23.6-one-kernel-many-lengths"
+      lab.mkdir(parents=True)
+      shutil.copy(ROOT / "solutions" / "23.6-one-kernel-many-lengths" / "guarded_jit.c", lab)
+      if test_source is not None:
+        (sub / "tests" / "student" / "23.6").mkdir(parents=True)
+        (sub / "tests" / "student" / "23.6" / "test_my_guard.c").write_text(test_source)
+      manifests = {l: manifest.load(l) for l in manifest.available()}
+      with contextlib.redirect_stdout(io.StringIO()):
+        score = LabGrader(manifests["23.6"], manifests, Options(submission=sub, only={"experiment.contiguity"}),
+                          ResultsFile(None), 0).grade()
+      (test, r, earned, _), = score.rows
+      return r, earned
+    finally:
+      shutil.rmtree(sub, ignore_errors=True)
+
+  def test_the_manifest_names_a_guard_the_makefile_knows(self):
+    guards = {tuple(line.split()[:2]) for line in (ROOT / "tests/student/guards.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    for lab in manifest.available():
+      for t in manifest.load(lab).tests:
+        if t.kind == "experiment":
+          self.assertIn((lab, t.spec["guard"]), guards, t.id)
+
+  def test_a_test_that_catches_the_missing_guard_earns_its_points(self):
+    source = (ROOT / "solutions" / "23.6-one-kernel-many-lengths" / "tests" / "test_my_guard.c").read_text()
+    r, earned = self.grade(source)
+    self.assertEqual((r.verdict, earned), ("PASS", 2), r.detail)
+
+  def test_a_test_that_passes_on_both_builds_earns_nothing(self):
+    r, earned = self.grade(EXPERIMENT_PASSES)
+    self.assertEqual((r.verdict, earned), ("FAIL", 0))
+    self.assertIn("without the contiguity guard your test passes there too", r.detail)
+
+  def test_a_test_that_fails_on_both_builds_earns_nothing(self):
+    r, earned = self.grade(EXPERIMENT_FAILS)
+    self.assertEqual((r.verdict, earned), ("FAIL", 0))
+    self.assertIn("fails on the lab as it is", r.detail)
+
+  def test_a_missing_test_earns_nothing_and_says_so(self):
+    r, earned = self.grade(None)
+    self.assertEqual((r.verdict, earned), ("FAIL", 0))
+    self.assertIn("test_my_guard.c is missing", r.detail)
+
+  def test_the_handouts_stub_reads_as_not_implemented(self):
+    from harness.grading import feedback
+    r, earned = self.grade((ROOT / "tests" / "student" / "23.6" / "test_my_guard.c").read_text())
+    self.assertEqual((r.verdict, earned), ("FAIL", 0))
+    self.assertEqual(set(feedback.stub_of(r)), {"test_my_guard"})
 
 
 if __name__ == "__main__":
