@@ -203,7 +203,25 @@ __attribute__((noinline)) static int emit_op(lower_ctx *c, const ir_node *n, con
 /* A SLICE_SET or SELECT_SET at idx: the base's value, replaced by y's when
  * idx falls inside the view. y is computed inside the `if`, so none of its
  * loads leaves the view, and what it computes there is forgotten after it. */
-static int set_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
+/* Opens `if (c0 >= 0 && c1 >= 0 ...) {`, each part printed as the core
+ * prints addresses. Not inlined: its line buffers stay off the stack of
+ * every level of a nested expression (as emit_op's). */
+__attribute__((noinline)) static int open_branch(lower_ctx *c, const ir_node *n, const sym_expr *const *cond,
+                                                 int n_cond) {
+  char line[LOWER_EXPR_MAX * 3 + 64], part[LOWER_EXPR_MAX];
+  size_t used = (size_t)snprintf(line, sizeof line, "if (");
+  for (int k = 0; k < n_cond; k++) {
+    if (!cond[k]) return c->n.err->code ? c->n.err->code : UOPC_E_NOMEM;
+    int rc = lower_ctx_expr(c, cond[k], part, sizeof part, "the view's bound in");
+    if (rc) return rc;
+    used += (size_t)snprintf(line + used, sizeof line - used, "%s(%s) >= 0", k ? " && " : "", part);
+    if (used + 4 >= sizeof line) return UOPC_FAIL(c->n.err, UOPC_E_LIMIT, "lower: %%%d's condition is too long", n->id);
+  }
+  snprintf(line + used, sizeof line - used, ") {");
+  return codegen_open(&c->n, line);
+}
+
+__attribute__((noinline)) static int set_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
   sym_arena *a = c->n.arena;
   const ir_node *y = n->src[1];
   const sym_expr *yidx[UOPC_MAX_RANK], *cond[3];
@@ -228,20 +246,10 @@ static int set_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx,
   }
   for (int k = 0; k < y->rank; k++)
     if (!yidx[k] && !rc) rc = c->n.err->code ? c->n.err->code : UOPC_E_NOMEM;
-  /* `if (c0 >= 0 && c1 >= 0 ...)`, each part printed as the core prints addresses. */
-  char line[LOWER_EXPR_MAX * 3 + 64], part[LOWER_EXPR_MAX];
-  size_t used = (size_t)snprintf(line, sizeof line, "if (");
-  for (int k = 0; k < n_cond && !rc; k++) {
-    if (!cond[k]) { rc = c->n.err->code ? c->n.err->code : UOPC_E_NOMEM; break; }
-    rc = lower_ctx_expr(c, cond[k], part, sizeof part, "the view's bound in");
-    if (!rc) used += (size_t)snprintf(line + used, sizeof line - used, "%s(%s) >= 0", k ? " && " : "", part);
-  }
   if (rc) return rc;
-  if (used + 4 >= sizeof line) return UOPC_FAIL(c->n.err, UOPC_E_LIMIT, "lower: %%%d's condition is too long", n->id);
-  snprintf(line + used, sizeof line - used, ") {");
   int k = c->next_tmp++, mark = c->n_memo;
   rc = codegen_line(&c->n, "%s t%d = t%d;", ir_dtype_ctype(n->dtype), k, base_tmp);
-  if (!rc) rc = codegen_open(&c->n, line);
+  if (!rc) rc = open_branch(c, n, cond, n_cond);
   if (!rc) rc = value(c, y, yidx, &y_tmp);
   if (!rc) rc = codegen_line(&c->n, "t%d = t%d;", k, y_tmp);
   c->n_memo = mark;                        /* values of the branch are not defined after it */
@@ -281,6 +289,16 @@ static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, i
   return rc ? rc : emit_op(c, n, t, tmp);
 }
 
+/* `const T t<k> = (T)(<expr>);`: a size read from the dims at run time,
+ * never pasted. Not inlined, as emit_op: its buffer stays off value's stack. */
+__attribute__((noinline)) static int emit_size(lower_ctx *c, const ir_node *n, int *tmp) {
+  char text[LOWER_EXPR_MAX];
+  *tmp = c->next_tmp++;
+  int rc = lower_ctx_expr(c, n->index, text, sizeof text, "the size");
+  return rc ? rc : codegen_line(&c->n, "const %s t%d = (%s)(%s);", ir_dtype_ctype(n->dtype), *tmp,
+                                ir_dtype_ctype(n->dtype), text);
+}
+
 static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
   int found = memo_find(c, n, idx);
   if (found >= 0) { *tmp = found; return UOPC_OK; }
@@ -293,11 +311,8 @@ static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int
     literal(c, n->value, n->dtype, lit, sizeof lit);
     *tmp = c->next_tmp++;
     rc = codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), *tmp, lit);
-  } else if (n->op == IR_SIZE) {  /* a size read from the dims at run time, never pasted */
-    char text[LOWER_EXPR_MAX];
-    *tmp = c->next_tmp++;
-    rc = lower_ctx_expr(c, n->index, text, sizeof text, "the size");
-    if (!rc) rc = codegen_line(&c->n, "const %s t%d = (%s)(%s);", ir_dtype_ctype(n->dtype), *tmp, ir_dtype_ctype(n->dtype), text);
+  } else if (n->op == IR_SIZE) {
+    rc = emit_size(c, n, tmp);
   } else if (n->op == IR_INPUT) {
     *tmp = c->next_tmp++;
     rc = load(c, n, n->name, input_address(c, n, idx), *tmp);
