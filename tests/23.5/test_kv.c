@@ -293,6 +293,7 @@ static void test_kv_cache_init_rejects_bad_sizes(void **state) {
   assert_uopc_code(kv_cache_init(&c, 0, 1, 1, 1, 1, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_cache_init(&c, 1, 1, 1, 0, 1, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_cache_init(&c, 1, 1024, 1024, 1024, 2, &e), UOPC_E_OVERFLOW, e);
+  assert_uopc_code(kv_cache_init(&c, 1, 65536, 65536, 65536, 65536, &e), UOPC_E_OVERFLOW, e);   /* 2^64 */
   assert_uopc_ok(kv_cache_init(&c, 1, 2, 3, 4, 5, &e), e);
   const float *k = uopc_tensor_data(&c.k[0]);
   for (int64_t i = 0; i < uopc_tensor_numel(&c.k[0]); i++) assert_true(k[i] == 0.0f);
