@@ -14,15 +14,24 @@ void kv_cache_free(kv_cache *c) {
   memset(c, 0, sizeof *c);
 }
 
+/* a * b * c * d <= INT32_MAX for sizes >= 1, each partial product checked
+ * (four ints can reach 2^124: the product itself would overflow int64). */
+static int fits_int32(int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t n = a * b;
+  if (n > INT32_MAX) return 0;
+  n *= c;
+  return n <= INT32_MAX && n * d <= INT32_MAX;
+}
+
 int kv_cache_init(kv_cache *c, int layers, int batch, int heads, int capacity, int head_dim, uopc_error *err) {
   if (!c) return UOPC_FAIL(err, UOPC_E_INVALID, "kv_cache_init: NULL cache");
   memset(c, 0, sizeof *c);
   if (layers < 1 || batch < 1 || heads < 1 || capacity < 1 || head_dim < 1)
     return UOPC_FAIL(err, UOPC_E_INVALID, "kv_cache_init: layers %d, batch %d, heads %d, capacity %d, head_dim %d:"
                      " each must be at least 1", layers, batch, heads, capacity, head_dim);
-  if ((int64_t)batch * heads * capacity * head_dim > INT32_MAX)
-    return UOPC_FAIL(err, UOPC_E_OVERFLOW, "kv_cache_init: %lld elements per layer (at most 2^31 - 1)",
-                     (long long)batch * heads * capacity * head_dim);
+  if (!fits_int32(batch, heads, capacity, head_dim))
+    return UOPC_FAIL(err, UOPC_E_OVERFLOW, "kv_cache_init: %d x %d x %d x %d elements per layer (batch, heads,"
+                     " capacity, head_dim; at most 2^31 - 1)", batch, heads, capacity, head_dim);
   *c = (kv_cache){.layers = layers, .batch = batch, .heads = heads, .capacity = capacity, .head_dim = head_dim};
   c->k = calloc((size_t)layers, sizeof *c->k);
   c->v = calloc((size_t)layers, sizeof *c->v);

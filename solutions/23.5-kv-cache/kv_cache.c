@@ -39,6 +39,9 @@ int kv_append(kv_cache *c, int l, int b, const uopc_tensor *k, const uopc_tensor
   if (p >= c->capacity)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "kv_append: row %d holds %lld tokens, the capacity: reset it first", b,
                      (long long)p);
+#ifdef KV_APPEND_SLOT_PLUS_ONE   /* a test-only build writes the slot after: tests/broken/23.5.mk */
+  p += 1;
+#endif
   float *kd = uopc_tensor_data(&c->k[l]), *vd = uopc_tensor_data(&c->v[l]);
   const float *ks = uopc_tensor_data(k), *vs = uopc_tensor_data(v);
   size_t row = (size_t)c->head_dim * sizeof(float);
@@ -91,6 +94,9 @@ int kv_row_prefix(const kv_cache *c, int l, int b, int extra, uopc_tensor *k_out
   if (extra < 0 || n < 0 || n > c->capacity)
     return UOPC_FAIL(err, UOPC_E_BOUNDS, "kv_row_prefix: %lld slots of row %d (capacity %d)", (long long)n, b,
                      c->capacity);
+#ifdef KV_PREFIX_WHOLE_CAPACITY   /* a test-only build attends over every slot, unmasked: tests/broken/23.5.mk */
+  n = c->capacity;
+#endif
   uopc_tensor kr = {0}, vr = {0};
   rc = uopc_tensor_select(&kr, &c->k[l], 0, b, err);
   if (!rc) rc = uopc_tensor_select(&vr, &c->v[l], 0, b, err);
