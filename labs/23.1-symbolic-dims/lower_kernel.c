@@ -281,6 +281,17 @@ static int compute(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, i
   return rc ? rc : emit_op(c, n, t, tmp);
 }
 
+/* `const T t<k> = (T)(<size>);`: a size read from the dims at run time,
+ * never pasted. Out of value, like emit_op, so that its buffer is not on
+ * the stack of every level of a nested expression. */
+__attribute__((noinline)) static int size_value(lower_ctx *c, const ir_node *n, int *tmp) {
+  char text[LOWER_EXPR_MAX];
+  *tmp = c->next_tmp++;
+  int rc = lower_ctx_expr(c, n->index, text, sizeof text, "the size");
+  return rc ? rc : codegen_line(&c->n, "const %s t%d = (%s)(%s);", ir_dtype_ctype(n->dtype), *tmp,
+                                ir_dtype_ctype(n->dtype), text);
+}
+
 static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
   int found = memo_find(c, n, idx);
   if (found >= 0) { *tmp = found; return UOPC_OK; }
@@ -293,11 +304,8 @@ static int value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int
     literal(c, n->value, n->dtype, lit, sizeof lit);
     *tmp = c->next_tmp++;
     rc = codegen_line(&c->n, "const %s t%d = %s;", ir_dtype_ctype(n->dtype), *tmp, lit);
-  } else if (n->op == IR_SIZE) {  /* a size read from the dims at run time, never pasted */
-    char text[LOWER_EXPR_MAX];
-    *tmp = c->next_tmp++;
-    rc = lower_ctx_expr(c, n->index, text, sizeof text, "the size");
-    if (!rc) rc = codegen_line(&c->n, "const %s t%d = (%s)(%s);", ir_dtype_ctype(n->dtype), *tmp, ir_dtype_ctype(n->dtype), text);
+  } else if (n->op == IR_SIZE) {
+    rc = size_value(c, n, tmp);
   } else if (n->op == IR_INPUT) {
     *tmp = c->next_tmp++;
     rc = load(c, n, n->name, input_address(c, n, idx), *tmp);

@@ -87,7 +87,7 @@ int tp_region_flush(tp_ctx *c, tp_site at);
 int tp_break_resume(tp_ctx *c, tp_site at);
 
 /* The backward rules the lab gives (tp_grad_given.c): add, sub, neg, div,
- * exp, tanh, cast, where, permute, expand, reshape. *done = 0 for any other op. */
+ * exp, tanh, where, permute, expand, reshape. *done = 0 for any other op. */
 int tp_vjp_given(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at, int *done);
 
 /* Backward of one op (given, tp_grad_given.c): the given rules, then the
