@@ -182,6 +182,7 @@ int tp_region_flush(tp_ctx *c, tp_site at) {
       rc = exec_new(&e, c->g, outs, n, entry, c->opts, &err);
       if (!rc && !grow((void **)&rcache->items, &rcache->cap, rcache->n + 1, sizeof *rcache->items)) {
         exec_free(e);
+        e = NULL;                            /* the graph stays the context's */
         rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
       }
       if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, c->g, e};

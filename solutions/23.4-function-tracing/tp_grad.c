@@ -43,6 +43,9 @@ int tp_unbroadcast(tp_ctx *c, tp_tensor *g, const tp_tensor *like, tp_site at, t
   }
   tp_tensor *r = g;
   if (lead) r = tp_reduce_at(c, IR_SUM, r, (1u << lead) - 1u, 0, at);   /* axes broadcasting added */
+#ifdef TP_UNBROADCAST_NO_STRETCH   /* a test-only build sums leading axes only: tests/broken/23.4.mk */
+  stretched = 0;
+#endif
   if (stretched && r) r = tp_reduce_at(c, IR_SUM, r, stretched, 1, at);  /* axes it stretched, kept as 1 */
   *out = r;
   return tp_status(c);
@@ -52,7 +55,12 @@ int tp_unbroadcast(tp_ctx *c, tp_tensor *g, const tp_tensor *like, tp_site at, t
 int tp_accumulate(tp_ctx *c, tp_tensor **slot, tp_tensor *contribution, tp_site at, uopc_error *err) {
   // STUDENT 23.4 tp_accumulate
   if (!slot || !contribution) return UOPC_FAIL(err, UOPC_E_INVALID, "accumulate: NULL slot or contribution");
+#ifdef TP_ACCUMULATE_OVERWRITES   /* a test-only build keeps the last path only: tests/broken/23.4.mk */
+  *slot = contribution;
+  (void)c, (void)at;
+#else
   *slot = *slot ? tp_binary_at(c, IR_ADD, *slot, contribution, at) : contribution;
+#endif
   return tp_status(c);
   // END STUDENT
 }
@@ -83,7 +91,12 @@ int tp_vjp_rule(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site 
     tp_int count = tp_int_const(c, 1);
     for (int k = 0; k < a->ref->rank; k++)
       if (n->axes >> k & 1u) count = tp_int_mul(c, count, tp_size_at(c, a, k, at));
+#ifdef TP_MEAN_NO_COUNT   /* a test-only build forgets the count: tests/broken/23.4.mk */
+    gx[0] = spread(c, gy, a, n->axes, at);
+    (void)count;
+#else
     gx[0] = tp_binary_at(c, IR_DIV, spread(c, gy, a, n->axes, at), tp_from_int_at(c, count, n->dtype, at), at);
+#endif
     break;
   }
   default:

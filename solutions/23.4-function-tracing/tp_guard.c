@@ -22,6 +22,9 @@ int tp_compare_record(tp_ctx *c, tp_int a, tp_cmp op, tp_int b, tp_site at, int 
   int lo = tp_cmp_holds(iv.lo, op), hi = tp_cmp_holds(iv.hi, op);
   int decided = lo == hi && (op == TP_EQ || op == TP_NE ? iv.lo == iv.hi || iv.lo > 0 || iv.hi < 0 : 1);
   if (decided) return UOPC_OK;
+#ifdef TP_NO_GUARD   /* a test-only build records nothing: tests/broken/23.4.mk */
+  return UOPC_OK;
+#endif
   rc = tp_guard_add(c, diff, op, *truth, at);
   return rc ? UOPC_FAIL(err, rc, "out of memory recording a guard") : UOPC_OK;
   // END STUDENT
@@ -30,7 +33,11 @@ int tp_compare_record(tp_ctx *c, tp_int a, tp_cmp op, tp_int b, tp_site at, int 
 int tp_variant_holds(const tp_variant *v, const sym_binding *b, int *holds, uopc_error *err) {
   // STUDENT 23.4 tp_variant_holds
   *holds = 1;
-  for (int k = 0; k < v->n_guards; k++) {
+  int n = v->n_guards;
+#ifdef TP_HOLDS_FIRST_GUARD_ONLY   /* a test-only build reads one guard: tests/broken/23.4.mk */
+  n = n > 1 ? 1 : n;
+#endif
+  for (int k = 0; k < n; k++) {
     int64_t d;
     int rc = sym_expr_eval(v->guards[k].diff, b, &d, err);
     if (rc) return rc;

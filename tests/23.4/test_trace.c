@@ -1,0 +1,675 @@
+/* test_trace.c: lab 23.4's guards, the variant cache, graph breaks, rejected
+ * effects and bad input, each compiled result against the same model run
+ * eagerly. Models are written here, so a message's line is this file's. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include "tp_compile.h"
+#include "testutil.h"
+
+static sym_arena *arena;   /* the dims and shapes of the functions' arguments */
+
+static int setup(void **state) {
+  uopc_error err = {0};
+  if (testutil_fresh_cache(state)) return -1;
+  return sym_arena_new(&arena, &err);
+}
+
+static int teardown(void **state) {
+  sym_arena_free(arena);
+  return testutil_remove_cache(state);
+}
+
+/* ---- Helpers. */
+
+/* A compiled function of one f32 vector x of length n in [1, hi]. */
+static tp_compiled *vector_fn(tp_model m, void *user, int64_t hi, int strict) {
+  uopc_error err = {0};
+  sym_dim n;
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, hi, 1, &err), err);
+  tp_arg a = {"x", UOPC_F32, 1, {sym_expr_dim(arena, &n)}};
+  tp_options o = {.strict = strict};
+  tp_compiled *f = NULL;
+  assert_uopc_ok(tp_compiled_new(&f, m, user, &a, 1, 1, &o, &err), err);
+  return f;
+}
+
+/* x = sign * (1, 2, ..., n) / n */
+static uopc_tensor ramp(int64_t n, int sign) {
+  uopc_tensor x;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n, &err), err);
+  for (int64_t i = 0; i < n; i++) uopc_tensor_set(&x, i, sign * (double)(i + 1) / (double)n);
+  return x;
+}
+
+static void assert_tensors_close(const uopc_tensor *got, const uopc_tensor *want, double tol, const char *what) {
+  if (got->rank != want->rank) fail_msg("%s: rank %d, expected %d", what, got->rank, want->rank);
+  for (int k = 0; k < got->rank; k++)
+    if (got->shape[k] != want->shape[k])
+      fail_msg("%s: axis %d is %lld, expected %lld", what, k, (long long)got->shape[k], (long long)want->shape[k]);
+  for (int64_t i = 0; i < uopc_tensor_numel(got); i++) {
+    double g = uopc_tensor_get(got, i), w = uopc_tensor_get(want, i);
+    if (!(fabs(g - w) <= tol * fmax(1, fabs(w)))) fail_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, w);
+  }
+}
+
+/* f on x = sign * ramp(n): the same value as the model run eagerly. */
+static void call_matches_eager(tp_compiled *f, tp_model m, void *user, int64_t n, int sign) {
+  uopc_tensor x = ramp(n, sign), out[1] = {{0}}, eout[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  uopc_error err = {0};
+  char what[64];
+  snprintf(what, sizeof what, "n = %lld, sign %+d: compiled vs eager", (long long)n, sign);
+  assert_uopc_ok(tp_call(f, in, out, NULL, &err), err);
+  assert_uopc_ok(tp_run_eager(m, user, in, 1, 1, 0, eout, NULL, &err), err);
+  assert_tensors_close(&out[0], &eout[0], 1e-5, what);
+  uopc_tensor_release(&x), uopc_tensor_release(&out[0]), uopc_tensor_release(&eout[0]);
+}
+
+/* The code and message of one call of f on ramp(n). */
+static int call_error(tp_compiled *f, int64_t n, uopc_error *err) {
+  uopc_tensor x = ramp(n, 1), out[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  int rc = tp_call(f, in, out, NULL, err);
+  uopc_tensor_release(&x), uopc_tensor_release(&out[0]);
+  return rc;
+}
+
+/* "test_trace.c:LINE", what a message must contain. */
+static const char *site(int line) {
+  static char text[64];
+  snprintf(text, sizeof text, "test_trace.c:%d", line);
+  return text;
+}
+
+/* A context (tracing or eager) with one input x of length value, n in [lo, hi]. */
+typedef struct tctx {
+  tp_ctx c;
+  sym_dim n;
+  tp_tensor *x;
+  uopc_tensor xv;
+  uopc_error err;
+} tctx;
+
+static void tctx_init(tctx *t, tp_mode mode, int64_t lo, int64_t hi, int64_t value) {
+  memset(t, 0, sizeof *t);
+  assert_uopc_ok(tp_ctx_init(&t->c, mode, &t->err), t->err);
+  assert_uopc_ok(sym_dim_init(&t->n, "n", lo, hi, 1, &t->err), t->err);
+  assert_uopc_ok(uopc_tensor_empty(&t->xv, UOPC_F32, 1, &value, &t->err), t->err);
+  if (mode == TP_TRACE) {
+    assert_uopc_ok(sym_dim_bind(&t->c.binding, &t->n, value, &t->err), t->err);
+    const sym_expr *shape[1] = {sym_expr_dim(ir_graph_arena(t->c.g), &t->n)};
+    const ir_node *in = ir_input(t->c.g, "x", UOPC_F32, 1, shape);
+    assert_non_null(in);
+    t->x = tp_input_handle(&t->c, in, &t->xv, TP_HERE);
+  } else {
+    t->x = tp_wrap(&t->c, &t->xv);
+  }
+  assert_non_null(t->x);
+}
+
+static void tctx_fini(tctx *t) {
+  tp_ctx_fini(&t->c);
+  uopc_tensor_release(&t->xv);
+}
+
+static void assert_ctx_ok(const tctx *t) {
+  if (tp_status(&t->c)) fail_msg("the context failed: %s", tp_error(&t->c)->message);
+}
+
+/* The guard's diff with dim n bound to v. */
+static int64_t diff_at(const tp_guard *g, const sym_dim *n, int64_t v) {
+  sym_binding b;
+  uopc_error err = {0};
+  int64_t d = 0;
+  sym_binding_init(&b);
+  assert_uopc_ok(sym_dim_bind(&b, n, v, &err), err);
+  assert_uopc_ok(sym_expr_eval(g->diff, &b, &d, &err), err);
+  return d;
+}
+
+/* ---- Models. */
+
+/* Both outcomes of a size branch: 2 x summed when n > 16, x + 1 summed otherwise. */
+static int shape_branch(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  if (tp_gt(c, tp_size(c, in[0], 0), tp_int_const(c, 16)))
+    out[0] = tp_sum(c, tp_mul(c, in[0], tp_scalar(c, 2)), 0u, 0);
+  else
+    out[0] = tp_sum(c, tp_add(c, in[0], tp_scalar(c, 1)), 0u, 0);
+  return tp_status(c);
+}
+
+/* k * x for the first k in 1..15 equal to n: a new guarded outcome for every n. */
+static int staircase(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_int n = tp_size(c, in[0], 0);
+  int64_t k = 1;
+  while (k < 15 && !tp_eq(c, n, tp_int_const(c, k))) k++;
+  out[0] = tp_mul(c, in[0], tp_scalar(c, (double)k));
+  return tp_status(c);
+}
+
+static int item_line, print_line, global_line, callback_line, matmul_line;
+
+/* A branch on data: 2 x when sum(x) > 0, -x otherwise. */
+static int data_branch(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *s = tp_sum(c, in[0], 0u, 0);
+  item_line = __LINE__; double v = tp_item(c, s);
+  out[0] = v > 0 ? tp_mul(c, in[0], tp_scalar(c, 2)) : tp_neg(c, in[0]);
+  return tp_status(c);
+}
+
+/* x * sum(x), the sum read as a number in the middle. */
+static int item_scaled(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  double v = tp_item(c, tp_sum(c, in[0], 0u, 0));
+  out[0] = tp_mul(c, in[0], tp_scalar(c, v));
+  return tp_status(c);
+}
+
+static int printing(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  print_line = __LINE__; tp_print(c, in[0]);
+  out[0] = tp_add(c, in[0], in[0]);
+  return tp_status(c);
+}
+
+/* x + g, g a tensor the model was not given (user). */
+static int reads_global(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  global_line = __LINE__; tp_tensor *g = tp_global(c, (const uopc_tensor *)user);
+  out[0] = tp_add(c, in[0], g);
+  return tp_status(c);
+}
+
+typedef struct callback_user { int pure, calls; } callback_user;
+
+static void count_call(void *user) { ((callback_user *)user)->calls++; }
+
+static int calls_back(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  callback_user *u = user;
+  callback_line = __LINE__; tp_callback_at(c, count_call, u, u->pure, TP_HERE);
+  out[0] = tp_mul(c, in[0], in[0]);
+  return tp_status(c);
+}
+
+static int doubles(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  out[0] = tp_add(c, in[0], in[0]);
+  return tp_status(c);
+}
+
+/* ---- tp_compare_record */
+
+static void test_compare_records_one_guard_for_a_size_comparison(void **state) {
+  (void)state;
+  tctx t;
+  tctx_init(&t, TP_TRACE, 1, 64, 4);
+  int64_t recorded = uopc_counter_get(TP_C_GUARDS);
+  tp_int n = tp_size(&t.c, t.x, 0);
+  assert_int_equal(n.value, 4);
+  assert_non_null(n.expr);
+  int line = __LINE__; int truth = tp_gt(&t.c, n, tp_int_const(&t.c, 16));
+  assert_ctx_ok(&t);
+  assert_false(truth);                              /* 4 > 16 */
+  assert_int_equal(t.c.n_guards, 1);
+  const tp_guard *g = &t.c.guards[0];
+  assert_int_equal(g->op, TP_GT);
+  assert_int_equal(g->truth, 0);
+  assert_int_equal(diff_at(g, &t.n, 20), 4);        /* diff is n - 16 */
+  assert_int_equal(diff_at(g, &t.n, 16), 0);
+  assert_int_equal(diff_at(g, &t.n, 1), -15);
+  assert_int_equal(g->at.line, line);
+  assert_contains(g->at.file, "test_trace.c");
+  assert_int_equal(uopc_counter_get(TP_C_GUARDS) - recorded, 1);
+  /* Arithmetic on sizes stays symbolic: n + 3 >= 7 holds (7 >= 7), diff n - 4. */
+  truth = tp_compare_at(&t.c, tp_int_add(&t.c, n, tp_int_const(&t.c, 3)), TP_GE, tp_int_const(&t.c, 7), TP_HERE);
+  assert_ctx_ok(&t);
+  assert_true(truth);
+  assert_int_equal(t.c.n_guards, 2);
+  assert_int_equal(t.c.guards[1].op, TP_GE);
+  assert_int_equal(t.c.guards[1].truth, 1);
+  assert_int_equal(diff_at(&t.c.guards[1], &t.n, 10), 6);
+  tctx_fini(&t);
+}
+
+static void test_compare_each_operator_at_the_boundary_records_its_truth(void **state) {
+  (void)state;
+  static const tp_cmp ops[] = {TP_LT, TP_LE, TP_GT, TP_GE, TP_EQ, TP_NE};
+  static const int truths[] = {0, 1, 0, 1, 1, 0};   /* 16 op 16 */
+  tctx t;
+  tctx_init(&t, TP_TRACE, 1, 64, 16);
+  tp_int n = tp_size(&t.c, t.x, 0);
+  for (int k = 0; k < 6; k++) {
+    int truth = tp_compare_at(&t.c, n, ops[k], tp_int_const(&t.c, 16), TP_HERE);
+    assert_ctx_ok(&t);
+    if (truth != truths[k]) fail_msg("16 %s 16 gave %d, expected %d", tp_cmp_text(ops[k]), truth, truths[k]);
+    assert_int_equal(t.c.n_guards, k + 1);
+    assert_int_equal(t.c.guards[k].op, ops[k]);
+    assert_int_equal(t.c.guards[k].truth, truths[k]);
+    assert_int_equal(diff_at(&t.c.guards[k], &t.n, 17), 1);
+  }
+  /* The constant on the left: 16 < n is n - 16 reversed, 16 - n. */
+  int truth = tp_lt(&t.c, tp_int_const(&t.c, 16), n);
+  assert_ctx_ok(&t);
+  assert_false(truth);
+  assert_int_equal(t.c.n_guards, 7);
+  assert_int_equal(diff_at(&t.c.guards[6], &t.n, 17), -1);
+  tctx_fini(&t);
+}
+
+static void test_compare_decided_by_the_bounds_records_no_guard(void **state) {
+  (void)state;
+  tctx t;
+  tctx_init(&t, TP_TRACE, 1, 64, 4);
+  int64_t recorded = uopc_counter_get(TP_C_GUARDS);
+  tp_int n = tp_size(&t.c, t.x, 0), two_n = tp_int_mul(&t.c, n, tp_int_const(&t.c, 2));
+  assert_true(tp_gt(&t.c, n, tp_int_const(&t.c, 0)));                                  /* n >= 1 */
+  assert_true(tp_lt(&t.c, n, tp_int_const(&t.c, 65)));                                 /* n <= 64 */
+  assert_true(tp_compare_at(&t.c, n, TP_LE, tp_int_const(&t.c, 64), TP_HERE));
+  assert_true(tp_compare_at(&t.c, n, TP_GE, tp_int_const(&t.c, 1), TP_HERE));
+  assert_false(tp_eq(&t.c, n, tp_int_const(&t.c, 0)));
+  assert_true(tp_compare_at(&t.c, n, TP_NE, tp_int_const(&t.c, 100), TP_HERE));
+  assert_true(tp_gt(&t.c, two_n, tp_int_const(&t.c, 1)));                              /* 2n in [2, 128] */
+  assert_true(tp_lt(&t.c, tp_int_const(&t.c, 3), tp_int_const(&t.c, 5)));              /* nothing symbolic */
+  assert_ctx_ok(&t);
+  assert_int_equal(t.c.n_guards, 0);
+  assert_int_equal(uopc_counter_get(TP_C_GUARDS), recorded);
+  /* ... while one the bounds leave open still records its guard. */
+  assert_false(tp_eq(&t.c, n, tp_int_const(&t.c, 5)));
+  assert_ctx_ok(&t);
+  assert_int_equal(t.c.n_guards, 1);
+  tctx_fini(&t);
+}
+
+static void test_compare_in_eager_mode_records_no_guard(void **state) {
+  (void)state;
+  tctx t;
+  tctx_init(&t, TP_EAGER, 1, 64, 20);
+  int64_t recorded = uopc_counter_get(TP_C_GUARDS);
+  tp_int n = tp_size(&t.c, t.x, 0);
+  assert_int_equal(n.value, 20);
+  assert_true(tp_gt(&t.c, n, tp_int_const(&t.c, 16)));
+  assert_false(tp_compare_at(&t.c, n, TP_LE, tp_int_const(&t.c, 16), TP_HERE));
+  assert_true(tp_eq(&t.c, n, tp_int_const(&t.c, 20)));
+  assert_ctx_ok(&t);
+  assert_int_equal(t.c.n_guards, 0);
+  assert_int_equal(uopc_counter_get(TP_C_GUARDS), recorded);
+  tctx_fini(&t);
+}
+
+/* Without the guard, the variant traced for n = 4 (x + 1) would be reused
+ * for n = 20, whose answer is 2 x (tests/broken/23.4.mk). */
+static void test_shape_branch_both_outcomes_match_eager(void **state) {
+  (void)state;
+  static const int64_t lengths[] = {4, 20, 16, 17, 1, 1024};
+  tp_compiled *f = vector_fn(shape_branch, NULL, 1024, 0);
+  int64_t recompiled = uopc_counter_get(TP_C_RECOMPILATIONS);
+  for (int k = 0; k < 6; k++) call_matches_eager(f, shape_branch, NULL, lengths[k], 1);
+  assert_int_equal(tp_compiled_variant_count(f), 2);
+  for (int k = 0; k < 2; k++) {
+    const tp_variant *v = tp_compiled_variant(f, k);
+    assert_int_equal(v->n_guards, 1);
+    assert_int_equal(v->guards[0].truth, k);      /* n = 4: false; n = 20: true */
+  }
+  assert_int_equal(uopc_counter_get(TP_C_RECOMPILATIONS) - recompiled, 1);
+  tp_compiled_free(f);
+}
+
+/* ---- tp_variant_holds */
+
+static int holds_at(const tp_variant *v, const sym_dim *n, int64_t value) {
+  sym_binding b;
+  uopc_error err = {0};
+  int holds = -1;
+  sym_binding_init(&b);
+  assert_uopc_ok(sym_dim_bind(&b, n, value, &err), err);
+  assert_uopc_ok(tp_variant_holds(v, &b, &holds, &err), err);
+  if (holds != 0 && holds != 1) fail_msg("holds is %d, not 0 or 1", holds);
+  return holds;
+}
+
+static void test_variant_holds_true_false_and_at_the_boundary(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  sym_dim n;
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 1024, 1, &err), err);
+  const sym_expr *diff = sym_expr_sub(arena, sym_expr_dim(arena, &n), sym_expr_const(arena, 16));
+  tp_guard g = {diff, TP_GT, 0, TP_HERE};            /* traced with n <= 16 */
+  tp_variant v = {.guards = &g, .n_guards = 1};
+  assert_int_equal(holds_at(&v, &n, 1), 1);
+  assert_int_equal(holds_at(&v, &n, 15), 1);
+  assert_int_equal(holds_at(&v, &n, 16), 1);       /* n == 16: still not n > 16 */
+  assert_int_equal(holds_at(&v, &n, 17), 0);
+  assert_int_equal(holds_at(&v, &n, 1024), 0);
+  g.truth = 1;                                      /* traced with n > 16 */
+  assert_int_equal(holds_at(&v, &n, 16), 0);
+  assert_int_equal(holds_at(&v, &n, 17), 1);
+  g.op = TP_EQ;                                     /* traced with n == 16 */
+  assert_int_equal(holds_at(&v, &n, 16), 1);
+  assert_int_equal(holds_at(&v, &n, 15), 0);
+  assert_int_equal(holds_at(&v, &n, 17), 0);
+  g.op = TP_LE, g.truth = 0;                        /* traced with !(n <= 16) */
+  assert_int_equal(holds_at(&v, &n, 16), 0);
+  assert_int_equal(holds_at(&v, &n, 17), 1);
+}
+
+static void test_variant_holds_needs_every_guard(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  sym_dim n, m;
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 1024, 1, &err), err);
+  assert_uopc_ok(sym_dim_init(&m, "m", 1, 1024, 1, &err), err);
+  const sym_expr *ne = sym_expr_dim(arena, &n);
+  tp_guard g[2] = {{sym_expr_sub(arena, ne, sym_expr_const(arena, 4)), TP_GT, 1, TP_HERE},     /* n > 4 */
+                   {sym_expr_sub(arena, ne, sym_expr_const(arena, 16)), TP_GT, 0, TP_HERE}};  /* !(n > 16) */
+  tp_variant v = {.guards = g, .n_guards = 2};
+  assert_int_equal(holds_at(&v, &n, 4), 0);
+  assert_int_equal(holds_at(&v, &n, 5), 1);
+  assert_int_equal(holds_at(&v, &n, 16), 1);
+  assert_int_equal(holds_at(&v, &n, 17), 0);
+  tp_variant none = {0};                            /* a trace without branches holds for every call */
+  assert_int_equal(holds_at(&none, &n, 99), 1);
+  /* A guard over a dim this call did not bind: its error, not an answer. */
+  tp_guard on_m = {sym_expr_sub(arena, sym_expr_dim(arena, &m), sym_expr_const(arena, 2)), TP_GT, 1, TP_HERE};
+  tp_variant vm = {.guards = &on_m, .n_guards = 1};
+  sym_binding b;
+  sym_binding_init(&b);
+  assert_uopc_ok(sym_dim_bind(&b, &n, 3, &err), err);
+  int holds = 0;
+  assert_uopc_code(tp_variant_holds(&vm, &b, &holds, &err), UOPC_E_UNBOUND, err);
+}
+
+static void test_variant_hit_does_not_trace_again(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(shape_branch, NULL, 1024, 0);
+  call_matches_eager(f, shape_branch, NULL, 4, 1);
+  call_matches_eager(f, shape_branch, NULL, 20, 1);
+  assert_int_equal(tp_compiled_variant_count(f), 2);
+  int64_t traces = uopc_counter_get(TP_C_TRACES), failures = uopc_counter_get(TP_C_GUARD_FAILURES);
+  int64_t built = uopc_counter_get("programs constructed");
+  static const int64_t lengths[] = {5, 30, 16, 17, 1};
+  for (int k = 0; k < 5; k++) call_matches_eager(f, shape_branch, NULL, lengths[k], -1);
+  assert_int_equal(uopc_counter_get(TP_C_TRACES), traces);
+  assert_int_equal(uopc_counter_get("programs constructed"), built);
+  assert_int_equal(tp_compiled_variant_count(f), 2);
+  assert_int_equal(uopc_counter_get(TP_C_GUARD_FAILURES) - failures, 2);   /* 30 and 17 fail n <= 16 */
+  tp_compiled_free(f);
+}
+
+static void test_more_shape_outcomes_than_variants_is_a_limit_error(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(staircase, NULL, 1024, 0);
+  for (int64_t n = 1; n <= TP_VARIANTS_MAX; n++) call_matches_eager(f, staircase, NULL, n, 1);
+  assert_int_equal(tp_compiled_variant_count(f), TP_VARIANTS_MAX);
+  uopc_error err = {0};
+  assert_uopc_code(call_error(f, TP_VARIANTS_MAX + 1, &err), UOPC_E_LIMIT, err);
+  assert_int_equal(tp_compiled_variant_count(f), TP_VARIANTS_MAX);
+  call_matches_eager(f, staircase, NULL, 3, 1);    /* the variants still serve their own calls */
+  tp_compiled_free(f);
+}
+
+/* ---- tp_on_break */
+
+static void test_item_under_tracer_breaks_and_matches_eager(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(data_branch, NULL, 1024, 0);
+  int64_t breaks = uopc_counter_get(TP_C_BREAKS), traces = uopc_counter_get(TP_C_TRACES);
+  call_matches_eager(f, data_branch, NULL, 10, 1);
+  call_matches_eager(f, data_branch, NULL, 11, -1);
+  assert_int_equal(uopc_counter_get(TP_C_BREAKS) - breaks, 2);
+  assert_int_equal(uopc_counter_get(TP_C_TRACES) - traces, 2);   /* a broken trace is traced at every call */
+  assert_int_equal(tp_compiled_variant_count(f), 0);
+  tp_compiled_free(f);
+  /* The value read is this call's: x * sum(x). */
+  tp_compiled *g = vector_fn(item_scaled, NULL, 1024, 0);
+  call_matches_eager(g, item_scaled, NULL, 5, 1);
+  call_matches_eager(g, item_scaled, NULL, 7, -1);
+  assert_int_equal(uopc_counter_get(TP_C_BREAKS) - breaks, 4);
+  tp_compiled_free(g);
+}
+
+static void test_item_regions_are_compiled_once(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(data_branch, NULL, 1024, 0);
+  int64_t breaks = uopc_counter_get(TP_C_BREAKS), built = 0;
+  for (int k = 0; k < 4; k++) {    /* signs +, -, +, -: both branches, then both again */
+    if (k == 2) built = uopc_counter_get("programs constructed");
+    call_matches_eager(f, data_branch, NULL, 10 + k, k % 2 ? -1 : 1);
+  }
+  assert_int_equal(uopc_counter_get(TP_C_BREAKS) - breaks, 4);
+  assert_int_equal(uopc_counter_get("programs constructed"), built);
+  tp_compiled_free(f);
+}
+
+static void test_item_in_strict_mode_names_tp_item_and_the_line(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(data_branch, NULL, 1024, 1);
+  int64_t breaks = uopc_counter_get(TP_C_BREAKS);
+  uopc_error err = {0};
+  assert_uopc_code(call_error(f, 8, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "tp_item");
+  assert_contains(err.message, site(item_line));
+  assert_int_equal(uopc_counter_get(TP_C_BREAKS), breaks);   /* refused, not broken */
+  assert_int_equal(tp_compiled_variant_count(f), 0);
+  tp_compiled_free(f);
+}
+
+/* ---- tp_effect_check */
+
+static void test_print_under_tracer_is_rejected_naming_the_line(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(printing, NULL, 1024, 0);
+  uopc_error err = {0};
+  assert_uopc_code(call_error(f, 4, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "tp_print");
+  assert_contains(err.message, site(print_line));
+  assert_int_equal(tp_compiled_variant_count(f), 0);
+  tp_compiled_free(f);
+}
+
+static void test_global_under_tracer_is_rejected_naming_the_line(void **state) {
+  (void)state;
+  uopc_tensor g = ramp(4, 1);
+  tp_compiled *f = vector_fn(reads_global, &g, 1024, 0);
+  uopc_error err = {0};
+  assert_uopc_code(call_error(f, 4, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "tp_global");
+  assert_contains(err.message, site(global_line));
+  assert_int_equal(tp_compiled_variant_count(f), 0);
+  tp_compiled_free(f);
+  uopc_tensor_release(&g);
+}
+
+static void test_impure_callback_is_rejected_and_pure_runs_at_trace_time(void **state) {
+  (void)state;
+  callback_user impure = {0, 0}, pure = {1, 0};
+  tp_compiled *f = vector_fn(calls_back, &impure, 1024, 0);
+  uopc_error err = {0};
+  assert_uopc_code(call_error(f, 4, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "tp_callback");
+  assert_contains(err.message, site(callback_line));
+  assert_int_equal(impure.calls, 0);                 /* rejected before it ran */
+  tp_compiled_free(f);
+  /* A pure callback is allowed: it runs when the model is traced, not at a variant's call. */
+  tp_compiled *g = vector_fn(calls_back, &pure, 1024, 0);
+  assert_uopc_ok(call_error(g, 4, &err), err);
+  assert_uopc_ok(call_error(g, 9, &err), err);
+  assert_int_equal(pure.calls, 1);
+  assert_int_equal(tp_compiled_variant_count(g), 1);
+  call_matches_eager(g, calls_back, &pure, 6, -1);
+  tp_compiled_free(g);
+}
+
+static void test_effect_check_rejects_each_effect_under_tracer(void **state) {
+  (void)state;
+  static const tp_effect effects[] = {TP_EFFECT_PRINT, TP_EFFECT_GLOBAL, TP_EFFECT_IMPURE_CALLBACK, TP_EFFECT_RANDOM};
+  tctx t;
+  tctx_init(&t, TP_TRACE, 1, 64, 4);
+  for (int k = 0; k < 4; k++) {
+    uopc_error err = {0};
+    int rc = tp_effect_check(&t.c, effects[k], 0, TP_HERE, &err);
+    if (rc != UOPC_E_UNSUPPORTED)
+      fail_msg("effect %d under the tracer: expected UOPC_E_UNSUPPORTED, got %s: %s", (int)effects[k],
+               uopc_error_name(rc), err.message);
+  }
+  uopc_error err = {0};
+  assert_uopc_ok(tp_effect_check(&t.c, TP_EFFECT_IMPURE_CALLBACK, 1, TP_HERE, &err), err);   /* declared pure */
+  tctx_fini(&t);
+}
+
+static void test_effects_are_allowed_eagerly(void **state) {
+  (void)state;
+  static const tp_effect effects[] = {TP_EFFECT_PRINT, TP_EFFECT_GLOBAL, TP_EFFECT_IMPURE_CALLBACK, TP_EFFECT_RANDOM};
+  tctx t;
+  tctx_init(&t, TP_EAGER, 1, 64, 4);
+  for (int k = 0; k < 4; k++)
+    for (int pure = 0; pure < 2; pure++) {
+      uopc_error err = {0};
+      assert_uopc_ok(tp_effect_check(&t.c, effects[k], pure, TP_HERE, &err), err);
+    }
+  assert_non_null(tp_rand_like_at(&t.c, t.x, 0, 0, TP_HERE));
+  assert_ctx_ok(&t);
+  tctx_fini(&t);
+  /* The models the tracer refuses run eagerly, effects and all. */
+  uopc_tensor x = ramp(4, 1), g = ramp(4, -1), out[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  uopc_error err = {0};
+  assert_uopc_ok(tp_run_eager(printing, NULL, in, 1, 1, 0, out, NULL, &err), err);
+  assert_true(fabs(uopc_tensor_get(&out[0], 3) - 2.0) < 1e-6);
+  uopc_tensor_release(&out[0]);
+  assert_uopc_ok(tp_run_eager(reads_global, &g, in, 1, 1, 0, out, NULL, &err), err);
+  assert_true(fabs(uopc_tensor_get(&out[0], 3)) < 1e-6);     /* x + (-x) */
+  uopc_tensor_release(&out[0]);
+  callback_user impure = {0, 0};
+  assert_uopc_ok(tp_run_eager(calls_back, &impure, in, 1, 1, 0, out, NULL, &err), err);
+  assert_int_equal(impure.calls, 1);
+  uopc_tensor_release(&out[0]);
+  uopc_tensor_release(&x), uopc_tensor_release(&g);
+}
+
+/* ---- Bad input (given code) */
+
+static int mismatched_matmul(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  matmul_line = __LINE__; tp_tensor *p = tp_matmul(c, in[0], in[1]);
+  out[0] = tp_sum(c, p, 0u, 0);
+  return tp_status(c);
+}
+
+static void test_matmul_shape_mismatch_names_the_model_line(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  sym_dim b;
+  assert_uopc_ok(sym_dim_init(&b, "B", 1, 64, 1, &err), err);
+  tp_arg args[2] = {{"x", UOPC_F32, 2, {sym_expr_dim(arena, &b), sym_expr_const(arena, 3)}},
+                    {"w", UOPC_F32, 2, {sym_expr_const(arena, 4), sym_expr_const(arena, 2)}}};
+  tp_compiled *f = NULL;
+  assert_uopc_ok(tp_compiled_new(&f, mismatched_matmul, NULL, args, 2, 1, NULL, &err), err);
+  uopc_tensor x, w, out[1] = {{0}};
+  int64_t xs[2] = {5, 3}, ws[2] = {4, 2};
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 2, xs, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&w, UOPC_F32, 2, ws, &err), err);
+  const uopc_tensor *in[2] = {&x, &w};
+  assert_uopc_code(tp_call(f, in, out, NULL, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "matmul");
+  assert_contains(err.message, site(matmul_line));
+  memset(&err, 0, sizeof err);
+  assert_uopc_code(tp_run_eager(mismatched_matmul, NULL, in, 2, 1, 0, out, NULL, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, site(matmul_line));
+  tp_compiled_free(f);
+  uopc_tensor_release(&x), uopc_tensor_release(&w);
+}
+
+static int sums_w(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  out[0] = tp_sum(c, in[1], 0u, 0);
+  return tp_status(c);
+}
+
+static void test_gradient_of_an_i32_input_is_a_dtype_error(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  sym_dim n;
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 64, 1, &err), err);
+  const sym_expr *ne = sym_expr_dim(arena, &n);
+  tp_arg args[2] = {{"k", UOPC_I32, 1, {ne}}, {"w", UOPC_F32, 1, {ne}}};
+  tp_options o = {.grad_inputs = 0x1};
+  tp_compiled *f = NULL;
+  assert_uopc_ok(tp_compiled_new(&f, sums_w, NULL, args, 2, 1, &o, &err), err);
+  uopc_tensor k, w, out[1] = {{0}}, grads[1] = {{0}};
+  int64_t len = 6;
+  assert_uopc_ok(uopc_tensor_empty(&k, UOPC_I32, 1, &len, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&w, UOPC_F32, 1, &len, &err), err);
+  const uopc_tensor *in[2] = {&k, &w};
+  assert_uopc_code(tp_call(f, in, out, grads, &err), UOPC_E_DTYPE, err);
+  assert_contains(err.message, "i32");
+  assert_uopc_code(tp_run_eager(sums_w, NULL, in, 2, 1, 0x1, out, grads, &err), UOPC_E_DTYPE, err);
+  tp_compiled_free(f);
+  uopc_tensor_release(&k), uopc_tensor_release(&w);
+}
+
+static void test_argument_outside_its_dim_bounds_is_rejected(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(doubles, NULL, 64, 0);
+  int64_t traces = uopc_counter_get(TP_C_TRACES);
+  uopc_error err = {0};
+  assert_uopc_code(call_error(f, 65, &err), UOPC_E_BOUNDS, err);
+  assert_contains(err.message, "65");
+  assert_contains(err.message, "64");
+  assert_int_equal(uopc_counter_get(TP_C_TRACES), traces);   /* refused before tracing */
+  call_matches_eager(f, doubles, NULL, 64, 1);
+  tp_compiled_free(f);
+}
+
+static int leaves_output_unset(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user, (void)out;
+  tp_add(c, in[0], in[0]);
+  return tp_status(c);
+}
+
+static void test_model_that_leaves_its_output_unset_is_invalid(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(leaves_output_unset, NULL, 64, 0);
+  uopc_error err = {0};
+  assert_uopc_code(call_error(f, 4, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "output 0");
+  uopc_tensor x = ramp(4, 1), out[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  assert_uopc_code(tp_run_eager(leaves_output_unset, NULL, in, 1, 1, 0, out, NULL, &err), UOPC_E_INVALID, err);
+  uopc_tensor_release(&x);
+  tp_compiled_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_compare_records_one_guard_for_a_size_comparison),
+      cmocka_unit_test(test_compare_each_operator_at_the_boundary_records_its_truth),
+      cmocka_unit_test(test_compare_decided_by_the_bounds_records_no_guard),
+      cmocka_unit_test(test_compare_in_eager_mode_records_no_guard),
+      cmocka_unit_test(test_shape_branch_both_outcomes_match_eager),
+      cmocka_unit_test(test_variant_holds_true_false_and_at_the_boundary),
+      cmocka_unit_test(test_variant_holds_needs_every_guard),
+      cmocka_unit_test(test_variant_hit_does_not_trace_again),
+      cmocka_unit_test(test_more_shape_outcomes_than_variants_is_a_limit_error),
+      cmocka_unit_test(test_item_under_tracer_breaks_and_matches_eager),
+      cmocka_unit_test(test_item_regions_are_compiled_once),
+      cmocka_unit_test(test_item_in_strict_mode_names_tp_item_and_the_line),
+      cmocka_unit_test(test_print_under_tracer_is_rejected_naming_the_line),
+      cmocka_unit_test(test_global_under_tracer_is_rejected_naming_the_line),
+      cmocka_unit_test(test_impure_callback_is_rejected_and_pure_runs_at_trace_time),
+      cmocka_unit_test(test_effect_check_rejects_each_effect_under_tracer),
+      cmocka_unit_test(test_effects_are_allowed_eagerly),
+      cmocka_unit_test(test_matmul_shape_mismatch_names_the_model_line),
+      cmocka_unit_test(test_gradient_of_an_i32_input_is_a_dtype_error),
+      cmocka_unit_test(test_argument_outside_its_dim_bounds_is_rejected),
+      cmocka_unit_test(test_model_that_leaves_its_output_unset_is_invalid),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
