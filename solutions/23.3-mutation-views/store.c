@@ -58,7 +58,11 @@ int mv_store(mv_program *p, const mv_view *target, const ir_node *value, uopc_er
     rc = UOPC_FAIL(err, UOPC_E_INVALID, "store into %s: a value of shape %s does not broadcast to the view's"
                    " shape %s", view, got, want);
   }
+#ifdef MV_STORE_NO_COLLISION_CHECK   /* a test-only build stores into broadcast views (tests/broken/23.3.mk) */
+  if (0 && !rc) rc = check_no_collision(p, target, view, err);
+#else
   if (!rc) rc = check_no_collision(p, target, view, err);
+#endif
   /* The version rule: this store reads M<k> of the storage and makes M<k+1>. */
   if (!rc) rc = mv_commit(p, MV_STORE, target, v, target->storage, s->version, s->version + 1, err);
   if (rc) {

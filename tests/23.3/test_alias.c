@@ -473,6 +473,15 @@ static void test_alias_guard_disjoint_rejects_null_released_and_mismatched_views
   assert_contains(err.message, "different storages");
   assert_uopc_code(alias_guard_disjoint(&a, &as_int, &disjoint, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "f32");
+  int64_t shape2[2] = {2, 2}, strides2[2] = {2, 1};
+  uopc_tensor bad = raw_view(&a, 2, shape2, strides2, 0);
+  for (int axis = 0; axis < 2; axis++) {   /* a negative extent on either axis */
+    bad.shape[axis] = -1, bad.shape[1 - axis] = 2;
+    assert_uopc_code(alias_guard_disjoint(&bad, &a, &disjoint, &err), UOPC_E_INVALID, err);
+    assert_uopc_code(alias_guard_disjoint(&a, &bad, &disjoint, &err), UOPC_E_INVALID, err);
+  }
+  bad.shape[0] = 2, bad.rank = UOPC_MAX_RANK + 1;
+  assert_uopc_code(alias_guard_disjoint(&a, &bad, &disjoint, &err), UOPC_E_INVALID, err);
   assert_int_equal(disjoint, -1);   /* untouched by every error */
   uopc_tensor_release(&other);
   uopc_tensor_release(&a);

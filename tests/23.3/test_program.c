@@ -165,6 +165,69 @@ static void test_functionalize_store_refuses_a_broadcast_view(void **state) {
   mv_program_free(f.p);
 }
 
+/* Python's slice of the index list in[0..n) into out; returns its length. */
+static int py_slice(const int *in, int n, int64_t start, int64_t stop, int64_t step, int *out) {
+  int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
+  int64_t s = start == UOPC_SLICE_NONE ? (step > 0 ? 0 : n - 1) : start < 0 ? start + n : start;
+  int64_t e = stop == UOPC_SLICE_NONE ? (step > 0 ? n : -1) : stop < 0 ? stop + n : stop;
+  s = s < lo ? lo : s > hi ? hi : s;
+  e = e < lo ? lo : e > hi ? hi : e;
+  int len = 0;
+  for (int64_t i = s; step > 0 ? i < e : i > e; i += step) out[len++] = in[i];
+  return len;
+}
+
+/* A view of MV_VIEW_STEPS_MAX steps has that many intermediate values besides the base: the
+ * sanitizer build (make test-c SAN=1) catches a store one past a table of MV_VIEW_STEPS_MAX. */
+static void test_functionalize_store_through_a_view_of_the_most_steps(void **state) {
+  (void)state;
+  static const int64_t steps[MV_VIEW_STEPS_MAX][3] = {
+      {1, UOPC_SLICE_NONE, 1}, {UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1}, {1, UOPC_SLICE_NONE, 1},
+      {UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1}, {UOPC_SLICE_NONE, UOPC_SLICE_NONE, 1}, {0, -1, 1},
+      {UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1}, {UOPC_SLICE_NONE, UOPC_SLICE_NONE, 2}};
+  fx f;
+  fx_init(&f, 3, 12);
+  mv_view v = f.whole, next;
+  for (int k = 0; k < MV_VIEW_STEPS_MAX; k++) {
+    assert_uopc_ok(mv_slice(f.p, &v, 0, steps[k][0], steps[k][1], steps[k][2], &next, &f.err), f.err);
+    v = next;
+  }
+  assert_int_equal(v.n_steps, MV_VIEW_STEPS_MAX);
+  ir_graph *g;
+  assert_uopc_ok(ir_graph_new(&g, &f.err), f.err);
+  const sym_expr *shape[1] = {sym_expr_copy(ir_graph_arena(g), f.n_e)};
+  const ir_node *base = ir_input(g, "a", UOPC_F32, 1, shape), *nb = NULL;
+  const ir_node *value = ir_binary(g, IR_MUL, mv_view_apply(g, &v, base), ir_const(g, 10, UOPC_F32));
+  assert_uopc_ok(functionalize_store(g, &v, base, value, &nb, &f.err), f.err);
+  exec *e;
+  assert_uopc_ok(exec_new(&e, g, &nb, 1, "fstore8", NULL, &f.err), f.err);
+  for (int64_t n = 3; n <= 12; n++) {
+    int idx[12], tmp[12], len = (int)n;
+    for (int i = 0; i < n; i++) idx[i] = i;
+    for (int k = 0; k < MV_VIEW_STEPS_MAX; k++) {
+      len = py_slice(idx, len, steps[k][0], steps[k][1], steps[k][2], tmp);
+      memcpy(idx, tmp, sizeof tmp);
+    }
+    float in[12], want[12];
+    for (int i = 0; i < n; i++) in[i] = want[i] = (float)i + 1;
+    for (int i = 0; i < len; i++) want[idx[i]] = in[idx[i]] * 10;
+    uopc_tensor x, out;
+    assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n, &f.err), f.err);
+    assert_uopc_ok(uopc_tensor_empty(&out, UOPC_F32, 1, &n, &f.err), f.err);
+    memcpy(uopc_tensor_data(&x), in, (size_t)n * sizeof *in);
+    const uopc_tensor *ins[1] = {&x};
+    uopc_tensor *outs[1] = {&out};
+    assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &f.err), f.err);
+    if (memcmp(uopc_tensor_data(&out), want, (size_t)n * sizeof *want) != 0)
+      fail_msg("n = %lld: a view of %d steps, stored through: wrong result", (long long)n, MV_VIEW_STEPS_MAX);
+    uopc_tensor_release(&x);
+    uopc_tensor_release(&out);
+  }
+  exec_free(e);
+  ir_graph_free(g);
+  mv_program_free(f.p);
+}
+
 /* ---- reuse_decide */
 
 /* t1 = a * 2; t2 = t1 + 1 [; t3 = t1 * t2]. */
@@ -376,6 +439,7 @@ int main(void) {
       cmocka_unit_test(test_mv_store_rejects_and_leaves_the_program_unchanged),
       cmocka_unit_test(test_functionalize_store_replaces_only_the_view),
       cmocka_unit_test(test_functionalize_store_refuses_a_broadcast_view),
+      cmocka_unit_test(test_functionalize_store_through_a_view_of_the_most_steps),
       cmocka_unit_test(test_reuse_decide_allows_a_dead_private_buffer),
       cmocka_unit_test(test_reuse_decide_refuses_an_escaped_or_external_buffer),
       cmocka_unit_test(test_reuse_decide_refuses_a_view_not_read_in_place),
