@@ -135,9 +135,27 @@ int guard_set_add_expr(guard_set *s, guard_site at, const sym_expr *e, uopc_erro
 /* ---- Checking, guard by guard: the reference the compiled form follows. */
 
 /* The student's part: *holds = 1 when guard k of s holds for call, else 0
- * and, when why is not NULL, why->text says what was found ("x is not
- * contiguous (strides (2) for shape (10))"); with why NULL nothing is
- * formatted. A guard on an axis the argument lacks fails; it is no error.
+ * and, when why is not NULL, why->text says what was found; with why NULL
+ * nothing is formatted. The reasons, as the tests compare them (values are
+ * this call's, names the set's sites):
+ *   a missing axis  "x has no axis for '<the guard's text>' (rank 1)"
+ *   dtype           "x has dtype f64, not f32"
+ *   rank            "x has rank 1, not 2"
+ *   contiguous      "x is not contiguous (strides (2) for shape (10))"
+ *   aligned         "x is not aligned to 64 bytes (element 0 is 4 bytes past a
+ *                   64-byte boundary)"
+ *   disjoint        "x and out overlap (they share bytes of one buffer)"
+ *   a value         "x.strides[0] = 2, not 1" (a range of one value)
+ *   a range         "out.shape[0] = 20 is outside [1, 8]"; on a dim's site, the
+ *                   dim's own message: "dim 'n' = 33 outside [1, 16]"
+ *   divisible       "n = 33 is not a multiple of 16" (the dim's name when it has
+ *                   one, else the site: "x.shape[0] = 33 is not a multiple of 5")
+ *   equal           "out.shape[0] = 20 differs from x.shape[0] = 10"
+ *   an expression   "out.shape[0] = 9, but n - 1 = 7 on this call", or "..., and
+ *                   n - 1 cannot be evaluated on this call"
+ * (a guard's own text, guard.what, reads "x.strides[0] == 1",
+ * "n = x.shape[0] in [1, 16]", ...). A guard on an axis the argument lacks
+ * fails; it is no error.
  * Errors (a malformed guard or call, not a failed guard): UOPC_E_INVALID
  * (k outside the set, an argument outside the call). */
 int guard_check(const guard_set *s, int k, const guard_call *call, int *holds, guard_reason *why,
