@@ -20,9 +20,37 @@ static int buffer_of(const lower_program *p, const ir_node *n) {
   return -1;
 }
 
+/* 1 when n computes something (an op that is not movement) on the way to
+ * its leaves: fused into a matmul, it would be computed again for every
+ * element of the other operand's far axis. */
+static int computes(const ir_node *n) {
+  while (ir_op_info_of(n->op)->kind == IR_KIND_MOVE) n = n->src[0];
+  ir_kind k = ir_op_info_of(n->op)->kind;
+  return k != IR_KIND_LEAF && k != IR_KIND_REDUCE && k != IR_KIND_MATMUL;
+}
+
 static int materialised(const ir_node *n) {
   ir_kind k = ir_op_info_of(n->op)->kind;
   return k == IR_KIND_REDUCE || k == IR_KIND_MATMUL;
+}
+
+/* A matmul's operand that computes is materialised once (chapter 23.1,
+ * "What is fused"): the softmax weights of 23.5's attention, the hidden
+ * layer of 23.4's model. Movement over leaves stays fused: it is index
+ * arithmetic. */
+static int operand_of_matmul(const lower_program *p, const unsigned char *used, const ir_node *n) {
+  const ir_graph *g = p->graph;
+  if (!computes(n) || ir_op_info_of(n->op)->kind == IR_KIND_MOVE) return 0;
+  for (int id = n->id + 1; id < ir_graph_node_count(g); id++) {
+    const ir_node *m = ir_graph_node(g, id);
+    if (!used[id] || m->op != IR_MATMUL) continue;
+    for (int i = 0; i < 2; i++) {
+      const ir_node *s = m->src[i];
+      while (ir_op_info_of(s->op)->kind == IR_KIND_MOVE && s != n) s = s->src[0];
+      if (s == n) return 1;
+    }
+  }
+  return 0;
 }
 
 static void mark(const ir_node *n, unsigned char *used) {
@@ -55,7 +83,7 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
   for (int k = 0; k < inputs; k++) add_buffer(p, LOWER_INPUT, ir_graph_input(g, k), ir_graph_input(g, k)->name);
   for (int id = 0; id < nodes; id++) {       /* ids are a topological order */
     const ir_node *n = ir_graph_node(g, id);
-    if (!used[id] || !materialised(n) || buffer_of(p, n) >= 0) continue;
+    if (!used[id] || !(materialised(n) || operand_of_matmul(p, used, n)) || buffer_of(p, n) >= 0) continue;
     snprintf(name, sizeof name, "tmp%d", p->n_temps++);
     add_buffer(p, LOWER_TEMP, n, name);
   }
