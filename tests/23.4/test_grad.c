@@ -474,6 +474,7 @@ static void test_unbroadcast_sums_stretched_axes_keeping_them(void **state) {
   unbroadcast_case(2, (int64_t[]){3, 4}, 2, (int64_t[]){1, 4});
   unbroadcast_case(2, (int64_t[]){3, 4}, 2, (int64_t[]){3, 1});
   unbroadcast_case(2, (int64_t[]){3, 4}, 2, (int64_t[]){1, 1});
+  unbroadcast_case(2, (int64_t[]){0, 4}, 2, (int64_t[]){1, 4});   /* stretched to 0 rows: a row of zeros */
 }
 
 static void test_unbroadcast_sums_leading_and_stretched_axes(void **state) {

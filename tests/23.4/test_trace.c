@@ -288,6 +288,25 @@ static void test_compare_decided_by_the_bounds_records_no_guard(void **state) {
   tctx_fini(&t);
 }
 
+/* A comparison whose difference cannot be simplified (n * 2^62 * 4: the
+ * folded coefficient overflows) is an error, not a guess from bounds that
+ * were never computed. */
+static void test_compare_that_cannot_be_simplified_is_an_error(void **state) {
+  (void)state;
+  tctx t;
+  tctx_init(&t, TP_TRACE, 1, 64, 4);
+  const sym_expr *n = sym_expr_dim(arena, &t.n);
+  const sym_expr *big = sym_expr_mul(arena, sym_expr_mul(arena, n, sym_expr_const(arena, INT64_C(1) << 62)),
+                                     sym_expr_const(arena, 4));
+  tp_int a = {1, big};
+  assert_non_null(big);
+  assert_false(tp_gt(&t.c, a, tp_int_const(&t.c, 1)));
+  if (tp_status(&t.c) != UOPC_E_OVERFLOW)
+    fail_msg("expected UOPC_E_OVERFLOW from the simplification, got %s", uopc_error_name(tp_status(&t.c)));
+  assert_int_equal(t.c.n_guards, 0);
+  tctx_fini(&t);
+}
+
 static void test_compare_in_eager_mode_records_no_guard(void **state) {
   (void)state;
   tctx t;
@@ -652,6 +671,7 @@ int main(void) {
       cmocka_unit_test(test_compare_records_one_guard_for_a_size_comparison),
       cmocka_unit_test(test_compare_each_operator_at_the_boundary_records_its_truth),
       cmocka_unit_test(test_compare_decided_by_the_bounds_records_no_guard),
+      cmocka_unit_test(test_compare_that_cannot_be_simplified_is_an_error),
       cmocka_unit_test(test_compare_in_eager_mode_records_no_guard),
       cmocka_unit_test(test_shape_branch_both_outcomes_match_eager),
       cmocka_unit_test(test_variant_holds_true_false_and_at_the_boundary),
