@@ -30,11 +30,14 @@ void kv_cache_free(kv_cache *c);
 
 /* Writes one token's key and value for row b of layer l into slot
  * length[b] (k and v: contiguous f32 (heads, head_dim)). It does not move
- * the length: kv_advance does, once every layer is written. Errors, each
- * leaving the cache unchanged: UOPC_E_INVALID (layer or row out of range,
- * NULL), UOPC_E_DTYPE, UOPC_E_BOUNDS (k or v not (heads, head_dim)),
- * UOPC_E_LIMIT (the row is full: length[b] == capacity; the message names
- * the row, its length and the capacity). */
+ * the length: kv_advance does, once every layer is written. The write is
+ * recorded: layer l's K and V versions move (uopc_tensor_bump_version).
+ * Errors, each leaving the cache unchanged, versions included:
+ * UOPC_E_INVALID (layer or row out of range, NULL), UOPC_E_DTYPE,
+ * UOPC_E_BOUNDS (k or v not (heads, head_dim)); for a NULL, mistyped or
+ * misshapen k or v the message says which, "key" or "value". UOPC_E_LIMIT
+ * (the row is full: length[b] == capacity; the message names the row, its
+ * length and the capacity). */
 int kv_append(kv_cache *c, int l, int b, const uopc_tensor *k, const uopc_tensor *v, uopc_error *err);
 
 /* length[b] += 1, after a step wrote every layer. Errors: UOPC_E_INVALID,
@@ -42,8 +45,9 @@ int kv_append(kv_cache *c, int l, int b, const uopc_tensor *k, const uopc_tensor
 int kv_advance(kv_cache *c, int b, uopc_error *err);
 
 /* Empties row b (b = -1: every row): its length becomes 0 and its slots
- * zero, so nothing of an old sequence can be read by a new one.
- * Errors: UOPC_E_INVALID (b out of range), cache unchanged. */
+ * zero, so nothing of an old sequence can be read by a new one; every
+ * layer's K and V versions move. Errors: UOPC_E_INVALID (b out of range),
+ * cache unchanged, versions included. */
 int kv_reset_rows(kv_cache *c, int b, uopc_error *err);
 
 /* kv_reset_rows, counted as KV_C_RESETS (given, kv.c). */
@@ -51,8 +55,9 @@ int kv_reset(kv_cache *c, int b, uopc_error *err);
 
 /* *k_out, *v_out = views (heads, length, head_dim) of layer l's populated
  * prefix of row b, with length = length[b] + extra (extra 1: the slot the
- * current step just wrote). The caller releases them. Errors:
- * UOPC_E_INVALID, UOPC_E_BOUNDS (length past the capacity). */
+ * current step just wrote). The caller releases them. Errors, holding no
+ * view: UOPC_E_INVALID (NULL, layer or row out of range), UOPC_E_BOUNDS
+ * (length past the capacity). */
 int kv_row_prefix(const kv_cache *c, int l, int b, int extra, uopc_tensor *k_out, uopc_tensor *v_out,
                   uopc_error *err);
 

@@ -1,7 +1,8 @@
 /* test_kv.c: lab 23.5's cache operations (kv_append, kv_advance,
  * kv_reset_rows, kv_row_prefix) against whole-tensor snapshots: each call
  * changes exactly the bytes its contract names, and every refusal changes
- * none. Lengths are set through the public struct, so each function is
+ * none; a write moves the storage versions, a refusal leaves them (kv.h).
+ * Lengths are set through the public struct, so each function is
  * tested without the others. No test appends into the last slot of the last
  * row: a broken build that writes slot p + 1 (tests/broken/23.5.mk) must fail
  * a comparison, never write past the buffer. */
@@ -88,6 +89,35 @@ static void token(uopc_tensor *k, uopc_tensor *v, float base, uopc_error *err) {
   for (int i = 0; i < HEADS * HD; i++) kp[i] = base + 0.25f * (float)i, vp[i] = -base - 0.25f * (float)i;
 }
 
+/* Every layer's K and V storage version (uopc_tensor_version), to check
+ * that a write through the storage is recorded (the README's hint: bump the
+ * version, chapter 23.3) and that a refusal records none. */
+typedef struct versions { uint64_t k[LAYERS], v[LAYERS]; } versions;
+
+static versions versions_of(const fx *f) {
+  versions s;
+  for (int l = 0; l < LAYERS; l++) s.k[l] = uopc_tensor_version(&f->c.k[l]), s.v[l] = uopc_tensor_version(&f->c.v[l]);
+  return s;
+}
+
+/* Layer l's K and V (every layer for l = -1) were bumped since before; the
+ * others may have been too. */
+static void assert_bumped(const fx *f, const versions *before, int l, const char *after) {
+  versions now = versions_of(f);
+  for (int i = 0; i < LAYERS; i++)
+    if ((l < 0 || i == l) && (now.k[i] <= before->k[i] || now.v[i] <= before->v[i]))
+      fail_msg("after %s: layer %d's K or V version did not move (K %llu -> %llu, V %llu -> %llu): "
+               "bump the version after writing through the storage", after, i, (unsigned long long)before->k[i],
+               (unsigned long long)now.k[i], (unsigned long long)before->v[i], (unsigned long long)now.v[i]);
+}
+
+static void assert_not_bumped(const fx *f, const versions *before, const char *after) {
+  versions now = versions_of(f);
+  for (int i = 0; i < LAYERS; i++)
+    if (now.k[i] != before->k[i] || now.v[i] != before->v[i])
+      fail_msg("after %s: layer %d's K or V version moved, but nothing was written", after, i);
+}
+
 /* ---- kv_append */
 
 static void test_kv_append_writes_slot_length_of_row_b_only(void **state) {
@@ -100,6 +130,7 @@ static void test_kv_append_writes_slot_length_of_row_b_only(void **state) {
     int l = order[n][0], b = order[n][1];
     uopc_tensor k, v;
     token(&k, &v, 0.5f + 100000.0f * (float)(n + 1), &f.err);
+    versions before = versions_of(&f);
     assert_uopc_ok(kv_append(&f.c, l, b, &k, &v, &f.err), f.err);
     const float *kp = uopc_tensor_data(&k), *vp = uopc_tensor_data(&v);
     for (int h = 0; h < HEADS; h++)     /* the expected cache: slot length[b] of row b, every head */
@@ -110,6 +141,7 @@ static void test_kv_append_writes_slot_length_of_row_b_only(void **state) {
     char what[64];
     snprintf(what, sizeof what, "kv_append(layer %d, row %d) at length %lld", l, b, (long long)lengths[b]);
     assert_cache_is_snapshot(&f, what);       /* the lengths too: kv_append does not move them */
+    assert_bumped(&f, &before, l, what);
     uopc_tensor_release(&k), uopc_tensor_release(&v);
   }
   fx_fini(&f);
@@ -167,6 +199,7 @@ static void test_kv_append_rejects_bad_layer_row_shape_and_dtype(void **state) {
   assert_uopc_ok(uopc_tensor_empty(&tall, UOPC_F32, 2, s_tall, &f.err), f.err);
   assert_uopc_ok(uopc_tensor_empty(&flat, UOPC_F32, 1, s_flat, &f.err), f.err);
   assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 2, s_ok, &f.err), f.err);
+  versions before = versions_of(&f);
   uopc_error e = {0};
   assert_uopc_code(kv_append(&f.c, -1, 0, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_append(&f.c, LAYERS, 0, &k, &v, &e), UOPC_E_INVALID, e);
@@ -174,15 +207,21 @@ static void test_kv_append_rejects_bad_layer_row_shape_and_dtype(void **state) {
   assert_uopc_code(kv_append(&f.c, 0, BATCH, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_append(NULL, 0, 0, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_append(&f.c, 0, 1, NULL, &v, &e), UOPC_E_INVALID, e);
+  assert_contains(e.message, "key");       /* kv.h: the message says which of the two */
   assert_uopc_code(kv_append(&f.c, 0, 1, &k, NULL, &e), UOPC_E_INVALID, e);
+  assert_contains(e.message, "value");
   assert_uopc_code(kv_append(&f.c, 0, 1, &wide, &v, &e), UOPC_E_BOUNDS, e);
+  assert_contains(e.message, "key");
   assert_uopc_code(kv_append(&f.c, 0, 1, &tall, &v, &e), UOPC_E_BOUNDS, e);
   assert_uopc_code(kv_append(&f.c, 0, 1, &flat, &v, &e), UOPC_E_BOUNDS, e);
   assert_uopc_code(kv_append(&f.c, 0, 1, &f64, &v, &e), UOPC_E_DTYPE, e);
   /* A good key with a bad value: refused before the key is written. */
   assert_uopc_code(kv_append(&f.c, 1, 1, &k, &wide, &e), UOPC_E_BOUNDS, e);
+  assert_contains(e.message, "value");
   assert_uopc_code(kv_append(&f.c, 1, 1, &k, &f64, &e), UOPC_E_DTYPE, e);
+  assert_contains(e.message, "value");
   assert_cache_is_snapshot(&f, "refused appends");
+  assert_not_bumped(&f, &before, "refused appends");
   uopc_tensor_release(&k), uopc_tensor_release(&v), uopc_tensor_release(&wide), uopc_tensor_release(&tall);
   uopc_tensor_release(&flat), uopc_tensor_release(&f64);
   fx_fini(&f);
@@ -205,6 +244,12 @@ static void test_kv_advance_moves_one_row_and_refuses_a_full_one(void **state) {
   assert_uopc_code(kv_advance(&f.c, 1, &e), UOPC_E_LIMIT, e);
   assert_cache_is_snapshot(&f, "kv_advance of a full row");
   fx_fini(&f);
+  kv_cache one;        /* a cache of one layer: layer 0 is its only one */
+  assert_uopc_ok(kv_cache_init(&one, 1, 2, HEADS, CAP, HD, &e), e);
+  assert_uopc_ok(kv_advance(&one, 1, &e), e);
+  assert_int_equal(one.length[0], 0);
+  assert_int_equal(one.length[1], 1);
+  kv_cache_free(&one);
 }
 
 static void test_kv_advance_rejects_a_bad_row(void **state) {
@@ -237,9 +282,11 @@ static void test_kv_reset_rows_empties_one_row_and_leaves_the_others(void **stat
   static const int64_t lengths[BATCH] = {4, 6, 2};
   fx f;
   fx_init(&f, lengths);
+  versions before = versions_of(&f);
   assert_uopc_ok(kv_reset_rows(&f.c, 1, &f.err), f.err);
   zero_row(&f, 1);       /* every slot, not only the populated ones */
   assert_cache_is_snapshot(&f, "kv_reset_rows(row 1)");
+  assert_bumped(&f, &before, -1, "kv_reset_rows(row 1)");      /* every layer was written */
   assert_uopc_ok(kv_reset_rows(&f.c, 0, &f.err), f.err);
   zero_row(&f, 0);
   assert_cache_is_snapshot(&f, "kv_reset_rows(row 0)");
@@ -251,9 +298,11 @@ static void test_kv_reset_rows_minus_one_empties_every_row(void **state) {
   static const int64_t lengths[BATCH] = {4, CAP, 2};
   fx f;
   fx_init(&f, lengths);
+  versions before = versions_of(&f);
   assert_uopc_ok(kv_reset_rows(&f.c, -1, &f.err), f.err);
   for (int b = 0; b < BATCH; b++) zero_row(&f, b);
   assert_cache_is_snapshot(&f, "kv_reset_rows(-1)");
+  assert_bumped(&f, &before, -1, "kv_reset_rows(-1)");
   fx_fini(&f);
 }
 
@@ -264,11 +313,13 @@ static void test_kv_reset_rows_rejects_a_row_out_of_range(void **state) {
   fx_init(&f, lengths);
   assert_uopc_ok(kv_reset_rows(&f.c, 2, &f.err), f.err);
   zero_row(&f, 2);
+  versions before = versions_of(&f);
   uopc_error e = {0};
   assert_uopc_code(kv_reset_rows(&f.c, -2, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_reset_rows(&f.c, BATCH, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_reset_rows(NULL, 0, &e), UOPC_E_INVALID, e);
   assert_cache_is_snapshot(&f, "refused resets");
+  assert_not_bumped(&f, &before, "refused resets");
   fx_fini(&f);
 }
 
@@ -373,7 +424,10 @@ static void test_kv_row_prefix_rejects_a_bad_layer_or_row(void **state) {
   assert_uopc_code(kv_row_prefix(&f.c, 0, BATCH, 0, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_row_prefix(&f.c, 0, -1, 0, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_row_prefix(NULL, 0, 0, 0, &k, &v, &e), UOPC_E_INVALID, e);
+  /* No place for the value's view: refused, and the key's view made first is released. */
+  assert_uopc_code(kv_row_prefix(&f.c, 0, 1, 0, &k, NULL, &e), UOPC_E_INVALID, e);
   assert_int_equal(uopc_tensor_storage_refs(&f.c.k[0]), 1);     /* nothing leaked a view */
+  assert_int_equal(uopc_tensor_storage_refs(&f.c.v[0]), 1);
   fx_fini(&f);
 }
 
