@@ -264,26 +264,25 @@ static int call(exec *e, void *const *buffers, const sym_binding *b, uopc_error 
   return exec_run_checked(e, buffers, dims, err);
 }
 
-static int value_tensor(const ir_node *value, const sym_binding *b, uopc_tensor *out, uopc_error *err) {
+/* Output k of e for this call: a new packed tensor of its dtype and shape
+ * (exec_output_shape evaluates the shape; the dtype is the lowered node's). */
+static int value_tensor(const exec *e, int k, const sym_binding *b, uopc_tensor *out, uopc_error *err) {
   int64_t shape[UOPC_MAX_RANK];
-  for (int k = 0; k < value->rank; k++) {
-    int rc = sym_expr_eval(value->shape[k], b, &shape[k], err);
-    if (rc) return rc;
-  }
-  return uopc_tensor_empty(out, value->dtype, value->rank, shape, err);
+  int rank, rc = exec_output_shape(e, k, b, shape, &rank, err);
+  return rc ? rc : uopc_tensor_empty(out, exec_lowered(e)->buffers[k].node->dtype, rank, shape, err);
 }
 
-/* value's tensor for this call over s's buffer, grown when too small: packed
+/* Output k of e for this call over s's buffer, grown when too small: packed
  * and not zeroed, since the kernel writes every element. */
-static int scratch_tensor(scratch *s, const ir_node *value, const sym_binding *b, uopc_tensor *out,
+static int scratch_tensor(scratch *s, const exec *e, int k, const sym_binding *b, uopc_tensor *out,
                           uopc_error *err) {
-  int64_t shape[UOPC_MAX_RANK], strides[UOPC_MAX_RANK], bytes = (int64_t)uopc_dtype_size(value->dtype);
-  for (int k = 0; k < value->rank; k++) {
-    int rc = sym_expr_eval(value->shape[k], b, &shape[k], err);
-    if (rc) return rc;
-    if (shape[k] < 0 || __builtin_mul_overflow(bytes, shape[k], &bytes) || bytes > INT64_MAX - 64)
+  uopc_dtype dt = exec_lowered(e)->buffers[k].node->dtype;
+  int64_t shape[UOPC_MAX_RANK], strides[UOPC_MAX_RANK], bytes = (int64_t)uopc_dtype_size(dt);
+  int rank, rc = exec_output_shape(e, k, b, shape, &rank, err);
+  if (rc) return rc;
+  for (int a = 0; a < rank; a++)
+    if (shape[a] < 0 || __builtin_mul_overflow(bytes, shape[a], &bytes) || bytes > INT64_MAX - 64)
       return UOPC_FAIL(err, UOPC_E_OVERFLOW, "runner: a temporary of more than %lld bytes", (long long)INT64_MAX);
-  }
   if (!s->data || (size_t)bytes > s->bytes) {
     size_t rounded = ((size_t)bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, rounded ? rounded : 64);
@@ -292,8 +291,8 @@ static int scratch_tensor(scratch *s, const ir_node *value, const sym_binding *b
     free(s->data);
     s->data = p, s->bytes = rounded;
   }
-  uopc_layout_packed_strides(value->rank, shape, strides);
-  return uopc_tensor_wrap(out, s->data, value->dtype, value->rank, shape, strides, err);
+  uopc_layout_packed_strides(rank, shape, strides);
+  return uopc_tensor_wrap(out, s->data, dt, rank, shape, strides, err);
 }
 
 static int run_store(mv_runner *r, int k, const sym_binding *b, void **buffers, uopc_error *err) {
@@ -314,7 +313,7 @@ static int run_store(mv_runner *r, int k, const sym_binding *b, void **buffers, 
       direct = 0;
     }
   }
-  if (!rc && !direct) rc = scratch_tensor(&r->scratch[0], st->value, b, &temp, err);
+  if (!rc && !direct) rc = scratch_tensor(&r->scratch[0], r->execs[k], 0, b, &temp, err);
   if (!rc) {
     buffers[0] = uopc_tensor_data(direct ? &target : &temp);
     rc = call(r->execs[k], buffers, b, err);
@@ -337,7 +336,7 @@ static int run_let(mv_runner *r, int k, const sym_binding *b, void **buffers, uo
   uopc_tensor_release(out);
   int rc = UOPC_OK;
   if (r->let_buffer[k] != st->storage) uopc_tensor_retain(out, &r->tensors[r->let_buffer[k]]);
-  else rc = value_tensor(st->value, b, out, err);
+  else rc = value_tensor(r->execs[k], 0, b, out, err);
   if (rc) return rc;
   buffers[0] = uopc_tensor_data(out);
   rc = call(r->execs[k], buffers, b, err);
@@ -363,8 +362,8 @@ static int run_functional(mv_runner *r, const sym_binding *b, uopc_error *err) {
   int rc = UOPC_OK, n = 0;
   for (int k = 0; k < r->n_fout && !rc; k++) {
     if (mv_program_storage(r->p, r->fout_storage[k])->external)
-      rc = scratch_tensor(&r->scratch[k], r->fout[k], b, &results[k], err);
-    else rc = value_tensor(r->fout[k], b, &results[k], err);   /* a let's value outlives the run */
+      rc = scratch_tensor(&r->scratch[k], r->execs[0], k, b, &results[k], err);
+    else rc = value_tensor(r->execs[0], k, b, &results[k], err);   /* a let's value outlives the run */
     buffers[n++] = uopc_tensor_data(&results[k]);
   }
   for (int s = 0; s < r->n_storages; s++)
