@@ -120,14 +120,17 @@ static int bind_args(const tp_compiled *f, const uopc_tensor *const *in, sym_bin
 
 /* ---- Running a program on the call's tensors. */
 
-static int run_program(exec *e, const ir_node *const *outs, int n, const sym_binding *b, const uopc_tensor *const *in,
-                       int n_in, uopc_tensor *out, uopc_error *err) {
+/* Runs e on in, its n outputs into new tensors out[0 .. n) (shapes from
+ * exec_output_shape under b); on error none is left allocated. */
+static int run_program(exec *e, int n, const sym_binding *b, const uopc_tensor *const *in, int n_in, uopc_tensor *out,
+                       uopc_error *err) {
   int rc = UOPC_OK, k;
   memset(out, 0, (size_t)n * sizeof *out);
   for (k = 0; k < n && !rc; k++) {
     int64_t shape[UOPC_MAX_RANK] = {0};
-    for (int a = 0; a < outs[k]->rank && !rc; a++) rc = sym_expr_eval(outs[k]->shape[a], b, &shape[a], err);
-    if (!rc) rc = uopc_tensor_empty(&out[k], outs[k]->dtype, outs[k]->rank, shape, err);
+    int rank = 0;
+    rc = exec_output_shape(e, k, b, shape, &rank, err);
+    if (!rc) rc = uopc_tensor_empty(&out[k], exec_lowered(e)->buffers[k].node->dtype, rank, shape, err);
   }
   uopc_tensor **ptrs = rc ? NULL : malloc((size_t)(n + 1) * sizeof *ptrs);
   if (!rc && !ptrs) rc = UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
@@ -141,14 +144,9 @@ static int run_program(exec *e, const ir_node *const *outs, int n, const sym_bin
 
 static int run_variant(tp_compiled *f, tp_variant *v, const sym_binding *b, const uopc_tensor *const *in,
                        uopc_tensor *out, uopc_tensor *grads, uopc_error *err) {
-  const lower_program *fw = exec_lowered(v->forward);
-  const ir_node *outs[f->n_out + f->n_grads + 1];
-  for (int k = 0; k < f->n_out; k++) outs[k] = fw->buffers[k].node;
-  int rc = run_program(v->forward, outs, f->n_out, b, in, f->n_in, out, err);
+  int rc = run_program(v->forward, f->n_out, b, in, f->n_in, out, err);
   if (rc || !v->backward || !grads) return rc;
-  const lower_program *bw = exec_lowered(v->backward);
-  for (int k = 0; k < f->n_grads; k++) outs[k] = bw->buffers[k].node;
-  rc = run_program(v->backward, outs, f->n_grads, b, in, f->n_in, grads, err);
+  rc = run_program(v->backward, f->n_grads, b, in, f->n_in, grads, err);
   if (rc)
     for (int k = 0; k < f->n_out; k++) uopc_tensor_release(&out[k]);
   return rc;
@@ -167,7 +165,7 @@ int tp_region_flush(tp_ctx *c, tp_site at) {
     outs[n] = t->ref;
     owners[n++] = t;
   }
-  int rc = UOPC_OK;
+  int rc = UOPC_OK, cached = 0;   /* cached: the region cache took c->g with the program it built */
   if (n) {
     struct tp_region_cache *rcache = c->regions;
     uint64_t hash = ir_graph_hash(c->g, outs, n);
@@ -175,8 +173,7 @@ int tp_region_flush(tp_ctx *c, tp_site at) {
     for (int k = 0; k < rcache->n && !e; k++)
       if (rcache->items[k].hash == hash) e = rcache->items[k].program;
     uopc_error err = {0};
-    int fresh = !e;
-    if (fresh) {
+    if (!e) {
       char entry[32];
       snprintf(entry, sizeof entry, "tp_region%d", rcache->n);
       rc = exec_new(&e, c->g, outs, n, entry, c->opts, &err);
@@ -185,28 +182,25 @@ int tp_region_flush(tp_ctx *c, tp_site at) {
         e = NULL;                            /* the graph stays the context's */
         rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
       }
-      if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, c->g, e};
+      if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, c->g, e}, cached = 1;
     }
     const uopc_tensor **in = malloc((size_t)(c->n_inputs + 1) * sizeof *in);
     uopc_tensor *vals = calloc((size_t)n, sizeof *vals);
     if (!rc && (!in || !vals)) rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
     for (int k = 0; !rc && k < c->n_inputs; k++) in[k] = c->inputs[k].value;
-    if (!rc) rc = run_program(e, outs, n, &c->binding, in, c->n_inputs, vals, &err);
+    if (!rc) rc = run_program(e, n, &c->binding, in, c->n_inputs, vals, &err);
     for (int k = 0; !rc && k < n; k++) owners[k]->value = vals[k];
     free(in);
     free(vals);
     if (rc) {
-      if (fresh && e) c->g = NULL;           /* the cache owns it now */
+      if (cached) c->g = NULL;               /* the cache owns it now */
       free(outs), free(owners);
       return tp_fail_with(c, at, &err);
     }
-    if (!fresh && !grow((void **)&c->retired, &c->cap_retired, c->n_retired + 1, sizeof *c->retired)) rc = UOPC_E_NOMEM;
-    else if (!fresh) c->retired[c->n_retired++] = c->g;   /* the cache owns a fresh region's graph */
-  } else if (!grow((void **)&c->retired, &c->cap_retired, c->n_retired + 1, sizeof *c->retired)) {
-    rc = UOPC_E_NOMEM;
-  } else {
-    c->retired[c->n_retired++] = c->g;
   }
+  /* A graph the cache did not take is kept to the end: sizes the model holds point into it. */
+  if (!cached && !grow((void **)&c->retired, &c->cap_retired, c->n_retired + 1, sizeof *c->retired)) rc = UOPC_E_NOMEM;
+  else if (!cached) c->retired[c->n_retired++] = c->g;
   free(outs), free(owners);
   if (rc) return tp_fail(c, at, rc, "out of memory");
   /* The next region: an input for every value, with its symbolic shape. */
