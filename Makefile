@@ -30,7 +30,7 @@ endif
 
 # A student handout has no solutions/: the reference and the targets that make things from it
 # are the instructor's, and say so instead of running the stubs or failing at the linker.
-INSTRUCTOR_ONLY := goldens check-goldens handout autograder labs check-sync
+INSTRUCTOR_ONLY := goldens check-goldens handout autograder labs check-sync gpu-check
 ifeq ($(wildcard solutions/),)
 ifeq ($(IMPL),solutions)
 $(error IMPL=solutions runs the reference in solutions/, which a student handout does not have: run without IMPL to use your code in labs/)
@@ -255,7 +255,7 @@ break: setup
 	    $(call student_test,$(LAB))
 
 # ---- commands ---------------------------------------------------------------
-.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor \
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check \
         clean cache-clean cache-stats labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS)
@@ -310,6 +310,11 @@ lab-23.5-plot: setup
 
 lab-23.5-plot-run: $(BUILD)/bin/bench_23_5
 	@$(PYTHON) bench/report.py $(BUILD) --lab 23.5 --plot $(KV_PLOT)
+
+# The checks that need a GPU (tools/gpu-check.sh): instructors with one; CI has none.
+gpu-check: setup
+	@$(MAKE) --no-print-directory IMPL=solutions all build/solutions/tests/uopc/test_cuda build/solutions/tests/23.1/test_exec_cuda
+	tools/gpu-check.sh build/solutions
 
 doctor:
 	@tools/doctor.sh

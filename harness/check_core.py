@@ -11,7 +11,8 @@ core_reference.py computes NumPy's answer from the description alone, with a bou
 outputs sit between poisoned margins that must survive, inputs must be left as they were, and
 the process counters must show one program per graph, however many calls. The generated C and
 CUDA source must hold no dim's upper bound as a number, and the CUDA source must compile (NVRTC
-or nvcc, compile only) when a compiler exists. Then fixed graphs that once failed, exec_run's
+or nvcc, compile only) when a compiler exists. Where a GPU is present too, every call also runs
+the CUDA program (exec_cuda.h) on the same inputs and checks it against NumPy the same way. Then fixed graphs that once failed, exec_run's
 rejections and the builders' errors, with their exact codes. The last line is
 `N passed, N failed`, counting cases (a graph's build, source checks and each call are cases).
 """
@@ -79,6 +80,9 @@ class Core:
     err = ffi.Error()
     self.cuda = self.rt.lib.uopc_cuda_compiler_available(ctypes.byref(err)) == 0
     self.no_cuda = err.message.decode(errors="replace")
+    err = ffi.Error()
+    self.gpu = self.rt.lib.uopc_cuda_available(ctypes.byref(err)) == 0
+    self.no_gpu = err.message.decode(errors="replace")
 
   def stubs(self):
     """The core stands on lab 23.1's symbolic dims: a build whose lab functions are stubs cannot
@@ -111,16 +115,24 @@ class Core:
                                ctypes.byref(self.opts), ctypes.byref(err))
     return (handle if status == 0 else None), err
 
-  def run(self, handle, outputs, inputs, n_inputs=None):
-    """(status, error) of exec_run with arrays lent for the call."""
+  def exec_cuda_new(self, builder, entry):
+    """(exec_cuda handle or None, error)."""
+    handle, err = ctypes.c_void_p(), ffi.Error()
+    outs = builder.outputs_array()
+    status = self.lib.exec_cuda_new(ctypes.byref(handle), builder.g, outs, len(outs), entry.encode(),
+                                    ctypes.byref(self.cuda_opts), ctypes.byref(err))
+    return (handle if status == 0 else None), err
+
+  def run(self, handle, outputs, inputs, n_inputs=None, runner="exec_run"):
+    """(status, error) of exec_run (or exec_cuda_run) with arrays lent for the call."""
     lent = []
     try:
       lent.extend(self.rt.wrap_new(a) for a in outputs + inputs)
       outs = (ctypes.c_void_p * max(len(outputs), 1))(*lent[:len(outputs)])
       ins = (ctypes.c_void_p * max(len(inputs), 1))(*lent[len(outputs):])
       err = ffi.Error()
-      status = self.lib.exec_run(handle, outs, len(outputs), ins, len(inputs) if n_inputs is None else n_inputs,
-                                 ctypes.byref(err))
+      status = getattr(self.lib, runner)(handle, outs, len(outputs), ins,
+                                         len(inputs) if n_inputs is None else n_inputs, ctypes.byref(err))
       return status, err
     finally:
       for t in lent:
@@ -180,10 +192,13 @@ class GraphRun:
     self.entry = "core_" + re.sub(r"\W", "_", label)
     self.builder = Builder(ctx.core.rt, ctx.core.lib)
     self.desc, self.handle, self.path, self.calls, self.cuda_source = None, None, "(not compiled)", 0, None
+    self.gpu = None
 
   def close(self):
     if self.handle:
       self.ctx.core.lib.exec_free(self.handle)
+    if self.gpu:
+      self.ctx.core.lib.exec_cuda_free(self.gpu)
     self.builder.close()
 
   def name(self):
@@ -262,6 +277,12 @@ class GraphRun:
     if missing:
       self.fail("the PTX lacks kernels", f"missing {missing}, declared {sorted(declared)}")
 
+  def gpu_build(self):
+    core = self.ctx.core
+    self.gpu, err = core.exec_cuda_new(self.builder, self.entry + "_gpu")
+    if not self.gpu:
+      self.fail("exec_cuda_new failed", core.failure(err))
+
   # ---- calls ----
 
   def binding(self, j):
@@ -305,10 +326,34 @@ class GraphRun:
         self.fail(what, f"max %{call.refused[0]} reduces an empty axis (NumPy refuses it): expected "
                         f"UOPC_E_BOUNDS, got {self.ctx.core.failure(err) if status else 'success'}")
       written(self, what, buffers, outs, whole=True)
+      if self.gpu:
+        status, err = self.ctx.core.run(self.gpu, outs, call.inputs, runner="exec_cuda_run")
+        if status == 0 or self.ctx.core.rt.error_name(err.code) != "UOPC_E_BOUNDS":
+          self.fail(f"{what} on the GPU", f"expected UOPC_E_BOUNDS, got "
+                                          f"{self.ctx.core.failure(err) if status else 'success'}")
       return
     if status:
       return self.fail(what, "exec_run failed: " + self.ctx.core.failure(err))
     self.calls += 1
+    for k, (out, (v, e)) in enumerate(zip(outs, wanted)):
+      if (lines := mismatch(out, v, e)):
+        self.fail(f"{what}: out{k} = %{self.desc.outputs[k]}, {v.dtype} {v.shape}", *lines)
+    written(self, what, buffers, outs)
+    if self.gpu:
+      self.call_gpu(what, call, wanted, kept)
+
+  def call_gpu(self, what, call, wanted, kept):
+    """The same call through the CUDA program, against the same NumPy answer."""
+    what = f"{what} on the GPU"
+    buffers = [poisoned(v.size, v.dtype) for v, _ in wanted]
+    outs = [buf[PAD:PAD + v.size].reshape(v.shape) for buf, (v, _) in zip(buffers, wanted)]
+    status, err = self.ctx.core.run(self.gpu, outs, call.inputs, runner="exec_cuda_run")
+    for name, buf, old in zip(input_names(self.desc), call.buffers, kept):
+      if buf.tobytes() != old.tobytes():
+        self.fail(what, f"the call changed input '{name}' or the poison around it")
+    if status:
+      return self.fail(what, "exec_cuda_run failed: " + self.ctx.core.failure(err))
+    self.ctx.gpu_calls += 1
     for k, (out, (v, e)) in enumerate(zip(outs, wanted)):
       if (lines := mismatch(out, v, e)):
         self.fail(f"{what}: out{k} = %{self.desc.outputs[k]}, {v.dtype} {v.shape}", *lines)
@@ -383,6 +428,7 @@ def check_graphs(ctx):
                             lambda b, rng: Generator(b, rng).graph(), only=k))
   count = ctx.cases.passed + ctx.cases.failed - cases
   cuda = "CUDA compiled" if ctx.core.cuda else f"CUDA compile skipped ({ctx.core.no_cuda})"
+  cuda += f", {ctx.gpu_calls} calls run on the GPU" if ctx.core.gpu else f", GPU runs skipped ({ctx.core.no_gpu})"
   return f"{len(only)} graphs, {count} cases ({ctx.bindings} calls per graph), {cuda}, " \
          f"{time.monotonic() - start:.1f}s"
 
@@ -397,6 +443,8 @@ def one_graph(ctx, run):
     run.case("bounds in the source", run.literals)
     if ctx.core.cuda and run.cuda_source:
       run.case("CUDA compile", run.cuda)
+    if ctx.core.gpu:
+      run.case("CUDA build", run.gpu_build)
     before = ctx.core.counters((*COUNTERS, f"calls {run.entry}"))
     for j in range(ctx.bindings):
       run.case(f"call {j}", run.call, j)
@@ -604,6 +652,7 @@ class Context:
   def __init__(self, args, seed, replay, core, cases):
     self.seed, self.replay, self.core, self.cases = seed, replay, core, cases
     self.graphs, self.bindings, self.only = args.graphs, args.bindings, args.only
+    self.gpu_calls = 0
 
 
 def main(argv=None):

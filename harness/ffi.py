@@ -310,6 +310,11 @@ CORE_API = {   # the compiler core's builders return NULL after recording an err
   "exec_source": (ctypes.c_char_p, [ctypes.c_void_p]),
   "exec_program": (ctypes.c_void_p, [ctypes.c_void_p]),
   "exec_lowered": (ctypes.POINTER(LowerProgram), [ctypes.c_void_p]),
+  "exec_cuda_new": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(CudaOptions), ERR]),
+  "exec_cuda_free": (None, [ctypes.c_void_p]),
+  "exec_cuda_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                                   ctypes.c_int, ERR]),
 }
 RUNTIME_API = {
   "uopc_tensor_wrap_new": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
@@ -321,6 +326,7 @@ RUNTIME_API = {
   "uopc_error_name": (ctypes.c_char_p, [ctypes.c_int]),
   "uopc_program_dir": (ctypes.c_char_p, [ctypes.c_void_p]),
   "uopc_cuda_compiler_available": (ctypes.c_int, [ERR]),
+  "uopc_cuda_available": (ctypes.c_int, [ERR]),
   "uopc_cuda_compile": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(CudaOptions),
                                        ctypes.c_char_p, ctypes.c_size_t, ERR]),
 }

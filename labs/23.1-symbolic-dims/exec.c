@@ -139,7 +139,11 @@ static int check_bound(const lower_program *p, const sym_binding *b, uopc_error 
 
 int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
               uopc_error *err) {
-  const lower_program *p = e->low;
+  return exec_bind_lowered(e->low, inputs, n_inputs, b, err);
+}
+
+int exec_bind_lowered(const lower_program *p, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
+                      uopc_error *err) {
   if (n_inputs != p->n_inputs || (n_inputs && !inputs))
     return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' takes %d inputs, not %d", p->entry, p->n_inputs, n_inputs);
   b->count = 0;   /* not sym_binding_init: its memset of every slot (2 KB) is most of a bind */
@@ -154,7 +158,12 @@ int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym
 
 int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape, int *rank,
                       uopc_error *err) {
-  const ir_node *n = e->low->buffers[k].node;
+  return exec_output_shape_lowered(e->low, k, b, shape, rank, err);
+}
+
+int exec_output_shape_lowered(const lower_program *p, int k, const sym_binding *b, int64_t *shape, int *rank,
+                              uopc_error *err) {
+  const ir_node *n = p->buffers[k].node;
   *rank = n->rank;
   for (int a = 0; a < n->rank; a++) {
     int rc = sym_expr_eval(n->shape[a], b, &shape[a], err);
@@ -173,10 +182,11 @@ static void shape_text(const int64_t *shape, int rank, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, ")");
 }
 
-static int check_output(const exec *e, int k, const uopc_tensor *t, const sym_binding *b, uopc_error *err) {
-  const ir_node *n = e->low->buffers[k].node;
+int exec_check_output_lowered(const lower_program *p, int k, const uopc_tensor *t, const sym_binding *b,
+                              uopc_error *err) {
+  const ir_node *n = p->buffers[k].node;
   int64_t shape[UOPC_MAX_RANK];
-  int rank, rc = exec_output_shape(e, k, b, shape, &rank, err);
+  int rank, rc = exec_output_shape_lowered(p, k, b, shape, &rank, err);
   if (rc) return rc;
   if (!t || !t->storage) return UOPC_FAIL(err, UOPC_E_INVALID, "output %d is NULL or released", k);
   if (t->dtype != n->dtype)
@@ -247,7 +257,7 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
   if (n_outputs != p->n_outputs || !outputs)
     return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' makes %d outputs, not %d", p->entry, p->n_outputs, n_outputs);
   int rc = exec_bind(e, inputs, n_inputs, &b, err);
-  for (int k = 0; k < n_outputs && !rc; k++) rc = check_output(e, k, outputs[k], &b, err);
+  for (int k = 0; k < n_outputs && !rc; k++) rc = exec_check_output_lowered(p, k, outputs[k], &b, err);
   if (!rc) rc = check_aliases(outputs, n_outputs, inputs, n_inputs, p, err);
   if (!rc) rc = scratch_for(e, &b, err);
   if (rc) return rc;

@@ -370,8 +370,12 @@ static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int
   if (!rc && n->rank) rc = codegen_line(&c->n, "int64_t rest = g;");
   for (int k = n->rank - 1; k >= 0 && !rc; k--) {
     rc = lower_ctx_expr(c, n->shape[k], ext, sizeof ext, "the extent");
-    if (!rc && k) rc = codegen_line(&c->n, "const %s i%d = (%s)(rest %% %s);", c->n.ix, k, c->n.ix, ext);
-    if (!rc && k) rc = codegen_line(&c->n, "rest /= %s;", ext);
+    /* An extent such as b*n is one operand of %, not two: parenthesised. */
+    int atom = strspn(ext, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") == strlen(ext);
+    const char *open = atom ? "" : "(", *close = atom ? "" : ")";
+    if (!rc && k) rc = codegen_line(&c->n, "const %s i%d = (%s)(rest %% %s%s%s);", c->n.ix, k, c->n.ix, open, ext,
+                                    close);
+    if (!rc && k) rc = codegen_line(&c->n, "rest /= %s%s%s;", open, ext, close);
     else if (!rc) rc = codegen_line(&c->n, "const %s i0 = (%s)rest;", c->n.ix, c->n.ix);
   }
   if (!rc && n->rank == 0) rc = codegen_line(&c->n, "(void)g;");

@@ -373,6 +373,20 @@ static void test_lower_kernel_threads_is_the_element_count(void **state) {
   lower_program_free(p);
 }
 
+/* A thread's element index g is split axis by axis; an extent that is a
+ * product is one operand of % (rest % b*n would be (rest % b) * n: wrong
+ * indices on every GPU, and writes past the output). */
+static void test_lower_cuda_splits_the_thread_index_by_whole_extents(void **state) {
+  core *c = *state;
+  const sym_expr *b = dim(c, "b", 1, 8), *n = dim(c, "n", 1, 8), *m = dim(c, "m", 1, 8);
+  const ir_node *x = input(c, "x", UOPC_F32, 3, SHAPE(b, n, m));
+  const ir_node *r = ok_node(c, ir_reshape(c->g, x, 2, SHAPE(sym_expr_mul(c->a, b, n), m)), "(b*n, m)");
+  const ir_node *out = ok_node(c, ir_permute(c->g, r, (const int[]){1, 0}), "(m, b*n)");
+  lower_program *p = lowered(c, &out, 1, "split", LOWER_CUDA);
+  assert_contains(p->source.data, "    const int32_t i1 = (int32_t)(rest % (b*n));\n    rest /= (b*n);\n");
+  lower_program_free(p);
+}
+
 static void require_cuda_compiler(void) {
   uopc_error err = {0};
   if (uopc_cuda_compiler_available(&err) == UOPC_OK) return;
@@ -556,6 +570,7 @@ int main(void) {
     T(test_lower_refuses_nesting_past_its_limit),
     T(test_lower_refuses_a_chain_of_10000_ops_without_crashing),
     T(test_lower_kernel_threads_is_the_element_count),
+    T(test_lower_cuda_splits_the_thread_index_by_whole_extents),
     T(test_lower_cuda_elementwise_compiles),
     T(test_lower_cuda_reduction_compiles),
     T(test_lower_cuda_matmul_compiles),

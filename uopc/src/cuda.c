@@ -101,12 +101,18 @@ static struct {
   char reason[512];      /* why not, when status says so */
 } driver;
 
-struct uopc_cuda_program {
-  CUmodule module;
+/* One __global__ function of a module. */
+typedef struct cuda_kernel {
   CUfunction function;
   int64_t *calls;        /* the "calls <entry>" counter's slot */
   char entry[UOPC_COUNTER_NAME_MAX];  /* the compile checks that it fits */
+} cuda_kernel;
+
+struct uopc_cuda_program {
+  CUmodule module;
   char ptx_path[PATH_MAX];
+  int n_kernels;
+  cuda_kernel kernels[];  /* in the order the caller named them */
 };
 
 /* Fills api from lib; returns the first symbol missing, or NULL. A void * is
@@ -296,12 +302,15 @@ static int load_module(uopc_cuda_program *p, uopc_error *err) {
   CUresult r = driver.api.module_load(&p->module, ptx, 2, options, values);
   free(ptx);
   if (r) return fail_load(p, r, log, err);
-  r = driver.api.module_function(&p->function, p->module, p->entry);
-  if (r == CUDA_ERROR_NOT_FOUND)
-    return UOPC_FAIL(err, UOPC_E_CUDA, "cuModuleGetFunction(%s) failed: %s; declare it "
-                     "extern \"C\" __global__", p->entry, describe(r, buf));
-  if (r) return UOPC_FAIL(err, UOPC_E_CUDA, "cuModuleGetFunction(%s) failed: %s", p->entry,
-                          describe(r, buf));
+  for (int k = 0; k < p->n_kernels; k++) {
+    cuda_kernel *kn = &p->kernels[k];
+    r = driver.api.module_function(&kn->function, p->module, kn->entry);
+    if (r == CUDA_ERROR_NOT_FOUND)
+      return UOPC_FAIL(err, UOPC_E_CUDA, "cuModuleGetFunction(%s) failed: %s; declare it "
+                       "extern \"C\" __global__", kn->entry, describe(r, buf));
+    if (r) return UOPC_FAIL(err, UOPC_E_CUDA, "cuModuleGetFunction(%s) failed: %s", kn->entry,
+                            describe(r, buf));
+  }
   return UOPC_OK;
 }
 
@@ -312,6 +321,8 @@ static int build_and_load(uopc_cuda_program *p, uopc_build *b, uopc_error *err) 
   for (int tries = 0; tries < UOPC_BUILD_TRIES; tries++) {
     if ((rc = uopc_build_run(b, err))) return rc;
     snprintf(p->ptx_path, sizeof p->ptx_path, "%s", b->artifact_path);
+    if (p->module) driver.api.module_unload(p->module);
+    p->module = NULL;
     rc = load_module(p, err);
     if (!(lost = rc != UOPC_OK && uopc_build_lost(b))) break;
   }
@@ -321,14 +332,34 @@ static int build_and_load(uopc_cuda_program *p, uopc_build *b, uopc_error *err) 
 int uopc_cuda_program_new(uopc_cuda_program **out, const char *source,
                           const char *entry, const uopc_cuda_options *opts,
                           uopc_error *err) {
+  return uopc_cuda_program_new_kernels(out, source, &entry, 1, opts, err);
+}
+
+/* Every entry is checked against the source like the first (the build's). */
+static int check_entries(const char *source, const char *const *entries, int n, uopc_error *err) {
+  if (!entries || n < 1 || n > UOPC_CUDA_KERNELS_MAX)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "%d kernels named; a program has 1 to %d", entries ? n : 0,
+                     UOPC_CUDA_KERNELS_MAX);
+  int rc = UOPC_OK;
+  for (int k = 1; k < n && !rc; k++) rc = uopc_build_check_names(source, entries[k], err);
+  return rc;
+}
+
+int uopc_cuda_program_new_kernels(uopc_cuda_program **out, const char *source,
+                                  const char *const *entries, int n_kernels,
+                                  const uopc_cuda_options *opts, uopc_error *err) {
   if (!out) return UOPC_FAIL(err, UOPC_E_INVALID, "out is NULL");
   *out = NULL;
-  uopc_cuda_program *p = calloc(1, sizeof *p);
+  int rc = check_entries(source, entries, n_kernels, err);
+  if (rc) return rc;
+  uopc_cuda_program *p = calloc(1, sizeof *p + (size_t)n_kernels * sizeof p->kernels[0]);
   uopc_build *b = calloc(1, sizeof *b);   /* two PATH_MAX paths and more: not on the stack */
-  int rc = p && b ? use_driver(err) : UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for a CUDA program");
-  if (!rc) rc = prepare(b, source, entry, opts, err);
+  rc = p && b ? use_driver(err) : UOPC_FAIL(err, UOPC_E_NOMEM, "no memory for a CUDA program");
+  if (!rc) rc = prepare(b, source, entries[0], opts, err);
   if (!rc) {
-    snprintf(p->entry, sizeof p->entry, "%s", entry);
+    p->n_kernels = n_kernels;
+    for (int k = 0; k < n_kernels; k++)
+      snprintf(p->kernels[k].entry, sizeof p->kernels[k].entry, "%s", entries[k]);
     rc = build_and_load(p, b, err);
   }
   free(b);
@@ -336,9 +367,11 @@ int uopc_cuda_program_new(uopc_cuda_program **out, const char *source,
     uopc_cuda_program_free(p);
     return rc;
   }
-  char name[UOPC_COUNTER_NAME_MAX];
-  snprintf(name, sizeof name, "%s%s", UOPC_C_CALLS_PREFIX, entry);
-  p->calls = uopc_counter_slot(name);
+  for (int k = 0; k < n_kernels; k++) {
+    char name[UOPC_COUNTER_NAME_MAX];
+    snprintf(name, sizeof name, "%s%s", UOPC_C_CALLS_PREFIX, entries[k]);
+    p->kernels[k].calls = uopc_counter_slot(name);
+  }
   uopc_counter_add(UOPC_C_PROGRAMS_CONSTRUCTED, 1);
   *out = p;
   return UOPC_OK;
@@ -353,22 +386,31 @@ void uopc_cuda_program_free(uopc_cuda_program *p) {
 int uopc_cuda_launch(uopc_cuda_program *p, const unsigned grid[3],
                      const unsigned block[3], unsigned shared_bytes,
                      void **args, uopc_error *err) {
+  return uopc_cuda_launch_kernel(p, 0, grid, block, shared_bytes, args, err);
+}
+
+int uopc_cuda_launch_kernel(uopc_cuda_program *p, int k, const unsigned grid[3],
+                            const unsigned block[3], unsigned shared_bytes,
+                            void **args, uopc_error *err) {
   if (!p || !grid || !block) return UOPC_FAIL(err, UOPC_E_INVALID, "program, grid or block is NULL");
+  if (k < 0 || k >= p->n_kernels)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "kernel %d of a program of %d", k, p->n_kernels);
   int rc = use_driver(err);
   if (rc) return rc;
+  cuda_kernel *kn = &p->kernels[k];
   char buf[160];
-  CUresult r = driver.api.launch(p->function, grid[0], grid[1], grid[2], block[0], block[1],
+  CUresult r = driver.api.launch(kn->function, grid[0], grid[1], grid[2], block[0], block[1],
                                  block[2], shared_bytes, NULL, args, NULL);
   if (r)
     return UOPC_FAIL(err, UOPC_E_CUDA, "cuLaunchKernel(%s) failed: %s (grid %ux%ux%u, block "
-                     "%ux%ux%u, %u shared bytes)", p->entry, describe(r, buf), grid[0], grid[1],
+                     "%ux%ux%u, %u shared bytes)", kn->entry, describe(r, buf), grid[0], grid[1],
                      grid[2], block[0], block[1], block[2], shared_bytes);
-  if (p->calls) __atomic_add_fetch(p->calls, 1, __ATOMIC_RELAXED);
+  if (kn->calls) __atomic_add_fetch(kn->calls, 1, __ATOMIC_RELAXED);
   /* An error inside the kernel (an illegal address, say) surfaces here, and
    * it is sticky: the driver refuses every later call in this process. */
   if ((r = driver.api.ctx_synchronize()))
     return UOPC_FAIL(err, UOPC_E_CUDA, "%s failed on the device: cuCtxSynchronize: %s",
-                     p->entry, describe(r, buf));
+                     kn->entry, describe(r, buf));
   return UOPC_OK;
 }
 

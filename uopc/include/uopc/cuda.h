@@ -40,6 +40,15 @@ int uopc_cuda_compile(const char *source, const char *entry,
 int uopc_cuda_program_new(uopc_cuda_program **out, const char *source,
                           const char *entry, const uopc_cuda_options *opts,
                           uopc_error *err);
+/* The same for a module of several kernels (the compiler core writes one
+ * __global__ function per loop nest): entries[0] keys the build like entry
+ * above; every entry is looked up once, counted as "calls <entry>", and
+ * launched by its index. Errors: as above, UOPC_E_INVALID (n_kernels outside
+ * 1..UOPC_CUDA_KERNELS_MAX, an entry the source does not name). */
+#define UOPC_CUDA_KERNELS_MAX 1024
+int uopc_cuda_program_new_kernels(uopc_cuda_program **out, const char *source,
+                                  const char *const *entries, int n_kernels,
+                                  const uopc_cuda_options *opts, uopc_error *err);
 void uopc_cuda_program_free(uopc_cuda_program *p);
 
 /* Launches with args as in cuLaunchKernel and waits for completion.
@@ -47,6 +56,10 @@ void uopc_cuda_program_free(uopc_cuda_program *p);
 int uopc_cuda_launch(uopc_cuda_program *p, const unsigned grid[3],
                      const unsigned block[3], unsigned shared_bytes,
                      void **args, uopc_error *err);
+/* Kernel k of the program (0 is the one uopc_cuda_launch launches). */
+int uopc_cuda_launch_kernel(uopc_cuda_program *p, int k, const unsigned grid[3],
+                            const unsigned block[3], unsigned shared_bytes,
+                            void **args, uopc_error *err);
 
 /* Device memory, as opaque addresses. */
 int uopc_cuda_alloc(unsigned long long *dptr, size_t bytes, uopc_error *err);
