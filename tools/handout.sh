@@ -5,7 +5,8 @@
 # the equivalent mutants of the reference (tests/mutants/: they quote solutions/), the answers
 # to the chapters' questions (instructor/), autograder/ and .ci/; manifests lose their held-out
 # tests (harness/grading/handout.py), and the student's README (tools/handout-README.md)
-# replaces the instructor's. Extracted anywhere, the archive runs `make lab-23`, `make test` and `make grade` on the student's own code.
+# replaces the instructor's. Extracted anywhere, the archive runs `make lab-23`, `make test`
+# and `make grade` on the student's own code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/handout/uopc-labs.tar.gz}
