@@ -255,7 +255,7 @@ break: setup
 	    $(call student_test,$(LAB))
 
 # ---- commands ---------------------------------------------------------------
-.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check \
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check figures \
         clean cache-clean cache-stats labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS)
@@ -318,6 +318,15 @@ gpu-check: setup
 
 doctor:
 	@tools/doctor.sh
+
+# The chapters' figures: each chapters/figures/*.dot rendered to the .svg committed beside it.
+# Needs Graphviz's dot (tools/setup.sh --figures installs Debian's graphviz); nothing else does.
+FIGURES := $(patsubst %.dot,%.svg,$(wildcard chapters/figures/*.dot))
+figures:
+	@command -v dot >/dev/null || tools/setup.sh --figures
+	@$(MAKE) --no-print-directory $(FIGURES)
+chapters/figures/%.svg: chapters/figures/%.dot
+	$(call say,DOT,$@) dot -Tsvg $< -o $@
 
 labs: setup
 	@$(PYTHON) tools/stubgen.py --write

@@ -3,8 +3,8 @@
 # cmocka and OpenSSL's headers, bubblewrap (the grader's sandbox) from apt
 # (through sudo when not root), and a .venv with NumPy for the harness (and, where
 # solutions/ is, universalmutator for `make mutants`; with --plot, matplotlib for the figure of
-# `make bench` and `make lab-23.5-plot`). CUDA is optional and never
-# installed here.
+# `make bench` and `make lab-23.5-plot`; with --figures, Debian's graphviz for `make figures`).
+# CUDA is optional and never installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,4 +42,14 @@ fi
 if [ "${1:-}" = --plot ] && ! .venv/bin/python -c 'import matplotlib' 2>/dev/null; then
   echo "setup: installing matplotlib into .venv (bench/requirements.txt)"
   .venv/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+fi
+
+# The chapters' figures are committed as SVG; only `make figures`, which renders them again
+# from their .dot sources, needs Graphviz (tools/setup.sh --figures).
+if [ "${1:-}" = --figures ] && ! command -v dot >/dev/null; then
+  echo "setup: installing graphviz with apt-get (make figures)"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
 fi
