@@ -68,7 +68,7 @@ typedef struct dispatcher {
   sym_dim n;                      /* n in [1, max_length] */
   char op_name[32];
   dispatch_stats stats;
-  int64_t *slots[2];              /* fast path calls, generic calls */
+  uopc_counter_id slots[2];       /* fast path calls, generic calls */
 } dispatcher;
 
 /* The decision for one call: which variant runs, on which call. */

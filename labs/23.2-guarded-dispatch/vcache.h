@@ -192,7 +192,7 @@ struct vcache {
   vcache_index index;      /* of the specialised variants */
   vcache_stats stats;
   vcache_record last;
-  int64_t *slots[3];       /* the process counters, in VCACHE_C_ order */
+  uopc_counter_id slots[3];  /* the process counters, in VCACHE_C_ order */
   int trace;               /* UOPC_DEBUG >= 3: each decision explained on stderr */
 };
 

@@ -24,7 +24,7 @@ typedef struct guarded_jit {
   int64_t compiled_calls;
   int64_t layout_fallbacks;
   guarded_jit_path last_path;
-  int64_t *variants_slot, *compiled_slot, *fallback_slot;   /* process counters, looked up once */
+  uopc_counter_id variants_slot, compiled_slot, fallback_slot;   /* process counters, looked up once */
   int trace;                   /* UOPC_DEBUG >= 3: each guard decision on stderr */
 } guarded_jit;
 

@@ -104,7 +104,7 @@ static struct {
 /* One __global__ function of a module. */
 typedef struct cuda_kernel {
   CUfunction function;
-  int64_t *calls;        /* the "calls <entry>" counter's slot */
+  uopc_counter_id calls;  /* the "calls <entry>" counter */
   char entry[UOPC_COUNTER_NAME_MAX];  /* the compile checks that it fits */
 } cuda_kernel;
 
@@ -405,7 +405,7 @@ int uopc_cuda_launch_kernel(uopc_cuda_program *p, int k, const unsigned grid[3],
     return UOPC_FAIL(err, UOPC_E_CUDA, "cuLaunchKernel(%s) failed: %s (grid %ux%ux%u, block "
                      "%ux%ux%u, %u shared bytes)", kn->entry, describe(r, buf), grid[0], grid[1],
                      grid[2], block[0], block[1], block[2], shared_bytes);
-  if (kn->calls) __atomic_add_fetch(kn->calls, 1, __ATOMIC_RELAXED);
+  uopc_counter_bump(kn->calls, 1);
   /* An error inside the kernel (an illegal address, say) surfaces here, and
    * it is sticky: the driver refuses every later call in this process. */
   if ((r = driver.api.ctx_synchronize()))

@@ -17,7 +17,7 @@ struct uopc_program {
   void *handle;
   void (*entry)(void);
   void (*adapter)(void *const *args);
-  int64_t *calls;
+  uopc_counter_id calls;
   int cached;
   char key[65];
   char entry_name[UOPC_ENTRY_MAX + 1];

@@ -1,0 +1,120 @@
+/* test_counters.c: the counter registry. Each thread counts into cells of
+ * its own and a read sums them, so these tests count from many threads at
+ * once and compare exact totals, also after threads have exited, across the
+ * 256-counter blocks of a thread's table, and through a reset. */
+#include <pthread.h>
+#include "testutil.h"
+#include "uopc/uopc.h"
+
+enum { THREADS = 8, BUMPS = 200000 };
+
+typedef struct work { uopc_counter_id id; int64_t delta; int bumps; } work;
+
+static void *count(void *arg) {
+  const work *w = arg;
+  for (int k = 0; k < w->bumps; k++) uopc_counter_bump(w->id, w->delta);
+  return NULL;
+}
+
+static int fresh(void **state) {
+  (void)state;
+  uopc_counters_reset();
+  return 0;
+}
+
+static void test_counters_sum_eight_threads_exactly(void **state) {
+  (void)state;
+  uopc_counter_id id = uopc_counter_slot("test threads");
+  assert_true(id >= 0);
+  pthread_t t[THREADS];
+  work w = {id, 3, BUMPS};
+  for (int k = 0; k < THREADS; k++) assert_int_equal(pthread_create(&t[k], NULL, count, &w), 0);
+  int64_t seen = 0;
+  for (int k = 0; k < 50; k++) {     /* reads while they count: never past the total, never backwards */
+    int64_t now = uopc_counter_get("test threads");
+    assert_true(now >= seen && now <= (int64_t)THREADS * BUMPS * 3);
+    seen = now;
+  }
+  for (int k = 0; k < THREADS; k++) pthread_join(t[k], NULL);
+  assert_int_equal(uopc_counter_get("test threads"), (int64_t)THREADS * BUMPS * 3);
+  uopc_counter_bump(id, 1);          /* and this thread's own cells */
+  assert_int_equal(uopc_counter_get("test threads"), (int64_t)THREADS * BUMPS * 3 + 1);
+}
+
+static void test_counters_keep_what_exited_threads_counted_until_a_reset(void **state) {
+  (void)state;
+  uopc_counter_id id = uopc_counter_slot("test exited");
+  work w = {id, 5, 1};
+  for (int round = 1; round <= 3; round++) {
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, count, &w), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(uopc_counter_get("test exited"), 5 * round);
+  }
+  uopc_counters_reset();
+  assert_int_equal(uopc_counter_get("test exited"), 0);
+  uopc_counter_add("test exited", 2);
+  assert_int_equal(uopc_counter_get("test exited"), 2);
+}
+
+static void test_counters_ids_are_stable_and_a_long_name_counts_nothing(void **state) {
+  (void)state;
+  uopc_counter_id a = uopc_counter_slot("test stable"), b = uopc_counter_slot("test stable");
+  assert_true(a >= 0);
+  assert_int_equal(a, b);
+  char name[UOPC_COUNTER_NAME_MAX + 1];
+  memset(name, 'x', UOPC_COUNTER_NAME_MAX);
+  name[UOPC_COUNTER_NAME_MAX] = '\0';
+  assert_int_equal(uopc_counter_slot(name), UOPC_COUNTER_NONE);
+  assert_int_equal(uopc_counter_slot(NULL), UOPC_COUNTER_NONE);
+  uopc_counter_bump(UOPC_COUNTER_NONE, 7);   /* ignored, never a crash */
+  uopc_counter_add(name, 7);
+  assert_int_equal(uopc_counter_get(name), 0);
+  uopc_counter_bump(a, 4);
+  uopc_counter_add("test stable", 6);
+  assert_int_equal(uopc_counter_get("test stable"), 10);
+}
+
+/* 600 counters span three blocks of every thread's table; each is bumped by
+ * two threads and read back exactly, and printed in first-use order. */
+static void test_counters_past_one_block_of_cells(void **state) {
+  (void)state;
+  enum { N = 600 };
+  uopc_counter_id ids[N];
+  char name[32];
+  for (int k = 0; k < N; k++) {
+    snprintf(name, sizeof name, "test block %d", k);
+    ids[k] = uopc_counter_slot(name);
+    assert_true(ids[k] >= 0);
+  }
+  for (int k = 0; k < N; k++) uopc_counter_bump(ids[k], k);
+  pthread_t t;
+  work w = {ids[N - 1], 1, 1000};
+  assert_int_equal(pthread_create(&t, NULL, count, &w), 0);
+  pthread_join(t, NULL);
+  for (int k = 0; k < N; k++) {
+    snprintf(name, sizeof name, "test block %d", k);
+    assert_int_equal(uopc_counter_get(name), k + (k == N - 1 ? 1000 : 0));
+  }
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  assert_non_null(f);
+  uopc_counters_print(f);
+  fclose(f);
+  char *at5 = strstr(text, "test block 5=5\n"), *at599 = strstr(text, "test block 599=1599\n");
+  assert_non_null(at5);
+  assert_non_null(at599);
+  assert_true(at5 < at599);
+  free(text);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup(test_counters_sum_eight_threads_exactly, fresh),
+    cmocka_unit_test_setup(test_counters_keep_what_exited_threads_counted_until_a_reset, fresh),
+    cmocka_unit_test_setup(test_counters_ids_are_stable_and_a_long_name_counts_nothing, fresh),
+    cmocka_unit_test_setup(test_counters_past_one_block_of_cells, fresh),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
