@@ -5,7 +5,7 @@
  * so in eager mode the gradients are computed and under the tracer they are
  * recorded: the backward graph is the forward graph extended, and the sizes
  * a rule needs (a mean's count, the axes a broadcast stretched) stay the
- * graph's symbolic expressions. Chapter 23.4, "Gradients". */
+ * graph's symbolic expressions. Chapter 23.4, "Gradients with symbolic saved dims". */
 #include <stdlib.h>
 #include "tp_internal.h"
 

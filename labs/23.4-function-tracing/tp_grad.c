@@ -2,7 +2,7 @@
  * file). A rule turns d loss / d y into d loss / d of each operand, using
  * the tensor API; sizes it needs (a mean's count) come from tp_size and
  * tp_from_int, so a traced backward reads them at run time and one
- * artifact serves every batch size. Chapter 23.4, "Gradients". */
+ * artifact serves every batch size. Chapter 23.4, "Gradients with symbolic saved dims". */
 #include "tp_internal.h"
 
 /* Lab 23.4: helper functions for your code go here. */

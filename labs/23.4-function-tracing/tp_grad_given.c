@@ -2,7 +2,7 @@
  * written with the tensor API, so it computes in eager mode and records in
  * a trace; a gradient reaching a broadcast operand is summed back to the
  * operand's shape (tp_unbroadcast, the student's). Chapter 23.4,
- * "Gradients". */
+ * "Gradients with symbolic saved dims". */
 #include "tp_internal.h"
 
 /* The student's tp_unbroadcast as an expression (NULL after an error in c). */

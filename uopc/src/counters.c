@@ -1,4 +1,4 @@
-/* counters.c: the process-wide counter registry (section 23.6, "Counters").
+/* counters.c: the process-wide counter registry (chapter 23, "Counters").
  * Counters are global by contract: they describe the whole process, and the
  * grader reads them at exit. Each thread counts into a table of its own
  * (counters.h says why), kept in a list under the registry lock; a read sums
