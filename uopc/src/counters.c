@@ -22,9 +22,14 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static counter *first, *last;
 static int initialised;
 
+/* A path the counters cannot be written to is warned about (once: this runs
+ * once), never fatal: the program's own work is done. */
 static void write_at_exit(void) {
   const char *path = getenv("UOPC_COUNTERS_JSON");
-  if (path && *path) uopc_counters_write_json(path, NULL);
+  uopc_error err;
+  uopc_error_clear(&err);
+  if (path && *path && uopc_counters_write_json(path, &err))
+    uopc_warn("UOPC_COUNTERS_JSON='%s': %s; the counters were not written", path, err.message);
   if (uopc_debug_level() >= 1) uopc_counters_print(stderr);
 }
 
