@@ -18,7 +18,8 @@ CC := gcc
 # Quiet by default: one line per step; `make V=1` shows every command.
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
-say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
+# (quoted: a path with a note, "uopc/src/x.c [faults]", is one argument, not two lines)
+say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' '$(1)' '$(2)';)
 PYTHON := .venv/bin/python
 BUILD := build/$(IMPL)$(if $(SAN),-san)
 
@@ -270,6 +271,10 @@ lab-23: setup
 $(addprefix lab-,$(LAB_IDS)): lab-%: setup
 	@$(MAKE) --no-print-directory $(BUILD)/bin/lab-$*
 	@IMPL=$(IMPL) tools/run-labs.sh $(BUILD) $*
+
+# Any other lab-...: say which labs there are.
+lab-%:
+	@echo "make lab-$*: there is no lab $* in this tree; the labs are $(LAB_IDS) (make lab-23 runs every one)" >&2; exit 2
 
 # Every test of TEST_IMPL, then the student tree's drivers: each must pass
 # or report its stub as not implemented yet.

@@ -2,7 +2,9 @@
 # Runs every test of `make test` and ends with one line `N passed, N failed`.
 #   tools/run-tests.sh BUILD_DIR [--harness] [--student-drivers DIR LAB...] -- TEST_BINARY... [-- BROKEN:TESTNAME...]
 # Each cmocka binary runs with a fresh UOPC_CACHE_DIR; its cases are counted
-# from cmocka's summary. A broken variant (a build with one guard removed) must
+# from cmocka's summary, and the ones it skipped (CUDA without a GPU) are
+# listed with their reason (the suite's "  skipped: why" line) before the
+# last line. A broken variant (a build with one guard removed) must
 # fail its named test: that proves the suite can catch the defect. With
 # --student-drivers, the student tree's drivers must each pass or report
 # their stub as not implemented yet (one test).
@@ -19,7 +21,19 @@ fi
 passed=0; failed=0
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
 export TMPDIR=$scratch   # what a suite leaves there (testutil.h) goes with the scratch
-count() { sed -n "s/^\[  $1  \] \([0-9]*\) test.*/\1/p" "$2" | head -n 1; }
+# The last summary: a suite may run a group of its own in a child process
+# (test_cuda's fake driver), whose summary lands earlier in the log.
+count() { sed -n "s/^\[  $1  \] \([0-9]*\) test.*/\1/p" "$2" | tail -n 1; }
+# "name: reason" for each case a cmocka log skipped, once each (cmocka lists
+# them again under its summary), in the order they ran.
+skips() {
+  awk '/^\[ RUN      \] / { reason = "" }
+       /^  skipped: / { reason = substr($0, 12) }
+       /^\[  SKIPPED \] / && !/ test\(s\)/ && !(substr($0, 14) in seen) {
+         seen[substr($0, 14)]
+         print substr($0, 14) ": " (reason == "" ? "(the suite gave no reason)" : reason) }' "$1"
+}
+skipped=0; : >"$scratch/skips"
 
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   bin=$1; shift
@@ -30,7 +44,9 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
   p=${p:-0}; f=${f:-0}
   if [ $status -ne 0 ] && [ "$f" = 0 ]; then f=1; fi   # crashed or exited early
   passed=$((passed + p)); failed=$((failed + f))
-  if [ "$f" != 0 ]; then echo "FAIL $bin (exit $status)"; cat "$scratch/log"; else echo "ok   $bin ($p tests)"; fi
+  s=$(skips "$scratch/log" | tee -a "$scratch/skips" | wc -l); skipped=$((skipped + s))
+  [ "$s" != 0 ] && s=", $s skipped" || s=""
+  if [ "$f" != 0 ]; then echo "FAIL $bin (exit $status)"; cat "$scratch/log"; else echo "ok   $bin ($p tests$s)"; fi
 done
 [ "${1:-}" = -- ] && shift
 for spec in "$@"; do
@@ -74,5 +90,9 @@ if [ $harness = 1 ]; then
   python_suite integrity .venv/bin/python -m harness.grading.integrity
 fi
 echo
+if [ $skipped != 0 ]; then
+  echo "$skipped skipped (neither passed nor failed; the suite's reason after each):"
+  sed 's/^/  /' "$scratch/skips"
+fi
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

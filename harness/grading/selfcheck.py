@@ -9,8 +9,9 @@
    the stubs each is reported as a stub (not implemented, or waiting for one), the next one named
    the first of the README's suggested order;
 3. every broken variant under tests/broken/ (the reference built with one guard removed, read
-   from the .mk files: its -D flags and the BROKEN_EXPECT test it must fail) loses points on
-   that named test when graded as a submission. The -D flags become #defines at the top of the
+   from the .mk files: its -D flags and the BROKEN_EXPECT test it must fail) fails that named
+   test when graded as a submission; the claim says that test's points and all the points the
+   variant loses (other tests may catch it too). The -D flags become #defines at the top of the
    lab's student files of a scratch submission.
 Prints one line per claim and last `N passed, N failed`; exit status 1 when a claim fails.
 """
@@ -151,9 +152,20 @@ def broken_claim(manifests, lab, name, defines, suite, case, seed):
   row = next((r for t, r, _, _ in s.rows if t.id == test.id), None)
   ok = row is not None and row.verdict in (FAIL, CRASH, TIMEOUT, EXITED)   # not NOT RUN: it must build
   verdict = f"{row.verdict}: {row.detail}" if row else "not run"
-  return ok, (f"broken {name} (-D{' -D'.join(defines)}) loses {test.points:g} points on {test.id} "
-              f"({s.earned:g}/{s.possible:g})" if ok else f"broken {name} should fail {test.id}, got {verdict}"), \
-         [verdict] if ok else []
+  return ok, (broken_text(name, defines, test, s.earned, s.possible) if ok
+              else f"broken {name} should fail {test.id}, got {verdict}"), [verdict] if ok else []
+
+
+def points_text(x):
+  """ "1 point", "2 points", "0.5 points". """
+  return f"{x:g} point{'' if x == 1 else 's'}"
+
+
+def broken_text(name, defines, test, earned, possible):
+  """The claim of a broken variant that failed its named test: that test's points, and all the
+  points the variant loses (other tests may catch it too), as the score shows them."""
+  return (f"broken {name} (-D{' -D'.join(defines)}) fails {test.id} ({points_text(test.points)}) and loses "
+          f"{points_text(possible - earned)} in all ({earned:g}/{possible:g})")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,9 @@ int codegen_open_loop(codegen_nest *n, const char *name, const sym_expr *extent,
  * `for (; r0 <= <extent> - LANES; r0 += LANES)` over `for (r1 = 0; r1 <
  * LANES; r1++)`; the tail, `for (r1 = 0; r0 + r1 < <extent>; r1++)`; each
  * element j = r0 + r1 added into lane r1 through r->combine, with j < extent
- * and r1 < LANES proved from the loops' facts (codegen_require_lt); then the
+ * and r1 < LANES proved from the loops' facts (codegen_require_lt; in the
+ * tail, whose scope states only its condition, from r0 + r1 < extent and
+ * extent < r0 + LANES, each proved); then the
  * lanes pairwise, `for (r1 = LANES / 2; r1 > 0; r1 /= 2)` over `for (r2 = 0;
  * r2 < r1; r2++)`, lane r2 with lane r2 + r1. The result is acc0[0].
  * Errors: UOPC_E_INVALID (a bound not proved), those of the callbacks. */

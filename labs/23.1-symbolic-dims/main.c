@@ -4,12 +4,13 @@
  * the bounds and one launch with a dim unbound are rejected. Every result is
  * checked against an eager loop written here. Exit status: 0 all checks
  * passed, 1 a check failed, 2 the runtime refused (compiler, cache), 3 a
- * student function is not implemented yet. The runner's --seed is accepted
- * and ignored: every input here is fixed. */
+ * student function is not implemented yet; --help prints the usage. Every
+ * input here is fixed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "plan.h"
+#include "uopc/driver.h"
 
 
 /* The expected lines (expected.log holds those true on any cache):
@@ -18,11 +19,6 @@
  * expect: programs constructed=2
  * On a cold cache also compiler invocations=2 and disk cache hits=0; on a
  * warm one compiler invocations=0 and disk cache hits=2. */
-
-static int fail(const uopc_error *err) {
-  printf("%s\n", err->message);
-  return uopc_error_exit_status(err->code);
-}
 
 static void fill(float *x, int64_t n, int seed) {
   for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 7 + seed * 13) % 23) * 0.25f - 2.0f;
@@ -145,7 +141,10 @@ static int run(sym_arena *arena, plan **chain, plan **rowsum, uopc_error *err) {
 }
 
 int main(int argc, char **argv) {
-  (void)argc, (void)argv;
+  int start = uopc_driver_start(argc, argv, "23.1",
+                                "One plan for out = (a + b)*c - a at lengths 1, 7, 31 and 64, a row-sum plan with a\n"
+                                "runtime N, and two launches refused; every result checked, then the counters.");
+  if (start != UOPC_DRIVER_RUN) return start;
   uopc_error err;
   uopc_error_clear(&err);
   sym_arena *arena = NULL;
@@ -156,7 +155,7 @@ int main(int argc, char **argv) {
   plan_free(chain);
   plan_free(rowsum);
   sym_arena_free(arena);
-  if (rc) return fail(&err);
+  if (rc) return uopc_driver_fail("23.1", &err);
   printf("runtime counters (the row-sum plan is the second plan):\n");
   uopc_counters_print(stdout);
   return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "plan.h"
+#include "uopc/layout.h"
 
 struct plan {
   ir_graph *graph;                               /* the kernel graph in the core's IR */
@@ -14,6 +15,7 @@ struct plan {
   int n_buffers;                                 /* out, then the inputs */
   char names[PLAN_MAX_BUFFERS][SYM_NAME_MAX];
   int rank[PLAN_MAX_BUFFERS];
+  size_t itemsize[PLAN_MAX_BUFFERS];             /* bytes of one element */
   const sym_expr *shape[PLAN_MAX_BUFFERS][KERNEL_MAX_RANK];   /* in graph's arena */
   /* Each extent as the launch reads it: the index of the plan dim it is, or
    * EXTENT_CONST (extent_value), or EXTENT_EXPR (evaluated under a binding).
@@ -41,6 +43,7 @@ static void keep_shape(plan *p, const char *name, const ir_node *n) {
   int b = p->n_buffers++;
   snprintf(p->names[b], sizeof p->names[b], "%s", name);
   p->rank[b] = n->rank;
+  p->itemsize[b] = uopc_dtype_size(n->dtype);
   for (int k = 0; k < n->rank; k++) {
     p->shape[b][k] = n->shape[k];
     classify_extent(p, b, k);
@@ -111,22 +114,37 @@ static int extent_of(const plan *p, int k, int d, const int64_t *values, const s
 }
 
 static int check_buffer(const plan *p, int k, const plan_buffer *buf, const int64_t *values,
-                        const sym_binding *b, uopc_error *err) {
+                        const sym_binding *b, int64_t *need, uopc_error *err) {
   if (!buf->data) return UOPC_FAIL(err, UOPC_E_INVALID, "kernel '%s': buffer '%s' is NULL",
                                    plan_name(p), p->names[k]);
-  int64_t need = 1;
+  *need = 1;
   for (int d = 0; d < p->rank[k]; d++) {
     int64_t extent;
     int rc = extent_of(p, k, d, values, b, &extent, err);
     if (rc) return rc;
-    if (__builtin_mul_overflow(need, extent, &need))
+    if (__builtin_mul_overflow(*need, extent, need))
       return UOPC_FAIL(err, UOPC_E_OVERFLOW, "kernel '%s': size of '%s' overflows", plan_name(p),
                        p->names[k]);
   }
-  if (buf->capacity < need)
+  if (buf->capacity < *need)
     return UOPC_FAIL(err, UOPC_E_BOUNDS, "kernel '%s': buffer '%s' holds %" PRId64
                      " elements, the binding needs %" PRId64, plan_name(p), p->names[k],
-                     buf->capacity, need);
+                     buf->capacity, *need);
+  return UOPC_OK;
+}
+
+/* The kernel declares its buffers restrict (emit.c), a promise to gcc that
+ * out shares no byte with an input; this is the guard that keeps it. Inputs
+ * may share bytes with each other: they are only read. need[k] elements of
+ * buffer k are what the call reaches. */
+static int check_disjoint(const plan *p, void *const *data, const int64_t *need, uopc_error *err) {
+  static const int64_t unit = 1;
+  uopc_layout_bytes out = uopc_layout_byte_range(1, &need[0], &unit, p->itemsize[0], data[0]);
+  for (int k = 1; k < p->n_buffers; k++)
+    if (uopc_layout_overlap(out, uopc_layout_byte_range(1, &need[k], &unit, p->itemsize[k], data[k])))
+      return UOPC_FAIL(err, UOPC_E_ALIAS, "kernel '%s': buffers '%s' and '%s' share memory; the"
+                       " kernel's buffers are restrict, so out must not overlap an input", plan_name(p),
+                       p->names[0], p->names[k]);
   return UOPC_OK;
 }
 
@@ -142,17 +160,18 @@ int plan_launch(plan *p, const sym_binding *b, plan_buffer out,
   own.count = 0;                         /* extents that are expressions (not sym_binding_init: */
   for (int k = 0; p->has_expr_extent && k < p->low->n_dims && !rc; k++)   /* its memset is 1 KB) */
     rc = sym_dim_bind(&own, plan_dim(p, k), values[k], err);
-  for (int k = 0; k < p->n_buffers && !rc; k++)
-    rc = check_buffer(p, k, k ? &inputs[k - 1] : &out, values, &own, err);
-  if (rc) return rc;
+  int64_t need[PLAN_MAX_BUFFERS];
   void *ptrs[PLAN_MAX_BUFFERS];
+  for (int k = 0; k < p->n_buffers && !rc; k++) {
+    rc = check_buffer(p, k, k ? &inputs[k - 1] : &out, values, &own, &need[k], err);
+    ptrs[k] = k ? inputs[k - 1].data : out.data;
+  }
+  if (!rc) rc = check_disjoint(p, ptrs, need, err);
+  if (rc) return rc;
   int32_t narrow[UOPC_SIGNATURE_MAX];      /* exact: the plan proved each fits */
   void *args[PLAN_MAX_BUFFERS + UOPC_SIGNATURE_MAX];
   int n = 0;
-  for (int k = 0; k < p->n_buffers; k++) {
-    ptrs[k] = k ? inputs[k - 1].data : out.data;
-    args[n++] = &ptrs[k];
-  }
+  for (int k = 0; k < p->n_buffers; k++) args[n++] = &ptrs[k];
   for (int k = 0; k < p->low->n_dims; k++) {
     narrow[k] = (int32_t)values[k];
     args[n++] = p->low->index.bits == 32 ? (void *)&narrow[k] : (void *)&values[k];

@@ -1,8 +1,10 @@
 /* plan.h: one compiled kernel for every binding within the bounds (lab 23.1).
  * A plan records its dims with their bounds, the index width and the program
  * (which it owns). One plan serves every length in bounds: the lengths travel
- * as int64 arguments. A launch resolves and checks every dim before any
- * kernel runs. Chapter 23.1, "The plan count". */
+ * as arguments of the plan's index type (int32_t when every bound allows it,
+ * else int64_t; plan_launch narrows the int64_t values it resolved). A launch
+ * resolves and checks every dim and buffer before any kernel runs. Chapter
+ * 23.1, "The plan count". */
 #ifndef PLAN_H
 #define PLAN_H
 
@@ -39,9 +41,12 @@ int plan_resolve_dims(const plan *p, const sym_binding *b, int64_t *values,
                       uopc_error *err);
 
 /* Runs the kernel: out receives the result; inputs in graph order. Checks,
- * before running anything, every dim (plan_resolve_dims) and that every
- * buffer holds its logical size. Errors: UOPC_E_UNBOUND, UOPC_E_BOUNDS,
- * UOPC_E_INVALID (NULL data, wrong count). */
+ * before running anything, every dim (plan_resolve_dims), that every buffer
+ * holds its logical size, and that out's logical elements share no byte with
+ * an input's (the kernel's buffers are restrict; inputs may overlap each
+ * other). Errors: UOPC_E_UNBOUND, UOPC_E_BOUNDS, UOPC_E_INVALID (NULL data,
+ * wrong count), UOPC_E_ALIAS ("kernel 'chain_f32_n': buffers 'out' and 'a'
+ * share memory; ..."). */
 int plan_launch(plan *p, const sym_binding *b, plan_buffer out,
                 const plan_buffer *inputs, int n_inputs, uopc_error *err);
 

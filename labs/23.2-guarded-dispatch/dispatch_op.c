@@ -64,11 +64,9 @@ int dispatch_generic_guards(const dispatcher *d, guard_set *s, uopc_error *err) 
  * guard failure. A call a fast variant serves has passed them all in its
  * guards; every other call reaches the miss, which checks them first. */
 
-/* The bytes [*lo, *hi) a rank-1 view reaches from element 0 at p. */
-static void vector_range(const guard_view *t, uintptr_t p, uintptr_t *lo, uintptr_t *hi) {
-  int64_t reach = (t->shape[0] - 1) * t->strides[0] * 4;
-  *lo = reach < 0 ? p + (uintptr_t)reach : p;
-  *hi = (reach < 0 ? p : p + (uintptr_t)reach) + 4;
+/* The bytes a rank-1 f32 view reaches from element 0 at p (uopc/layout.h). */
+static uopc_layout_bytes vector_range(const guard_view *t, uintptr_t p) {
+  return uopc_layout_byte_range(1, t->shape, t->strides, 4, (const void *)p);
 }
 
 static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err) {
@@ -87,11 +85,9 @@ static int check_args(const dispatcher *d, const guard_call *c, uopc_error *err)
     return rc ? rc : UOPC_FAIL(err, UOPC_E_BOUNDS, "n = %" PRId64 " outside [%" PRId64 ", %" PRId64 "]",
                                x->shape[0], d->n.lo, d->n.hi);
   }
-  uintptr_t x0, x1, o0, o1;
-  vector_range(x, c->data[DISPATCH_ARG_X], &x0, &x1);
-  vector_range(out, c->data[DISPATCH_ARG_OUT], &o0, &o1);
   int same = c->data[DISPATCH_ARG_X] == c->data[DISPATCH_ARG_OUT] && x->strides[0] == out->strides[0];
-  if (!same && x0 < o1 && o0 < x1)
+  if (!same && uopc_layout_overlap(vector_range(x, c->data[DISPATCH_ARG_X]),
+                                   vector_range(out, c->data[DISPATCH_ARG_OUT])))
     return UOPC_FAIL(err, UOPC_E_ALIAS, "out partly overlaps x; pass x itself (in place) or a disjoint buffer");
   return UOPC_OK;
 }

@@ -4,7 +4,8 @@
  * misaligned view arange(33)[1:]. Prints each call's path (and, for generic
  * calls, why), checks every output against an eager loop here, then prints
  * the counters. Exit: 0 all checks passed, 1 a check failed, 2 the runtime
- * refused (unsafe cache, no compiler), 3 a student function is a stub.
+ * refused (unsafe cache, no compiler), 3 a student function is a stub;
+ * --help prints the usage.
  *
  * The expected lines (also in expected.log), on any cache state:
  * expect: variants built=2
@@ -18,17 +19,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "dispatch.h"
-
-static int fail_with(const uopc_error *err) {
-  fprintf(stderr, "lab 23.2: %s in %s: %s\n", uopc_error_name(err->code), err->where, err->message);
-  return uopc_error_exit_status(err->code);
-}
+#include "uopc/driver.h"
 
 /* out must equal v*v + 1 computed in float, element by element. */
 static int check(const uopc_tensor *x, const uopc_tensor *out) {
   for (int64_t i = 0; i < x->shape[0]; i++) {
     float v = (float)uopc_tensor_get(x, i), want = v * v + 1.0f, got = (float)uopc_tensor_get(out, i);
     if (got != want) {
+      fflush(stdout);
       fprintf(stderr, "lab 23.2: wrong value at index %lld of length %lld: expected %.9g, got %.9g\n",
               (long long)i, (long long)x->shape[0], want, got);
       return 0;
@@ -62,13 +60,17 @@ static int run_one(dispatcher *d, const char *what, int64_t total, int64_t start
   return rc;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   static const int64_t lengths[] = {32, 48, 33, 32, 64, 17};
+  int start = uopc_driver_start(argc, argv, "23.2",
+                                "out = x*x + 1 through one guarded dispatcher at lengths 32, 48, 33, 32, 64, 17, then\n"
+                                "x[::2] and a misaligned view: each call's path and why, every output checked, the counters.");
+  if (start != UOPC_DRIVER_RUN) return start;
   uopc_error err = {0};
   dispatcher d;
-  if (dispatch_init(&d, NULL, &err)) return fail_with(&err);
   printf("lab 23.2: guarded dispatch of out = x*x + 1 (fast path: contiguous, %d-byte aligned, n %% %d == 0)\n",
          VARIANT_ALIGN, VARIANT_LANES);
+  if (dispatch_init(&d, NULL, &err)) return uopc_driver_fail("23.2", &err);
   int rc = UOPC_OK;
   for (size_t i = 0; rc == UOPC_OK && i < sizeof lengths / sizeof *lengths; i++)
     rc = run_one(&d, "contiguous", lengths[i], 0, 1, &err);
@@ -82,6 +84,6 @@ int main(void) {
     uopc_counters_print(stdout);
   }
   dispatch_fini(&d);
-  if (rc > 0) return fail_with(&err);
+  if (rc > 0) return uopc_driver_fail("23.2", &err);
   return rc == UOPC_OK ? 0 : 1;
 }

@@ -15,17 +15,13 @@
 #include "mirror.h"
 #include "run.h"
 #include "semantics.h"
+#include "uopc/driver.h"
 
 #define N_MAX 4096
 static const int64_t LENGTHS[] = {2, 8, 30, 64, 4096};   /* even: a[:h] += a[h:] has n = 2h */
 #define N_LENGTHS ((int)(sizeof LENGTHS / sizeof *LENGTHS))
 
 static int failed_checks;
-
-static int fail(const uopc_error *err) {
-  printf("%s\n", err->message);
-  return uopc_error_exit_status(err->code);
-}
 
 static void check(int ok, const char *fmt, const char *what, long long n) {
   if (ok) return;
@@ -392,7 +388,9 @@ static int scenario_bad_input(uopc_error *err) {
 }
 
 int main(int argc, char **argv) {
-  (void)argc, (void)argv;
+  int start = uopc_driver_start(argc, argv, "23.3",
+                                "The lab's scenarios, each versioned and functionalized over a symbolic length, checked\nagainst an eager loop: slices, a view that survives, a parameter update, reuse, a mirror.");
+  if (start != UOPC_DRIVER_RUN) return start;
   uopc_error err = {0};
   int rc = scenario_slices(&err);
   if (!rc) rc = scenario_view_survives(&err);
@@ -400,7 +398,7 @@ int main(int argc, char **argv) {
   if (!rc) rc = scenario_reuse(&err);
   if (!rc) rc = scenario_mirror(&err);
   if (!rc) rc = scenario_bad_input(&err);
-  if (rc) return fail(&err);
+  if (rc) return uopc_driver_fail("23.3", &err);
   uopc_counters_print(stdout);
   return failed_checks ? 1 : 0;
 }

@@ -15,13 +15,9 @@
 #include <string.h>
 #include <time.h>
 #include "tp_compile.h"
+#include "uopc/driver.h"
 
 static int failed_checks;
-
-static int fail(const uopc_error *err) {
-  printf("%s\n", err->message);
-  return uopc_error_exit_status(err->code);
-}
 
 static void check(int ok, const char *what) {
   if (ok) return;
@@ -270,11 +266,13 @@ static int scenario_branches(uopc_error *err) {
 }
 
 int main(int argc, char **argv) {
-  (void)argc, (void)argv;
+  int start = uopc_driver_start(argc, argv, "23.4",
+                                "A two-layer model eager and traced (results and gradients agree), a shape branch, a data\nbranch, an effect, bad input; then the table of traces, breaks, recompilations, variants.");
+  if (start != UOPC_DRIVER_RUN) return start;
   uopc_error err = {0};
   int rc = scenario_two_layer(&err);
   if (!rc) rc = scenario_branches(&err);
-  if (rc) return fail(&err);
+  if (rc) return uopc_driver_fail("23.4", &err);
   printf("\n%-42s %7s %7s %15s %9s %10s\n", "scenario", "traces", "breaks", "recompilations", "variants", "last call");
   for (int k = 0; k < n_rows; k++)
     printf("%-42s %7lld %7lld %15lld %9lld %8.1f us\n", rows[k].what, (long long)rows[k].traces, (long long)rows[k].breaks,

@@ -13,13 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model.h"
+#include "uopc/driver.h"
 
 static int failed_checks;
-
-static int fail(const uopc_error *err) {
-  printf("%s\n", err->message);
-  return uopc_error_exit_status(err->code);
-}
 
 static void check(int ok, const char *what) {
   if (ok) return;
@@ -167,7 +163,9 @@ static int scenario_overflow_and_bad_input(kv_model *m, uopc_error *err) {
 }
 
 int main(int argc, char **argv) {
-  (void)argc, (void)argv;
+  int start = uopc_driver_start(argc, argv, "23.5",
+                                "Decodes three rows through the KV cache, each step checked against the uncached reference;\nthe masked baseline, a reset, batch isolation, the step past the capacity, bad input.");
+  if (start != UOPC_DRIVER_RUN) return start;
   uopc_error err = {0};
   kv_model_config cfg = kv_model_default(4096);
   kv_model *m = NULL;
@@ -176,7 +174,7 @@ int main(int argc, char **argv) {
   if (!rc) rc = scenario_reset_and_isolation(m, &err);
   if (!rc) rc = scenario_overflow_and_bad_input(m, &err);
   kv_model_free(m);
-  if (rc) return fail(&err);
+  if (rc) return uopc_driver_fail("23.5", &err);
   uopc_counters_print(stdout);
   return failed_checks ? 1 : 0;
 }

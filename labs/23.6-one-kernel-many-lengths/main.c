@@ -2,22 +2,20 @@
  * Runs the chapter's example: lengths 1, 7, 31, 64, 7 on contiguous f32 through
  * one compiled kernel, then x[::2] through the layout fallback. Every output
  * is checked against an eager computation here. Exit: 0 all checks passed,
- * 1 a check failed, 2 the runtime refused (unsafe cache, compiler, I/O). */
+ * 1 a check failed, 2 the runtime refused (unsafe cache, compiler, I/O);
+ * --help prints the usage. */
 #include <stdio.h>
 #include "guarded_jit.h"
+#include "uopc/driver.h"
 
 enum { MAXIMUM = 64 };
-
-static int fail_with(const uopc_error *err) {
-  fprintf(stderr, "lab 23.6: %s in %s: %s\n", uopc_error_name(err->code), err->where, err->message);
-  return uopc_error_exit_status(err->code);
-}
 
 /* out must equal v*v + 1 computed in float, element by element. */
 static int check(const uopc_tensor *x, const uopc_tensor *out) {
   for (int64_t i = 0; i < x->shape[0]; i++) {
     float v = (float)uopc_tensor_get(x, i), want = v * v + 1.0f, got = (float)uopc_tensor_get(out, i);
     if (got != want) {
+      fflush(stdout);
       fprintf(stderr, "lab 23.6: wrong value at index %lld of length %lld: expected %.9g, got %.9g\n",
               (long long)i, (long long)x->shape[0], want, got);
       return 0;
@@ -46,12 +44,16 @@ static int run_one(guarded_jit *jit, int64_t n, int64_t step, uopc_error *err) {
   return rc;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   static const int64_t lengths[] = {1, 7, 31, 64, 7};
+  int start = uopc_driver_start(argc, argv, "23.6",
+                                "out = x*x + 1 at lengths 1, 7, 31, 64, 7 through one compiled kernel, then x[::2]\n"
+                                "through the layout fallback; every output checked, then the counters.");
+  if (start != UOPC_DRIVER_RUN) return start;
   uopc_error err = {0};
   guarded_jit jit;
-  if (guarded_jit_init(&jit, MAXIMUM, NULL, &err)) return fail_with(&err);
   printf("lab 23.6: one C kernel for many lengths (maximum %d)\n", MAXIMUM);
+  if (guarded_jit_init(&jit, MAXIMUM, NULL, &err)) return uopc_driver_fail("23.6", &err);
   int rc = UOPC_OK;
   for (size_t i = 0; rc == UOPC_OK && i < sizeof lengths / sizeof *lengths; i++) rc = run_one(&jit, lengths[i], 1, &err);
   if (rc == UOPC_OK) rc = run_one(&jit, 20, 2, &err);   /* arange(20)[::2] */
@@ -62,6 +64,6 @@ int main(void) {
     uopc_counters_print(stdout);
   }
   guarded_jit_fini(&jit);
-  if (rc > 0) return fail_with(&err);
+  if (rc > 0) return uopc_driver_fail("23.6", &err);
   return rc == UOPC_OK ? 0 : 1;
 }

@@ -154,15 +154,18 @@ static int emit_blocks(codegen_nest *n, const codegen_reducer *r, const sym_expr
 }
 
 /* The tail: `for (r1 = 0; r0 + r1 < n; r1++)`, fewer than LANES elements.
- * After the blocks n < r0 + LANES; with the loop's r0 + r1 < n that gives
- * r1 < LANES, two facts the one-fact prover cannot chain, so the tail's
- * scope records r1 < LANES itself (opened as the loop r1 < LANES), and the
- * loop condition r0 + r1 < n as its fact. */
+ * After the blocks r0 is in [0, n] and n < r0 + LANES (the block loop's
+ * condition failed). The tail's scope holds its own condition, r0 + r1 < n
+ * (with r1 < n - r0, the same, as the loop's bound). r1 < LANES is not this
+ * loop's bound, so it is proved: r0 + r1 < n and n < r0 + LANES, each shown
+ * by the prover (generation fails otherwise), chain to r0 + r1 < r0 + LANES,
+ * that is r1 < LANES, which the one-fact prover cannot follow by itself;
+ * only then is it recorded, for add_element's check. */
 static int emit_tail(codegen_nest *n, const codegen_reducer *r, const sym_expr *extent,
                      const sym_expr *lanes) {
   sym_arena *a = n->arena;
   char text[CODEGEN_EXPR_MAX];
-  const sym_expr *r0, *r1;
+  const sym_expr *r0, *r1, *j = NULL;
   sym_scope *rest, *lane;
   /* After the blocks r0 is in [0, n]: a variable below n + 1, with n < r0 + LANES. */
   int rc = codegen_push_scope(n, &rest);
@@ -170,12 +173,15 @@ static int emit_tail(codegen_nest *n, const codegen_reducer *r, const sym_expr *
                                     sym_expr_add(a, extent, sym_expr_const(a, 1)), &r0, n->err);
   if (!rc) rc = sym_scope_assume_lt(rest, extent, sym_expr_add(a, r0, lanes), n->err);
   if (!rc) rc = codegen_push_scope(n, &lane);
-  if (!rc) rc = sym_scope_open_loop(lane, rest, a, "r1", lanes, &r1, n->err);
-  if (!rc) rc = sym_scope_assume_lt(lane, sym_expr_add(a, r0, r1), extent, n->err);
+  if (!rc) rc = sym_scope_open_loop(lane, rest, a, "r1", sym_expr_sub(a, extent, r0), &r1, n->err);
+  if (!rc) rc = sym_scope_assume_lt(lane, j = sym_expr_add(a, r0, r1), extent, n->err);
+  if (!rc) rc = codegen_require_lt(n, j, extent);                         /* r0 + r1 < n */
+  if (!rc) rc = codegen_require_lt(n, extent, sym_expr_add(a, r0, lanes));   /* n < r0 + LANES */
+  if (!rc) rc = sym_scope_assume_lt(lane, r1, lanes, n->err);             /* so r1 < LANES */
   if (!rc) rc = codegen_expr_c(n, extent, text, sizeof text);
   if (!rc) rc = codegen_line(n, "for (%s r1 = 0; r0 + r1 < %s; r1++) {", n->ix, text);
   n->depth++;
-  if (!rc) rc = add_element(n, r, sym_expr_add(a, r0, r1), r1, extent, lanes);
+  if (!rc) rc = add_element(n, r, j, r1, extent, lanes);
   if (!rc) rc = codegen_close(n);   /* the lane scope and the brace */
   if (n->n_scopes > 1) n->n_scopes--;   /* the rest scope, which has no brace */
   return rc;

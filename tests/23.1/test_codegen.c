@@ -112,6 +112,56 @@ static void test_codegen_nest_refuses_loops_past_its_depth(void **state) {
   assert_contains(f->err.message, "codegen: loops nested deeper than 39");
 }
 
+/* What each element of a sum sees: the innermost scope's upper bound on the lane variable r1
+ * (by the interval of its loop's bound) and whether r1 < LANES and j < n are proved there. */
+typedef struct lane_probe {
+  int calls;
+  int64_t r1_hi[2];
+  int lane_proved[2], index_proved[2];
+  const sym_expr *n;
+} lane_probe;
+
+static int probe_element(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size) {
+  lane_probe *p = ctx;
+  const sym_scope *s = codegen_scope(n);
+  uopc_error err = {0};
+  sym_interval r1;
+  int k = p->calls++;
+  if (k >= 2 || !s->var_expr || sym_expr_interval(s->var_expr, &r1, &err)) return UOPC_FAIL(n->err, UOPC_E_INVALID, "probe");
+  p->r1_hi[k] = r1.hi;
+  if (sym_scope_prove_lt(s, s->var_expr, sym_expr_const(n->arena, CODEGEN_LANES), &p->lane_proved[k], &err) ||
+      sym_scope_prove_lt(s, j, p->n, &p->index_proved[k], &err))
+    return UOPC_FAIL(n->err, UOPC_E_INVALID, "probe: %s", err.message);
+  snprintf(value, size, "x[r0 + r1]");
+  return UOPC_OK;
+}
+
+static int probe_combine(void *ctx, codegen_nest *n, const char *acc, const char *value) {
+  (void)ctx;
+  return codegen_line(n, "%s += %s;", acc, value);
+}
+
+/* The tail loop's condition is r0 + r1 < n: its scope may hold that and no more, so r1's bound
+ * there is n - r0 (below 4096), not LANES. r1 < LANES, which the lane index needs, must be proved
+ * from r0 + r1 < n and n < r0 + LANES (the block loop's exit), not read off a bound the loop does
+ * not have. In the blocks it is the lane loop's own bound. */
+static void test_codegen_emit_lanes_proves_the_tails_lane_below_lanes(void **state) {
+  fixture *f = *state;
+  lane_probe p = {.n = sym_expr_dim(f->arena, &f->n)};
+  codegen_reducer r = {"float", "0.0f", probe_element, probe_combine, &p};
+  assert_uopc_ok(codegen_emit_lanes(&f->nest, p.n, &r, &f->err), f->err);
+  assert_int_equal(p.calls, 2);                   /* one element in the blocks, one in the tail */
+  assert_int_equal(p.r1_hi[0], CODEGEN_LANES - 1);
+  if (p.r1_hi[1] != 4095)
+    fail_msg("the tail's r1 is bounded by %lld: its scope assumes r1 < LANES, which its loop"
+             " (r0 + r1 < n) does not state; expected n - r0, at most 4095", (long long)p.r1_hi[1]);
+  for (int k = 0; k < 2; k++) {
+    if (!p.lane_proved[k]) fail_msg("%s: r1 < LANES is not proved", k ? "the tail" : "the blocks");
+    if (!p.index_proved[k]) fail_msg("%s: r0 + r1 < n is not proved", k ? "the tail" : "the blocks");
+  }
+  assert_contains(f->text.data, "for (int32_t r1 = 0; r0 + r1 < n; r1++) {");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_codegen_printf_appends_and_grows, setup, teardown),
@@ -119,6 +169,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_codegen_line_refuses_a_line_of_codegen_line_max, setup, teardown),
     cmocka_unit_test_setup_teardown(test_codegen_close_drops_the_loops_fact, setup, teardown),
     cmocka_unit_test_setup_teardown(test_codegen_nest_refuses_loops_past_its_depth, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_codegen_emit_lanes_proves_the_tails_lane_below_lanes, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

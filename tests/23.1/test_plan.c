@@ -429,6 +429,37 @@ static void test_plan_launch_rejects_small_buffer(void **state) {
   plan_free(p);
 }
 
+/* The kernel's buffers are restrict: out may share no byte with an input's
+ * logical elements, so in place (out = a) and a partial overlap are refused
+ * before the kernel runs; inputs sharing memory, and out in an input's unused
+ * capacity, are not overlaps. */
+static void test_plan_launch_refuses_out_overlapping_an_input(void **state) {
+  fixture *f = *state;
+  f->chain = chain_plan(f, &f->n, "chain_f32_n");
+  static float buf[4 * 64];
+  float *a = buf, *c = buf + 128;
+  sym_binding bind;
+  uopc_error err = {0};
+  sym_binding_init(&bind);
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, 64, &err), err);
+  fill(buf, 4 * 64, 7);
+  plan_buffer in[3] = {{a, 64}, {a, 64}, {c, 64}};
+  int64_t calls = uopc_counter_get("calls chain_f32_n");
+  assert_uopc_code(plan_launch(f->chain, &bind, (plan_buffer){a, 64}, in, 3, &err), UOPC_E_ALIAS, err);
+  assert_string_equal(err.message, "kernel 'chain_f32_n': buffers 'out' and 'a' share memory; the kernel's"
+                                   " buffers are restrict, so out must not overlap an input");
+  assert_uopc_code(plan_launch(f->chain, &bind, (plan_buffer){c + 63, 64}, in, 3, &err), UOPC_E_ALIAS, err);
+  assert_contains(err.message, "buffers 'out' and 'c' share memory");   /* one element in common */
+  assert_int_equal(uopc_counter_get("calls chain_f32_n"), calls);
+  float want = (a[5] + a[5]) * c[5] - a[5];
+  assert_uopc_ok(plan_launch(f->chain, &bind, (plan_buffer){buf + 64, 64}, in, 3, &err), err);   /* just past a */
+  if (buf[64 + 5] != want) fail_msg("out just past a: out[5] expected %g, got %g", want, buf[64 + 5]);
+  /* At n = 10, out may lie in a's capacity past its 10 logical elements. */
+  assert_uopc_ok(sym_dim_bind(&bind, &f->n, 10, &err), err);
+  assert_uopc_ok(plan_launch(f->chain, &bind, (plan_buffer){a + 10, 54}, in, 3, &err), err);
+  assert_int_equal(uopc_counter_get("calls chain_f32_n"), calls + 2);
+}
+
 static void test_plan_new_rejects_overflowing_shape(void **state) {
   fixture *f = *state;
   sym_dim huge;
@@ -508,6 +539,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_plan_launch_rejects_unbound_dim, setup, teardown),
     cmocka_unit_test_setup_teardown(test_plan_launch_rejects_binding_outside_plan_bounds, setup, teardown),
     cmocka_unit_test_setup_teardown(test_plan_launch_rejects_small_buffer, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plan_launch_refuses_out_overlapping_an_input, setup, teardown),
     cmocka_unit_test_setup_teardown(test_plan_new_rejects_overflowing_shape, setup, teardown),
     cmocka_unit_test_setup_teardown(test_plan_index_is_64_bit_for_large_bounds, setup, teardown),
     cmocka_unit_test_setup_teardown(test_plan_new_takes_only_a_node_of_its_graph, setup, teardown),

@@ -1,8 +1,10 @@
 /* test_driver.c: lab 23.6's driver as a user runs it, in new processes:
  * a cold cache compiles once, a second run compiles nothing and hits the disk
- * cache, an unsafe cache directory stops the lab with the runtime's error, and
- * UOPC_DEBUG=3 prints each call's guard decision. */
+ * cache, an unsafe cache directory stops the lab with the runtime's error
+ * (after the banner, through a pipe), UOPC_DEBUG=3 prints each call's guard
+ * decision, UOPC_DEBUG=banana is one warning, and --help prints the usage. */
 #include "guarded_jit.h"
+#include "uopc/driver.h"
 #include "testutil.h"
 #include <limits.h>
 #include <sys/stat.h>
@@ -10,9 +12,10 @@
 
 static char driver[2 * PATH_MAX];
 
-/* Runs the driver with UOPC_CACHE_DIR=cache (and UOPC_DEBUG=debug unless NULL); captures
- * stdout and stderr. */
-static int run_driver_at(const char *cache, const char *debug, char *output, size_t size) {
+/* Runs the driver with UOPC_CACHE_DIR=cache (and UOPC_DEBUG=debug unless NULL), its one
+ * argument arg unless NULL; captures stdout and stderr through one pipe, as make and the
+ * grader read it. */
+static int run_driver_with(const char *cache, const char *debug, const char *arg, char *output, size_t size) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
   pid_t pid = fork();
@@ -22,7 +25,8 @@ static int run_driver_at(const char *cache, const char *debug, char *output, siz
     close(fds[0]);
     setenv("UOPC_CACHE_DIR", cache, 1);
     if (debug) setenv("UOPC_DEBUG", debug, 1);
-    execl(driver, driver, (char *)NULL);
+    else unsetenv("UOPC_DEBUG");
+    execl(driver, driver, arg, (char *)NULL);
     _exit(127);
   }
   close(fds[1]);
@@ -36,6 +40,10 @@ static int run_driver_at(const char *cache, const char *debug, char *output, siz
   int status;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_driver_at(const char *cache, const char *debug, char *output, size_t size) {
+  return run_driver_with(cache, debug, NULL, output, size);
 }
 
 static int run_driver(const char *cache, char *output, size_t size) {
@@ -75,6 +83,31 @@ static void test_driver_refuses_unsafe_cache_dir(void **state) {
   assert_int_equal(run_driver(dir, out, sizeof out), 2);
   assert_contains(out, "UOPC_E_UNSAFE_CACHE");
   assert_contains(out, "chmod 700");
+  /* The banner first (stdout through a pipe is buffered, stderr is not), then one line naming the lab once. */
+  const char *banner = strstr(out, "lab 23.6: one C kernel for many lengths"), *why = strstr(out, "lab 23.6: UOPC_E_UNSAFE_CACHE in ");
+  if (!banner || !why || why < banner) fail_msg("expected the banner, then 'lab 23.6: UOPC_E_UNSAFE_CACHE in ...':\n%s", out);
+  if (strstr(why + 1, "lab 23.6")) fail_msg("the failure line names the lab twice:\n%s", why);
+}
+
+static void test_driver_help_prints_the_usage_and_exits_0(void **state) {
+  (void)state;
+  char out[16384];
+  assert_int_equal(run_driver_with(testutil_cache_dir, NULL, "--help", out, sizeof out), 0);
+  if (strncmp(out, "usage: lab-23.6 [--help]\n", 25) != 0) fail_msg("--help printed:\n%s", out);
+  assert_contains(out, "3 a student function is not implemented yet");
+  if (strstr(out, "  length 1 ")) fail_msg("--help ran the lab:\n%s", out);
+  assert_int_equal(run_driver_with(testutil_cache_dir, NULL, "--lenght=5", out, sizeof out), UOPC_DRIVER_EXIT_USAGE);
+  assert_contains(out, "lab-23.6: unknown argument '--lenght=5'\nusage: lab-23.6 [--help]\n");
+}
+
+static void test_driver_warns_once_about_a_debug_level_that_is_not_one(void **state) {
+  (void)state;
+  char out[16384];
+  const char *warning = "uopc: warning: UOPC_DEBUG='banana' is not a level (0 to 4); debug output stays off\n";
+  assert_int_equal(run_driver_at(testutil_cache_dir, "banana", out, sizeof out), 0);
+  const char *at = strstr(out, warning);
+  if (!at || strstr(at + strlen(warning), "UOPC_DEBUG")) fail_msg("expected the warning once:\n%s", out);
+  if (strstr(out, "uopc: square_plus_one")) fail_msg("UOPC_DEBUG=banana printed debug output:\n%s", out);
 }
 
 static void test_driver_traces_each_guard_decision_at_debug_3(void **state) {
@@ -95,6 +128,8 @@ int main(void) {
     cmocka_unit_test(test_driver_cold_then_warm_cache),
     cmocka_unit_test(test_driver_refuses_unsafe_cache_dir),
     cmocka_unit_test(test_driver_traces_each_guard_decision_at_debug_3),
+    cmocka_unit_test(test_driver_help_prints_the_usage_and_exits_0),
+    cmocka_unit_test(test_driver_warns_once_about_a_debug_level_that_is_not_one),
   };
   return cmocka_run_group_tests(tests, find_driver, testutil_remove_cache);
 }

@@ -84,9 +84,14 @@ void uopc_counter_bump_slow(uopc_counter_id id, int64_t delta) {
   uopc_counter_bump(id, delta);
 }
 
+/* A path the counters cannot be written to is warned about (once: this runs
+ * once), never fatal: the program's own work is done. */
 static void write_at_exit(void) {
   const char *path = getenv("UOPC_COUNTERS_JSON");
-  if (path && *path) uopc_counters_write_json(path, NULL);
+  uopc_error err;
+  uopc_error_clear(&err);
+  if (path && *path && uopc_counters_write_json(path, &err))
+    uopc_warn("UOPC_COUNTERS_JSON='%s': %s; the counters were not written", path, err.message);
   if (uopc_debug_level() >= 1) uopc_counters_print(stderr);
 }
 

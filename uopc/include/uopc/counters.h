@@ -2,7 +2,8 @@
  * The grader and the instructors' logs compare these, so names never change:
  * they are listed in chapters/23-symbolic-shapes.md, "Counters".
  * Printed as `name=value` lines; written as JSON at exit when the environment
- * variable UOPC_COUNTERS_JSON names a file. Introduced in section 23.6. */
+ * variable UOPC_COUNTERS_JSON names a file (one that cannot be written is
+ * warned about on stderr, never fatal). Introduced in section 23.6. */
 #ifndef UOPC_COUNTERS_H
 #define UOPC_COUNTERS_H
 

@@ -1,0 +1,97 @@
+"""test_tools.py: what the build and the runners print, as a user reads it.
+
+    .venv/bin/python -m unittest discover -s tests/grader
+
+The self-check's claim about a broken variant (the points of its test and all it loses, "1 point"
+singular); make's one-line step messages (a note after a path stays on its line); make lab-23.N
+for a lab that does not exist (it names the labs that do); tools/run-tests.sh's summary, which
+lists each skipped case with the suite's reason before its last line.
+"""
+import os
+import stat
+import subprocess
+import tempfile
+import types
+import unittest
+from pathlib import Path
+
+from harness.grading import manifest, selfcheck
+
+ROOT = manifest.ROOT
+
+
+def make(*args):
+  return subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+class SelfcheckTextTest(unittest.TestCase):
+  def test_points_are_singular_only_for_one(self):
+    self.assertEqual(selfcheck.points_text(1), "1 point")
+    self.assertEqual(selfcheck.points_text(2), "2 points")
+    self.assertEqual(selfcheck.points_text(0.5), "0.5 points")
+    self.assertEqual(selfcheck.points_text(0), "0 points")
+
+  def test_a_broken_variant_says_what_its_test_costs_and_what_it_loses_in_all(self):
+    test = types.SimpleNamespace(id="dispatch_rejects_odd_length", points=2)
+    text = selfcheck.broken_text("23.2-no-divisibility", ["DISPATCH_NO_DIVISIBILITY_GUARD"], test, 73, 80)
+    self.assertEqual(text, "broken 23.2-no-divisibility (-DDISPATCH_NO_DIVISIBILITY_GUARD) fails "
+                           "dispatch_rejects_odd_length (2 points) and loses 7 points in all (73/80)")
+    test.points = 1
+    self.assertIn("(1 point) and loses 1 point in all (79/80)",
+                  selfcheck.broken_text("b", ["X"], test, 79, 80))
+
+
+class MakeTest(unittest.TestCase):
+  def test_a_step_with_a_note_prints_one_line(self):
+    done = make("--eval", "say-check: ; $(call say,CC,uopc/src/x.c [faults])", "say-check")
+    self.assertEqual(done.returncode, 0, done.stderr)
+    self.assertEqual(done.stdout, "  CC     uopc/src/x.c [faults]\n")
+
+  def test_a_lab_that_does_not_exist_names_the_labs_that_do(self):
+    done = make("lab-23.9")
+    self.assertNotEqual(done.returncode, 0)
+    labs = " ".join(sorted(p.name.split("-")[0] for p in (ROOT / "labs").glob("23.*-*/")))
+    self.assertIn(f"make lab-23.9: there is no lab 23.9 in this tree; the labs are {labs}", done.stderr)
+
+
+FAKE_SUITE = """#!/bin/sh
+# cmocka's output of a suite that skips two cases, one of them without a reason.
+cat <<'EOF'
+[==========] Running 3 test(s).
+[ RUN      ] test_runs
+[       OK ] test_runs
+[ RUN      ] test_needs_a_gpu
+  skipped: no CUDA device: libcuda.so.1 not found
+[  SKIPPED ] test_needs_a_gpu
+[ RUN      ] test_quietly_skipped
+[  SKIPPED ] test_quietly_skipped
+[==========] 3 test(s) run.
+[  PASSED  ] 1 test(s).
+[  SKIPPED ] 2 test(s), listed below:
+[  SKIPPED ] test_needs_a_gpu
+[  SKIPPED ] test_quietly_skipped
+
+ 2 SKIPPED TEST(S)
+EOF
+"""
+
+
+class RunTestsTest(unittest.TestCase):
+  def test_the_summary_lists_each_skip_with_its_reason_before_the_last_line(self):
+    with tempfile.TemporaryDirectory() as tmp:
+      suite = Path(tmp) / "test_fake"
+      suite.write_text(FAKE_SUITE)
+      suite.chmod(suite.stat().st_mode | stat.S_IXUSR)
+      done = subprocess.run(["tools/run-tests.sh", tmp, "--", str(suite)], cwd=ROOT, capture_output=True,
+                            text=True, env={**os.environ, "UOPC_CACHE_DIR": tmp})
+    self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+    lines = done.stdout.splitlines()
+    self.assertIn(f"ok   {suite} (1 tests, 2 skipped)", lines)
+    at = lines.index("2 skipped (neither passed nor failed; the suite's reason after each):")
+    self.assertEqual(lines[at + 1:], ["  test_needs_a_gpu: no CUDA device: libcuda.so.1 not found",
+                                      "  test_quietly_skipped: (the suite gave no reason)",
+                                      "1 passed, 0 failed"])
+
+
+if __name__ == "__main__":
+  unittest.main()

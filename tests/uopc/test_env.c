@@ -1,0 +1,110 @@
+/* test_env.c: the runtime's environment variables as a user sets them, in
+ * new processes: a value the runtime cannot use (UOPC_DEBUG=banana, an
+ * UOPC_COUNTERS_JSON path it cannot write) is warned about once on stderr,
+ * naming the variable and the value, and never changes the exit status. */
+#include <sys/wait.h>
+#include "uopc/uopc.h"
+#include "testutil.h"
+
+/* Runs child() in a new process with name=value set (UOPC_DEBUG unset
+ * otherwise); captures its stderr into err_text; returns its exit status. */
+static int run_with(const char *name, const char *value, void (*child)(void), char *err_text, size_t size) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    unsetenv("UOPC_DEBUG");
+    unsetenv("UOPC_COUNTERS_JSON");
+    setenv(name, value, 1);
+    child();
+    exit(0);   /* atexit handlers run: the counters are written here */
+  }
+  close(fds[1]);
+  size_t len = 0;
+  ssize_t got;
+  while (len + 1 < size && (got = read(fds[0], err_text + len, size - 1 - len)) > 0) len += (size_t)got;
+  err_text[len] = '\0';
+  close(fds[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int lines_in(const char *text) {
+  int n = 0;
+  for (; *text; text++) n += *text == '\n';
+  return n;
+}
+
+static void read_the_level_twice(void) {
+  int a = uopc_debug_level(), b = uopc_debug_level();
+  uopc_debug(1, "a level-1 line");
+  if (a != b) exit(1);
+  exit(a == 0 ? 0 : 10 + a);
+}
+
+static void test_debug_level_that_is_not_a_number_is_warned_about_once(void **state) {
+  (void)state;
+  char err[4096];
+  assert_int_equal(run_with("UOPC_DEBUG", "banana", read_the_level_twice, err, sizeof err), 0);
+  assert_string_equal(err, "uopc: warning: UOPC_DEBUG='banana' is not a level (0 to 4); debug output stays off\n");
+  assert_int_equal(run_with("UOPC_DEBUG", "2x", read_the_level_twice, err, sizeof err), 0);
+  assert_contains(err, "UOPC_DEBUG='2x' is not a level");
+  assert_int_equal(run_with("UOPC_DEBUG", "-1", read_the_level_twice, err, sizeof err), 0);
+  assert_contains(err, "UOPC_DEBUG='-1' is not a level");
+}
+
+static void test_debug_level_that_is_a_number_is_read_silently(void **state) {
+  (void)state;
+  char err[4096];
+  assert_int_equal(run_with("UOPC_DEBUG", "", read_the_level_twice, err, sizeof err), 0);
+  assert_string_equal(err, "");
+  assert_int_equal(run_with("UOPC_DEBUG", "3", read_the_level_twice, err, sizeof err), 13);
+  assert_contains(err, "uopc: a level-1 line\n");
+  if (strstr(err, "warning")) fail_msg("UOPC_DEBUG=3 warned:\n%s", err);
+}
+
+static void count_one(void) { uopc_counter_add("env test calls", 1); }
+
+/* The parent of the path is a regular file: no user, root included, can write there. */
+static void test_counters_json_path_that_cannot_be_written_is_warned_about(void **state) {
+  (void)state;
+  char file[4200], path[4300], err[4096], want[8800];
+  snprintf(file, sizeof file, "%s/not-a-dir", testutil_cache_dir);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/counters.json", file);
+  assert_int_equal(run_with("UOPC_COUNTERS_JSON", path, count_one, err, sizeof err), 0);
+  snprintf(want, sizeof want, "uopc: warning: UOPC_COUNTERS_JSON='%s': cannot write counters to '%s.tmp.", path, path);
+  if (strncmp(err, want, strlen(want)) != 0) fail_msg("expected a line starting\n%s\ngot\n%s", want, err);
+  assert_contains(err, "Not a directory; the counters were not written\n");
+  assert_int_equal(lines_in(err), 1);
+}
+
+static void test_counters_json_path_that_can_be_written_gets_the_counters(void **state) {
+  (void)state;
+  char path[4200], err[4096], text[4096] = {0};
+  snprintf(path, sizeof path, "%s/counters.json", testutil_cache_dir);
+  assert_int_equal(run_with("UOPC_COUNTERS_JSON", path, count_one, err, sizeof err), 0);
+  assert_string_equal(err, "");
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  assert_contains(text, "\"env test calls\": 1");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_debug_level_that_is_not_a_number_is_warned_about_once),
+    cmocka_unit_test(test_debug_level_that_is_a_number_is_read_silently),
+    cmocka_unit_test(test_counters_json_path_that_cannot_be_written_is_warned_about),
+    cmocka_unit_test(test_counters_json_path_that_can_be_written_gets_the_counters),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}
