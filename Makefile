@@ -318,7 +318,7 @@ lab-23.5-plot-run: $(BUILD)/bin/bench_23_5
 
 # The checks that need a GPU (tools/gpu-check.sh): instructors with one; CI has none.
 gpu-check: setup
-	@$(MAKE) --no-print-directory IMPL=solutions all build/solutions/tests/uopc/test_cuda build/solutions/tests/23.1/test_exec_cuda
+	@$(MAKE) --no-print-directory IMPL=solutions all build/solutions/tests/uopc/test_cuda build/solutions/tests/23.1/test_exec_cuda build/solutions/tests/23.3/test_mirror
 	tools/gpu-check.sh build/solutions
 
 doctor:

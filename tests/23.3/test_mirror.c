@@ -290,7 +290,7 @@ static void test_mirror_cuda_device_round_trip_when_a_gpu_is_present(void **stat
   uopc_error err = {0};
   int rc = mirror_cuda_device(&cuda, &err);
   if (rc == UOPC_E_NO_CUDA) {
-    print_message("skipped: %s\n", err.message);
+    print_message("  skipped: %s\n", err.message);
     skip();
   }
   assert_uopc_ok(rc, err);
