@@ -93,7 +93,7 @@ KERNEL_OPS = {name: k for k, name in enumerate(   # kernel_op, in kernel.h's ord
 class SymDim(ctypes.Structure):
   """sym_dim from sym_dim.h."""
   _fields_ = [("name", ctypes.c_char * SYM_NAME_MAX), ("lo", ctypes.c_int64), ("hi", ctypes.c_int64),
-              ("multiple_of", ctypes.c_int64)]
+              ("multiple_of", ctypes.c_int64), ("loop", ctypes.c_int)]
 
 
 class SymBinding(ctypes.Structure):

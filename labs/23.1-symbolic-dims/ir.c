@@ -138,10 +138,14 @@ void ir_shape_format(const ir_node *n, char *buf, size_t size) {
   shape_text(n->rank, n->shape, buf, size);
 }
 
+/* e copied into g's arena (a no-op for its own nodes), where a dim name has
+ * one declaration: another with other bounds is refused here, so the lowering
+ * never sees one parameter with two bounds. Then simplified. */
 static const sym_expr *simplified(ir_graph *g, const sym_expr *e) {
   const sym_expr *s = NULL;
   uopc_error err;
   if (!e) return NULL;
+  if (!(e = sym_expr_copy(g->arena, e))) return NULL;   /* the arena keeps the error */
   if (sym_expr_simplify(g->arena, e, &s, &err) != UOPC_OK) {
     fail(g, err.code, "%s", err.message);
     return NULL;
@@ -241,7 +245,7 @@ const ir_node *ir_const(ir_graph *g, double value, uopc_dtype dt) {
 const ir_node *ir_size(ir_graph *g, const sym_expr *e, uopc_dtype dt) {
   if (!valid_dtype(dt) || dt == UOPC_BOOL) return fail(g, UOPC_E_DTYPE, "size: dtype %d is not a number dtype", dt);
   if (!e) return fail(g, UOPC_E_INVALID, "size: NULL expression");
-  const sym_expr *v = simplified(g, sym_expr_copy(g->arena, e));
+  const sym_expr *v = simplified(g, e);
   ir_node *n = v ? append(g, IR_SIZE, dt, 0) : NULL;
   if (n) n->index = v;
   return n;
@@ -590,7 +594,7 @@ const ir_node *ir_view_set(ir_graph *g, const ir_node *view, const ir_node *y) {
 /* ---- Moving a node into another graph. */
 
 static const sym_expr *moved_expr(ir_graph *g, const sym_expr *e) {
-  return e ? simplified(g, sym_expr_copy(g->arena, e)) : NULL;
+  return e ? simplified(g, e) : NULL;
 }
 
 const ir_node *ir_clone(ir_graph *g, const ir_node *n, const ir_node *const *src) {

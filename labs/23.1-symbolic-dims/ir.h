@@ -47,7 +47,9 @@ typedef struct ir_graph ir_graph;
 int ir_graph_new(ir_graph **out, uopc_error *err);
 void ir_graph_free(ir_graph *g);
 
-/* The arena that shapes, strides and slice bounds are built in. */
+/* The arena that shapes, strides and slice bounds are built in. A builder
+ * copies an expression from another arena into it, where a dim name has one
+ * declaration: one declared with other bounds is refused (UOPC_E_INVALID). */
 sym_arena *ir_graph_arena(ir_graph *g);
 /* The first builder error, or one with code UOPC_OK. */
 const uopc_error *ir_graph_error(const ir_graph *g);

@@ -100,21 +100,16 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
 typedef struct dim_set {
   lower_program *p;
   int cap, overflow;
-  sym_dim clash[2];      /* the first two dims of one name with different bounds */
-  int clashed;
 } dim_set;
 
+/* A graph's expressions live in its arena, where a name is one dim with one
+ * declaration (sym_expr_dim refuses another), so one parameter per name
+ * carries one dim and the binder checks it against the bounds the proofs
+ * used. */
 static void add_dim(const sym_dim *d, void *ctx) {
   dim_set *s = ctx;
-  for (int k = 0; k < s->p->n_dims; k++) {
-    if (strcmp(s->p->dims[k].name, d->name) != 0) continue;
-    if (!s->clashed && !sym_dim_same(&s->p->dims[k], d)) {
-      s->clash[0] = s->p->dims[k];
-      s->clash[1] = *d;
-      s->clashed = 1;
-    }
-    return;
-  }
+  for (int k = 0; k < s->p->n_dims; k++)
+    if (sym_dim_same(&s->p->dims[k], d)) return;
   if (s->p->n_dims == s->cap) { s->overflow = 1; return; }
   s->p->dims[s->p->n_dims++] = *d;
 }
@@ -186,16 +181,6 @@ static int plan_dims(lower_program *p, const unsigned char *used, uopc_error *er
     if (used[id]) node_dims(ir_graph_node(p->graph, id), &s);
   if (s.overflow)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' uses more than %d dims", p->entry, s.cap);
-  /* One parameter carries one value, which the binder checks against one
-   * dim's bounds: a proof made from the other's bounds would not hold. */
-  if (s.clashed) {
-    char text[2][96];
-    for (int k = 0; k < 2; k++)
-      snprintf(text[k], sizeof text[k], "[%lld, %lld] multiple of %lld", (long long)s.clash[k].lo,
-               (long long)s.clash[k].hi, (long long)s.clash[k].multiple_of);
-    return UOPC_FAIL(err, UOPC_E_INVALID, "lower: dim '%s' appears as %s and as %s", s.clash[0].name, text[0],
-                     text[1]);
-  }
   for (int b = p->n_outputs; b < p->n_outputs + p->n_inputs; b++)
     if (check_name("input", p->buffers[b].name, err)) return err->code;
   for (int k = 0; k < p->n_dims; k++)

@@ -30,6 +30,7 @@ static const sym_expr *loop_var(lower_ctx *c, const char *name, const sym_expr *
   snprintf(d.name, sizeof d.name, "%s", name);
   d.hi = iv.hi > 1 ? iv.hi - 1 : 0;
   d.multiple_of = 1;
+  d.loop = 1;
   return sym_expr_dim(c->n.arena, &d);
 }
 

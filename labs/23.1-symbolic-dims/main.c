@@ -116,12 +116,14 @@ static int run_rejections(plan *rowsum, const sym_dim *n, const sym_dim *b, uopc
   return UOPC_OK;
 }
 
-static int run(sym_arena *arena, plan **chain, plan **rowsum, uopc_error *err) {
+/* One arena per plan: an arena holds one declaration of a dim name, and the
+ * two plans bound n differently. */
+static int run(sym_arena *const arena[2], plan **chain, plan **rowsum, uopc_error *err) {
   sym_dim n, rn, rb;
   int rc = sym_dim_init(&n, "n", 1, 64, 1, err);
   if (!rc) rc = sym_dim_init(&rb, "b", 1, 8, 1, err);
   if (!rc) rc = sym_dim_init(&rn, "n", 1, 4096, 1, err);
-  if (!rc) rc = build_chain(arena, &n, chain, err);
+  if (!rc) rc = build_chain(arena[0], &n, chain, err);
   if (rc) return rc;
   char text[512];
   plan_describe(*chain, text, sizeof text);
@@ -130,7 +132,7 @@ static int run(sym_arena *arena, plan **chain, plan **rowsum, uopc_error *err) {
   for (int k = 0; k < 4 && !rc; k++) rc = run_chain(*chain, &n, lengths[k], err);
   if (!rc) printf("after lengths 1, 7, 31, 64 (one plan, no rebuild):\nplans built=%lld\n",
                   (long long)uopc_counter_get(PLAN_C_BUILT));
-  if (!rc) rc = build_rowsum(arena, &rb, &rn, rowsum, err);
+  if (!rc) rc = build_rowsum(arena[1], &rb, &rn, rowsum, err);
   if (rc) return rc;
   plan_describe(*rowsum, text, sizeof text);
   printf("%s\n  kernel: %s/kernel.c\n", text, uopc_program_dir(plan_program(*rowsum)));
@@ -147,14 +149,16 @@ int main(int argc, char **argv) {
   if (start != UOPC_DRIVER_RUN) return start;
   uopc_error err;
   uopc_error_clear(&err);
-  sym_arena *arena = NULL;
+  sym_arena *arena[2] = {NULL, NULL};
   plan *chain = NULL, *rowsum = NULL;
   printf("lab 23.1: bounded symbolic dims\n");
-  int rc = sym_arena_new(&arena, &err);
+  int rc = sym_arena_new(&arena[0], &err);
+  if (!rc) rc = sym_arena_new(&arena[1], &err);
   if (!rc) rc = run(arena, &chain, &rowsum, &err);
   plan_free(chain);
   plan_free(rowsum);
-  sym_arena_free(arena);
+  sym_arena_free(arena[0]);
+  sym_arena_free(arena[1]);
   if (rc) return uopc_driver_fail("23.1", &err);
   printf("runtime counters (the row-sum plan is the second plan):\n");
   uopc_counters_print(stdout);

@@ -1,7 +1,9 @@
 /* sym_dim.h: bounded symbolic dims and their runtime bindings (lab 23.1).
  * A dim is a constrained value: a name (its identity), inclusive bounds
- * lo <= N <= hi and an optional multiple_of. A binding, kept apart from the
- * dims, gives dims their values for one call. Chapter 23.1, "A dim is a
+ * lo <= N <= hi and an optional multiple_of. The bounds are the dim's
+ * declaration; a scope may narrow them without making a new dim
+ * (sym_scope_narrow in sym_fact.h). A binding, kept apart from the dims,
+ * gives dims their values for one call. Chapter 23.1, "A dim is a
  * constrained value". */
 #ifndef SYM_DIM_H
 #define SYM_DIM_H
@@ -16,6 +18,7 @@ typedef struct sym_dim {
   char name[SYM_NAME_MAX];   /* a C identifier; it names the kernel parameter */
   int64_t lo, hi;            /* inclusive bounds, lo <= hi */
   int64_t multiple_of;       /* 1 when unconstrained */
+  int loop;                  /* 1 for a loop variable: see sym_dim_same */
 } sym_dim;
 
 typedef struct sym_binding {
@@ -34,7 +37,9 @@ int sym_dim_init(sym_dim *d, const char *name, int64_t lo, int64_t hi,
  * "dim 'n' = 65 outside [1, 64]" or "dim 'n' = 20 is not a multiple of 16". */
 int sym_dim_check(const sym_dim *d, int64_t value, uopc_error *err);
 
-/* 1 when a and b are the same dim (name, bounds and multiple). */
+/* 1 when a and b are the same dim: the same name. A loop variable (loop = 1,
+ * made by sym_scope_open_loop or the lowering) is a name and its bounds, since
+ * loops one after the other reuse a name (i0) with other extents. */
 int sym_dim_same(const sym_dim *a, const sym_dim *b);
 
 /* An empty binding. */

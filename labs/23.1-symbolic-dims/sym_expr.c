@@ -54,7 +54,8 @@ static uint64_t hash_of(const sym_expr *e) {
   uint64_t h = mix(0, (uint64_t)e->kind);
   h = mix(h, (uint64_t)e->value);
   for (const char *p = e->dim.name; *p; p++) h = mix(h, (unsigned char)*p);
-  h = mix(mix(mix(h, (uint64_t)e->dim.lo), (uint64_t)e->dim.hi), (uint64_t)e->dim.multiple_of);
+  if (e->dim.loop)   /* a loop variable is its name and bounds (sym_dim_same) */
+    h = mix(mix(mix(h, (uint64_t)e->dim.lo), (uint64_t)e->dim.hi), (uint64_t)e->dim.multiple_of);
   h = mix(h, e->a ? e->a->hash : 1);
   return mix(h, e->b ? e->b->hash : 2);
 }
@@ -119,9 +120,20 @@ const sym_expr *sym_expr_const(sym_arena *a, int64_t value) {
   return intern(a, &key);
 }
 
+/* A dim is its name within an arena (sym_dim_same), so a second declaration
+ * with other bounds is refused rather than merged: a proof made from one
+ * would not hold for the other. Narrowing goes through a scope instead. */
 const sym_expr *sym_expr_dim(sym_arena *a, const sym_dim *d) {
   sym_expr key = {.kind = SYM_DIM, .dim = *d};
-  return intern(a, &key);
+  const sym_expr *e = intern(a, &key);
+  const sym_dim *was = e ? &e->dim : NULL;
+  if (!was || (was->lo == d->lo && was->hi == d->hi && was->multiple_of == d->multiple_of)) return e;
+  if (a->error.code == UOPC_OK)
+    uopc_fail(&a->error, UOPC_E_INVALID, "sym_expr", "dim '%s' is declared as [%" PRId64 ", %" PRId64
+              "] multiple of %" PRId64 " and as [%" PRId64 ", %" PRId64 "] multiple of %" PRId64
+              " in one arena (narrow a bound with sym_scope_narrow)", d->name, was->lo, was->hi,
+              was->multiple_of, d->lo, d->hi, d->multiple_of);
+  return NULL;
 }
 
 static const sym_expr *binary(sym_arena *a, sym_kind kind, const sym_expr *x,
@@ -176,8 +188,9 @@ const sym_expr *sym_expr_copy(sym_arena *to, const sym_expr *e) {
   if (!e) return NULL;
   if (e->kind == SYM_CONST) return sym_expr_const(to, e->value);
   if (e->kind == SYM_DIM) return sym_expr_dim(to, &e->dim);
+  /* A divisor was proved >= 1 from its structure and its dims' declared
+   * bounds, which the copy keeps (to refuses a dim declared otherwise). */
   const sym_expr *x = sym_expr_copy(to, e->a), *y = sym_expr_copy(to, e->b);
-  if (e->kind == SYM_FLOORDIV || e->kind == SYM_MOD) return division(to, e->kind, x, y);
   return binary(to, e->kind, x, y);
 }
 
@@ -190,6 +203,7 @@ int sym_expr_compare(const sym_expr *x, const sym_expr *y) {
   if (x->kind == SYM_DIM) {
     int c = strcmp(x->dim.name, y->dim.name);
     if (c) return c < 0 ? -1 : 1;
+    if ((c = cmp_i64(x->dim.loop, y->dim.loop)) || !x->dim.loop) return c;   /* a dim is its name */
     if ((c = cmp_i64(x->dim.lo, y->dim.lo)) || (c = cmp_i64(x->dim.hi, y->dim.hi))) return c;
     return cmp_i64(x->dim.multiple_of, y->dim.multiple_of);
   }

@@ -2,7 +2,9 @@
  * Immutable nodes live in an arena freed as a whole. Nodes are hash-consed:
  * within one arena, structurally equal expressions are the same pointer, so
  * after sym_expr_simplify (which produces a canonical form) equal expressions
- * compare equal with ==. Division and modulo are Python's: the quotient is
+ * compare equal with ==. A dim node is its name (sym_dim_same): one arena
+ * holds one declaration of each name, and a scope narrows its bounds
+ * without a new node (sym_scope_narrow). Division and modulo are Python's: the quotient is
  * rounded toward minus infinity and a % b has the sign of b, so -7 // 2 == -4
  * and -7 % 2 == 1. The generated C matches (SYM_C_HELPERS). Chapter 23.1. */
 #ifndef SYM_EXPR_H
@@ -56,7 +58,8 @@ const uopc_error *sym_arena_error(const sym_arena *a);
 /* ---- Construction, exactly as written (no simplification).
  * Each returns a node owned by the arena, or NULL after recording an error
  * in the arena (UOPC_E_NOMEM; UOPC_E_INVALID for a divisor not provably >= 1:
- * a constant >= 1, a dim with lo >= 1, or an expression whose interval does). A NULL operand gives NULL, so a chain of calls can be
+ * a constant >= 1, a dim with lo >= 1, or an expression whose interval does;
+ * UOPC_E_INVALID for a dim already declared in the arena with other bounds). A NULL operand gives NULL, so a chain of calls can be
  * checked once at the end with sym_arena_error. */
 const sym_expr *sym_expr_const(sym_arena *a, int64_t value);
 const sym_expr *sym_expr_dim(sym_arena *a, const sym_dim *d);
@@ -67,7 +70,8 @@ const sym_expr *sym_expr_floordiv(sym_arena *a, const sym_expr *x, const sym_exp
 const sym_expr *sym_expr_mod(sym_arena *a, const sym_expr *x, const sym_expr *y);
 const sym_expr *sym_expr_min(sym_arena *a, const sym_expr *x, const sym_expr *y);
 const sym_expr *sym_expr_max(sym_arena *a, const sym_expr *x, const sym_expr *y);
-/* The same node rebuilt in another arena (plans keep their own). */
+/* The same node rebuilt in another arena (plans keep their own); NULL when
+ * a dim of e is declared there with other bounds (the arena keeps the error). */
 const sym_expr *sym_expr_copy(sym_arena *to, const sym_expr *e);
 
 /* ---- Questions. */
@@ -81,7 +85,8 @@ int sym_expr_compare(const sym_expr *x, const sym_expr *y);
 int sym_expr_eval(const sym_expr *e, const sym_binding *b, int64_t *out,
                   uopc_error *err);
 
-/* Bounds that hold for every binding within the dims' bounds. Arithmetic
+/* Bounds that hold for every binding within the dims' declared bounds (a
+ * scope's narrowed ones: sym_scope_interval in sym_fact.h). Arithmetic
  * that would overflow saturates at INT64_MIN / INT64_MAX (still sound).
  * Errors: UOPC_E_INVALID (a divisor whose interval reaches below 1). */
 int sym_expr_interval(const sym_expr *e, sym_interval *out, uopc_error *err);

@@ -24,8 +24,8 @@ int sym_scope_assume_lt(sym_scope *s, const sym_expr *lhs, const sym_expr *rhs,
 int sym_scope_open_loop(sym_scope *inner, const sym_scope *parent, sym_arena *arena,
                         const char *name, const sym_expr *bound,
                         const sym_expr **var, uopc_error *err) {
-  sym_interval bi;
-  int rc = sym_expr_interval(bound, &bi, err);
+  sym_interval bi;   /* in parent: a loop inside a narrowed scope runs at most that far */
+  int rc = sym_scope_interval(parent, bound, &bi, err);
   if (rc) return rc;
   if (bi.hi < 1)
     return UOPC_FAIL(err, UOPC_E_INVALID, "loop '%s' never runs: bound at most %" PRId64,
@@ -40,6 +40,7 @@ int sym_scope_open_loop(sym_scope *inner, const sym_scope *parent, sym_arena *ar
   inner->var.lo = 0;
   inner->var.hi = bi.hi - 1;
   inner->var.multiple_of = 1;
+  inner->var.loop = 1;
   inner->var_expr = sym_expr_dim(arena, &inner->var);
   if (!inner->var_expr) {
     const uopc_error *e = sym_arena_error(arena);

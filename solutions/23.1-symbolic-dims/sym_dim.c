@@ -71,8 +71,8 @@ int sym_dim_check(const sym_dim *d, int64_t value, uopc_error *err) {
 }
 
 int sym_dim_same(const sym_dim *a, const sym_dim *b) {
-  return strcmp(a->name, b->name) == 0 && a->lo == b->lo && a->hi == b->hi &&
-         a->multiple_of == b->multiple_of;
+  if (strcmp(a->name, b->name) != 0 || a->loop != b->loop) return 0;
+  return !a->loop || (a->lo == b->lo && a->hi == b->hi && a->multiple_of == b->multiple_of);
 }
 
 void sym_binding_init(sym_binding *b) {

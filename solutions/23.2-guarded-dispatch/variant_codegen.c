@@ -75,6 +75,7 @@ static const sym_expr *loop_var(sym_arena *a, const char *name, int64_t hi) {
   snprintf(d.name, sizeof d.name, "%s", name);
   d.hi = hi > 0 ? hi - 1 : 0;
   d.multiple_of = 1;
+  d.loop = 1;
   return sym_expr_dim(a, &d);
 }
 

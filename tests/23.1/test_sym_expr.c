@@ -380,7 +380,9 @@ static void test_sym_expr_interval_is_tight_for_dims_min_and_max(void **state) {
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     sym_dim n;
     sym_interval r;
-    assert_uopc_ok(sym_dim_init(&n, "n", cases[k][0], cases[k][1], cases[k][2], &err), err);
+    char name[8];   /* one arena holds one declaration of a name */
+    snprintf(name, sizeof name, "n%zu", k);
+    assert_uopc_ok(sym_dim_init(&n, name, cases[k][0], cases[k][1], cases[k][2], &err), err);
     assert_uopc_ok(sym_expr_interval(sym_expr_dim(a, &n), &r, &err), err);
     if (r.lo != cases[k][3] || r.hi != cases[k][4])
       fail_msg("n in [%lld, %lld], a multiple of %lld: expected [%lld, %lld], got [%lld, %lld]",
@@ -533,10 +535,37 @@ static void test_sym_expr_each_dim_names_each_dim_once_leftmost_first(void **sta
   expect_dims(sym_expr_add(a, sym_expr_mul(a, y, x), y), "y x");
   expect_dims(sym_expr_add(a, sym_expr_add(a, x, y), sym_expr_mul(a, d, x)), "x y d");
   expect_dims(sym_expr_max(a, sym_expr_sub(a, two, d), sym_expr_floordiv(a, sym_expr_add(a, x, d), d)), "d x");
-  sym_dim wide;   /* another dim named x (wider bounds): one name, one call */
+  expect_dims(sym_expr_add(a, x, sym_expr_mul(a, x, y)), "x y");   /* one dim, one call */
+}
+
+/* A dim is its name within an arena: declaring it again with the same
+ * bounds gives the same node, with other bounds is refused (the arena keeps
+ * the error, naming both); loop variables of one name and two extents stay
+ * two nodes, since loops one after the other reuse a name. */
+static void test_sym_expr_dim_is_its_name_within_an_arena(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  sym_dim again = f->ex->dim, wide, i_short, i_long;
   uopc_error err = {0};
+  assert_ptr_equal(sym_expr_dim(a, &again), f->ex);
   assert_uopc_ok(sym_dim_init(&wide, "x", -8, 8, 1, &err), err);
-  expect_dims(sym_expr_add(a, x, sym_expr_dim(a, &wide)), "x");
+  assert_uopc_ok(sym_dim_init(&i_short, "j", 0, 15, 1, &err), err);
+  i_long = i_short;
+  i_short.loop = i_long.loop = 1;
+  i_long.hi = 63;
+  const sym_expr *s = sym_expr_dim(a, &i_short), *l = sym_expr_dim(a, &i_long);
+  assert_non_null(s);
+  assert_non_null(l);
+  assert_true(s != l);
+  assert_true(sym_expr_compare(s, l) != 0);
+  assert_int_equal(sym_arena_error(a)->code, UOPC_OK);
+  assert_null(sym_expr_dim(a, &wide));
+  assert_uopc_code(sym_arena_error(a)->code, UOPC_E_INVALID, *sym_arena_error(a));
+  assert_string_equal(sym_arena_error(a)->message,
+                      "dim 'x' is declared as [-4, 4] multiple of 1 and as [-8, 8] multiple of 1 in one arena"
+                      " (narrow a bound with sym_scope_narrow)");
+  assert_true(sym_dim_same(&wide, &f->ex->dim));
+  assert_false(sym_dim_same(&i_short, &i_long));
 }
 
 static void test_sym_expr_copy_rebuilds_every_kind(void **state) {
@@ -621,6 +650,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_expr_null_operand_gives_null, setup, teardown),
     cmocka_unit_test(test_sym_arena_free_returns_every_node),
     cmocka_unit_test_setup_teardown(test_sym_expr_each_dim_names_each_dim_once_leftmost_first, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_dim_is_its_name_within_an_arena, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_copy_rebuilds_every_kind, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_text_has_parentheses_only_where_needed, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_needs_helpers_for_division_min_and_max, setup, teardown),

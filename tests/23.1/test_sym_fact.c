@@ -89,6 +89,151 @@ static void test_sym_scope_intervals_alone_cannot_prove_j_below_n(void **state) 
   expect_proof(&bare, j, sym_expr_const(f->arena, 4096), 1, "intervals alone, j < 4096");
 }
 
+/* The dim n in [1, 128] of f's arena; inner, a child of root, narrows it to
+ * [16, 64], a multiple of 16. */
+static const sym_expr *narrowed_n(fixture *f, sym_scope *root, sym_scope *inner) {
+  sym_dim n;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 128, 1, &err), err);
+  const sym_expr *en = sym_expr_dim(f->arena, &n);
+  assert_non_null(en);
+  sym_scope_init(root, NULL, f->arena);
+  sym_scope_init(inner, root, f->arena);
+  assert_uopc_ok(sym_scope_narrow(inner, en, 16, 64, 16, &err), err);
+  return en;
+}
+
+static const sym_expr *cst(fixture *f, int64_t v) { return sym_expr_const(f->arena, v); }
+
+/* Inside the scope that narrowed n (and in its descendants) n - 16 >= 0,
+ * n % 16 == 0 and n < 65 hold; outside they are not proved. A fact k < n
+ * made in the root proves k < 65 only where n <= 64. */
+static void test_sym_scope_prove_lt_reads_bounds_narrowed_in_the_scope(void **state) {
+  fixture *f = *state;
+  sym_scope root, inner, loop;
+  const sym_expr *n = narrowed_n(f, &root, &inner), *j;
+  const sym_expr *n16 = sym_expr_sub(f->arena, n, cst(f, 16)), *mod = sym_expr_mod(f->arena, n, cst(f, 16));
+  uopc_error err = {0};
+  expect_proof(&inner, cst(f, -1), n16, 1, "n in [16, 64]: -1 < n - 16");
+  expect_proof(&inner, mod, cst(f, 1), 1, "n a multiple of 16: n % 16 < 1");
+  expect_proof(&inner, n, cst(f, 65), 1, "n in [16, 64]: n < 65");
+  expect_proof(&root, cst(f, -1), n16, 0, "outside, n in [1, 128]: -1 < n - 16");
+  expect_proof(&root, mod, cst(f, 1), 0, "outside: n % 16 < 1");
+  expect_proof(&root, n, cst(f, 65), 0, "outside: n < 65");
+  assert_uopc_ok(sym_scope_open_loop(&loop, &inner, f->arena, "j", n, &j, &err), err);
+  expect_proof(&loop, cst(f, -1), n16, 1, "a loop inside the narrowed scope: -1 < n - 16");
+  expect_proof(&loop, mod, cst(f, 1), 1, "a loop inside the narrowed scope: n % 16 < 1");
+  sym_dim kd;
+  assert_uopc_ok(sym_dim_init(&kd, "k", 0, 200, 1, &err), err);
+  const sym_expr *k = sym_expr_dim(f->arena, &kd);
+  assert_uopc_ok(sym_scope_assume_lt(&root, k, n, &err), err);
+  expect_proof(&inner, k, cst(f, 65), 1, "the root's fact k < n with n <= 64 here");
+  expect_proof(&root, k, cst(f, 65), 0, "the root's fact k < n with n <= 128");
+}
+
+/* n % 16 is 0 and n - 16 is [0, 48] in the narrowed scope; outside, and in a
+ * NULL scope, the declared bounds answer. */
+static void test_sym_scope_interval_reads_narrowed_bounds(void **state) {
+  fixture *f = *state;
+  sym_scope root, inner, sibling;
+  const sym_expr *n = narrowed_n(f, &root, &inner);
+  sym_scope_init(&sibling, &root, f->arena);
+  struct { const sym_scope *s; const char *where; const sym_expr *e; int64_t lo, hi; } cases[] = {
+    {&inner, "narrowed", sym_expr_mod(f->arena, n, cst(f, 16)), 0, 0},
+    {&inner, "narrowed", sym_expr_sub(f->arena, n, cst(f, 16)), 0, 48},
+    {&inner, "narrowed", sym_expr_floordiv(f->arena, n, cst(f, 16)), 1, 4},
+    {&inner, "narrowed", sym_expr_sub(f->arena, sym_expr_mul(f->arena, n, cst(f, 2)), n), 16, 64},
+    {&root, "root", sym_expr_mod(f->arena, n, cst(f, 16)), 0, 15},
+    {&root, "root", sym_expr_sub(f->arena, n, cst(f, 16)), -15, 112},
+    {&sibling, "sibling", sym_expr_sub(f->arena, n, cst(f, 16)), -15, 112},
+    {NULL, "NULL scope", sym_expr_sub(f->arena, n, cst(f, 16)), -15, 112},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    sym_interval r;
+    char text[64];
+    uopc_error err = {0};
+    assert_uopc_ok(sym_scope_interval(cases[c].s, cases[c].e, &r, &err), err);
+    sym_expr_format(cases[c].e, text, sizeof text, NULL);
+    if (r.lo != cases[c].lo || r.hi != cases[c].hi)
+      fail_msg("%s: interval of %s: expected [%lld, %lld], got [%lld, %lld]", cases[c].where, text,
+               (long long)cases[c].lo, (long long)cases[c].hi, (long long)r.lo, (long long)r.hi);
+  }
+}
+
+/* Narrowing changes no node: n is the same pointer before and after, its
+ * declaration is unchanged, and n - 16 + 16 simplifies to that node. */
+static void test_sym_scope_narrow_keeps_the_dim_the_same_node(void **state) {
+  fixture *f = *state;
+  sym_scope root, inner;
+  const sym_expr *n = narrowed_n(f, &root, &inner), *back;
+  uopc_error err = {0};
+  sym_dim again;
+  assert_uopc_ok(sym_dim_init(&again, "n", 1, 128, 1, &err), err);
+  assert_ptr_equal(sym_expr_dim(f->arena, &again), n);
+  assert_uopc_ok(sym_expr_simplify(f->arena, sym_expr_add(f->arena, sym_expr_sub(f->arena, n, cst(f, 16)),
+                                                          cst(f, 16)), &back, &err), err);
+  assert_ptr_equal(back, n);
+  const sym_dim *in = sym_scope_dim(&inner, &n->dim), *out = sym_scope_dim(&root, &n->dim);
+  if (in->lo != 16 || in->hi != 64 || in->multiple_of != 16 || strcmp(in->name, "n") != 0)
+    fail_msg("n in the narrowed scope: expected [16, 64] multiple of 16, got '%s' [%lld, %lld] multiple of %lld",
+             in->name, (long long)in->lo, (long long)in->hi, (long long)in->multiple_of);
+  assert_ptr_equal(out, &n->dim);
+  if (n->dim.lo != 1 || n->dim.hi != 128 || n->dim.multiple_of != 1)
+    fail_msg("n's declaration changed: [%lld, %lld] multiple of %lld", (long long)n->dim.lo,
+             (long long)n->dim.hi, (long long)n->dim.multiple_of);
+  /* Narrowing again in the same scope replaces the entry; a child narrows further. */
+  sym_scope child;
+  sym_scope_init(&child, &inner, f->arena);
+  assert_uopc_ok(sym_scope_narrow(&inner, n, 32, 64, 16, &err), err);
+  assert_uopc_ok(sym_scope_narrow(&child, n, 32, 32, 32, &err), err);
+  assert_int_equal(inner.n_narrowed, 1);
+  assert_int_equal(sym_scope_dim(&inner, &n->dim)->lo, 32);
+  assert_int_equal(sym_scope_dim(&child, &n->dim)->multiple_of, 32);
+}
+
+static void expect_narrow_refused(sym_scope *s, const sym_expr *dim, int64_t lo, int64_t hi, int64_t m,
+                                  int code, const char *message) {
+  uopc_error err = {0};
+  int before = s->n_narrowed;
+  assert_uopc_code(sym_scope_narrow(s, dim, lo, hi, m, &err), code, err);
+  if (strcmp(err.message, message) != 0)
+    fail_msg("narrow to [%lld, %lld] multiple of %lld: expected \"%s\", got \"%s\"", (long long)lo, (long long)hi,
+             (long long)m, message, err.message);
+  assert_int_equal(s->n_narrowed, before);
+}
+
+/* A widening (past the bounds the scope already has, or a weaker multiple)
+ * and an empty range are refused with both ranges named; the scope is
+ * unchanged. */
+static void test_sym_scope_narrow_refuses_widening_and_empty_ranges(void **state) {
+  fixture *f = *state;
+  sym_scope root, inner, child;
+  const sym_expr *n = narrowed_n(f, &root, &inner);
+  sym_scope_init(&child, &inner, f->arena);
+  expect_narrow_refused(&root, n, 0, 64, 16, UOPC_E_INVALID,
+                        "narrow dim 'n' to [0, 64] multiple of 16: wider than its [1, 128] multiple of 1 here");
+  expect_narrow_refused(&child, n, 16, 80, 16, UOPC_E_INVALID,
+                        "narrow dim 'n' to [16, 80] multiple of 16: wider than its [16, 64] multiple of 16 here");
+  expect_narrow_refused(&child, n, 16, 64, 8, UOPC_E_INVALID,
+                        "narrow dim 'n' to [16, 64] multiple of 8: wider than its [16, 64] multiple of 16 here");
+  expect_narrow_refused(&child, n, 40, 47, 16, UOPC_E_INVALID,
+                        "narrow dim 'n' to [40, 47] multiple of 16: no value is left");
+  expect_narrow_refused(&child, n, 50, 40, 1, UOPC_E_INVALID, "narrow dim 'n' to [50, 40] multiple of 1: no value is left");
+  expect_narrow_refused(&child, n, 16, 64, 0, UOPC_E_INVALID, "narrow dim 'n' to [16, 64] multiple of 0: no value is left");
+  expect_narrow_refused(&child, sym_expr_add(f->arena, n, cst(f, 1)), 16, 64, 16, UOPC_E_INVALID,
+                        "narrow: 'n + 1' is not a dim");
+  uopc_error err = {0};
+  for (int d = 0; d < SYM_SCOPE_NARROW_MAX; d++) {
+    sym_dim dd;
+    char name[8];
+    snprintf(name, sizeof name, "d%d", d);
+    assert_uopc_ok(sym_dim_init(&dd, name, 0, 10, 1, &err), err);
+    assert_uopc_ok(sym_scope_narrow(&child, sym_expr_dim(f->arena, &dd), 1, 9, 1, &err), err);
+  }
+  expect_narrow_refused(&child, n, 16, 32, 16, UOPC_E_LIMIT, "narrow dim 'n': a scope narrows at most 8 dims");
+  assert_int_equal(sym_scope_dim(&child, &n->dim)->hi, 64);
+}
+
 static void test_sym_scope_assume_lt_rejects_too_many_facts(void **state) {
   fixture *f = *state;
   sym_scope s;
@@ -114,11 +259,12 @@ static void test_sym_scope_open_loop_checks_its_name_and_bound(void **state) {
                    UOPC_E_INVALID, err);
   assert_contains(err.message, "loop 'j' never runs: bound at most 0");
   assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, longest, f->en, &j, &err), err);
-  /* The variable is the dim j in [0, N - 1] (a multiple of 1): the same node, and it binds and
-   * evaluates like one. */
+  /* The variable is the loop variable j in [0, N - 1] (a multiple of 1): the same node, and it
+   * binds and evaluates like a dim. */
   assert_uopc_ok(sym_scope_open_loop(&loop, &root, f->arena, "j", f->en, &j, &err), err);
   sym_dim same;
   assert_uopc_ok(sym_dim_init(&same, "j", 0, 4095, 1, &err), err);
+  same.loop = 1;
   if (sym_expr_dim(f->arena, &same) != j)
     fail_msg("loop j over [0, N): expected the dim j in [0, 4095], multiple of 1; got [%lld, %lld], multiple of %lld",
              (long long)loop.var.lo, (long long)loop.var.hi, (long long)loop.var.multiple_of);
@@ -230,6 +376,10 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_scope_prove_lt_uses_the_loop_fact_inside_the_loop, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_prove_lt_fails_outside_the_loop, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_intervals_alone_cannot_prove_j_below_n, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_prove_lt_reads_bounds_narrowed_in_the_scope, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_interval_reads_narrowed_bounds, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_narrow_keeps_the_dim_the_same_node, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_narrow_refuses_widening_and_empty_ranges, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_assume_lt_rejects_too_many_facts, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_open_loop_checks_its_name_and_bound, setup, teardown),
     cmocka_unit_test(test_sym_index_width_is_32_when_bounds_allow),

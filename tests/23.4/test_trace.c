@@ -11,18 +11,27 @@
 #include "tp_compile.h"
 #include "testutil.h"
 
-static sym_arena *arena;   /* the dims and shapes of the functions' arguments */
+/* The dims and shapes of the functions' arguments: an arena per test, since
+ * an arena holds one declaration of a dim name and the tests bound n
+ * differently. */
+static sym_arena *arena;
 
-static int setup(void **state) {
+static int setup(void **state) { return testutil_fresh_cache(state); }
+
+static int arena_setup(void **state) {
   uopc_error err = {0};
-  if (testutil_fresh_cache(state)) return -1;
+  (void)state;
   return sym_arena_new(&arena, &err);
 }
 
-static int teardown(void **state) {
+static int arena_teardown(void **state) {
+  (void)state;
   sym_arena_free(arena);
-  return testutil_remove_cache(state);
+  arena = NULL;
+  return 0;
 }
+
+static int teardown(void **state) { return testutil_remove_cache(state); }
 
 /* ---- Helpers. */
 
@@ -666,30 +675,32 @@ static void test_model_that_leaves_its_output_unset_is_invalid(void **state) {
   tp_compiled_free(f);
 }
 
+#define T(f) cmocka_unit_test_setup_teardown(f, arena_setup, arena_teardown)
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_compare_records_one_guard_for_a_size_comparison),
-      cmocka_unit_test(test_compare_each_operator_at_the_boundary_records_its_truth),
-      cmocka_unit_test(test_compare_decided_by_the_bounds_records_no_guard),
-      cmocka_unit_test(test_compare_that_cannot_be_simplified_is_an_error),
-      cmocka_unit_test(test_compare_in_eager_mode_records_no_guard),
-      cmocka_unit_test(test_shape_branch_both_outcomes_match_eager),
-      cmocka_unit_test(test_variant_holds_true_false_and_at_the_boundary),
-      cmocka_unit_test(test_variant_holds_needs_every_guard),
-      cmocka_unit_test(test_variant_hit_does_not_trace_again),
-      cmocka_unit_test(test_more_shape_outcomes_than_variants_is_a_limit_error),
-      cmocka_unit_test(test_item_under_tracer_breaks_and_matches_eager),
-      cmocka_unit_test(test_item_regions_are_compiled_once),
-      cmocka_unit_test(test_item_in_strict_mode_names_tp_item_and_the_line),
-      cmocka_unit_test(test_print_under_tracer_is_rejected_naming_the_line),
-      cmocka_unit_test(test_global_under_tracer_is_rejected_naming_the_line),
-      cmocka_unit_test(test_impure_callback_is_rejected_and_pure_runs_at_trace_time),
-      cmocka_unit_test(test_effect_check_rejects_each_effect_under_tracer),
-      cmocka_unit_test(test_effects_are_allowed_eagerly),
-      cmocka_unit_test(test_matmul_shape_mismatch_names_the_model_line),
-      cmocka_unit_test(test_gradient_of_an_i32_input_is_a_dtype_error),
-      cmocka_unit_test(test_argument_outside_its_dim_bounds_is_rejected),
-      cmocka_unit_test(test_model_that_leaves_its_output_unset_is_invalid),
+      T(test_compare_records_one_guard_for_a_size_comparison),
+      T(test_compare_each_operator_at_the_boundary_records_its_truth),
+      T(test_compare_decided_by_the_bounds_records_no_guard),
+      T(test_compare_that_cannot_be_simplified_is_an_error),
+      T(test_compare_in_eager_mode_records_no_guard),
+      T(test_shape_branch_both_outcomes_match_eager),
+      T(test_variant_holds_true_false_and_at_the_boundary),
+      T(test_variant_holds_needs_every_guard),
+      T(test_variant_hit_does_not_trace_again),
+      T(test_more_shape_outcomes_than_variants_is_a_limit_error),
+      T(test_item_under_tracer_breaks_and_matches_eager),
+      T(test_item_regions_are_compiled_once),
+      T(test_item_in_strict_mode_names_tp_item_and_the_line),
+      T(test_print_under_tracer_is_rejected_naming_the_line),
+      T(test_global_under_tracer_is_rejected_naming_the_line),
+      T(test_impure_callback_is_rejected_and_pure_runs_at_trace_time),
+      T(test_effect_check_rejects_each_effect_under_tracer),
+      T(test_effects_are_allowed_eagerly),
+      T(test_matmul_shape_mismatch_names_the_model_line),
+      T(test_gradient_of_an_i32_input_is_a_dtype_error),
+      T(test_argument_outside_its_dim_bounds_is_rejected),
+      T(test_model_that_leaves_its_output_unset_is_invalid),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
