@@ -115,22 +115,38 @@ static void expect_same(fixture *f, const sym_expr *e, const sym_expr *want) {
   if (s != w) fail_msg("simplify %s: expected %s, got %s", text(e), text(w), text(s));
 }
 
-static void test_sym_expr_simplify_applies_the_rules(void **state) {
+/* The rules, in three families: identities and folding, a divisor's multiples, and a quotient
+ * decided by the bounds. */
+static void test_sym_expr_simplify_applies_identities_and_folds_constants(void **state) {
   fixture *f = *state;
   sym_arena *a = f->arena;
-  const sym_expr *x = f->ex, *y = f->ey, *d = f->ed, *c = sym_expr_const(a, 3);
+  const sym_expr *x = f->ex, *y = f->ey, *c = sym_expr_const(a, 3);
   const sym_expr *zero = sym_expr_const(a, 0), *one = sym_expr_const(a, 1);
   expect_same(f, sym_expr_mul(a, x, one), x);                                   /* x*1 */
   expect_same(f, sym_expr_add(a, x, zero), x);                                  /* x+0 */
-  expect_same(f, sym_expr_floordiv(a, sym_expr_mul(a, x, c), c), x);            /* (x*c)//c */
-  expect_same(f, sym_expr_mod(a, sym_expr_mul(a, x, c), c), zero);              /* (x*c)%c */
-  expect_same(f, sym_expr_floordiv(a, sym_expr_mul(a, x, d), d), x);            /* (x*d)//d */
-  expect_same(f, sym_expr_mod(a, sym_expr_mul(a, d, y), d), zero);              /* (d*y)%d */
   expect_same(f, sym_expr_sub(a, x, x), zero);
   expect_same(f, sym_expr_add(a, x, y), sym_expr_add(a, y, x));                 /* order */
   expect_same(f, sym_expr_add(a, x, x), sym_expr_mul(a, sym_expr_const(a, 2), x));
   expect_same(f, sym_expr_add(a, sym_expr_mul(a, sym_expr_const(a, 2), c), one), sym_expr_const(a, 7));
   expect_same(f, sym_expr_min(a, x, sym_expr_add(a, x, one)), x);
+}
+
+static void test_sym_expr_simplify_divides_out_the_divisors_multiples(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *x = f->ex, *y = f->ey, *d = f->ed, *c = sym_expr_const(a, 3);
+  const sym_expr *zero = sym_expr_const(a, 0);
+  expect_same(f, sym_expr_floordiv(a, sym_expr_mul(a, x, c), c), x);            /* (x*c)//c */
+  expect_same(f, sym_expr_mod(a, sym_expr_mul(a, x, c), c), zero);              /* (x*c)%c */
+  expect_same(f, sym_expr_floordiv(a, sym_expr_mul(a, x, d), d), x);            /* (x*d)//d */
+  expect_same(f, sym_expr_mod(a, sym_expr_mul(a, d, y), d), zero);              /* (d*y)%d */
+}
+
+static void test_sym_expr_simplify_decides_the_quotient_from_bounds(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *x = f->ex, *d = f->ed;
+  const sym_expr *zero = sym_expr_const(a, 0), *one = sym_expr_const(a, 1);
   expect_same(f, sym_expr_mod(a, sym_expr_add(a, x, sym_expr_const(a, 4)), sym_expr_const(a, 9)),
               sym_expr_add(a, x, sym_expr_const(a, 4)));                        /* x+4 in [0, 8] */
   const sym_expr *four = sym_expr_const(a, 4), *minus_d = sym_expr_sub(a, zero, d);
@@ -144,7 +160,9 @@ static void test_sym_expr_simplify_applies_the_rules(void **state) {
   expect_same(f, sym_expr_mod(a, ew, four), sym_expr_sub(a, ew, four));
 }
 
-static void test_sym_expr_equal_forms_are_one_node(void **state) {
+/* Equal forms are one node, in four families: like terms combined, one form in any order, a sum
+ * of SYM_LINEAR_MAX terms, and one term past the limit. */
+static void test_sym_linear_add_combines_like_terms(void **state) {
   fixture *f = *state;
   sym_arena *a = f->arena;
   const sym_expr *two = sym_expr_const(a, 2);
@@ -153,6 +171,11 @@ static void test_sym_expr_equal_forms_are_one_node(void **state) {
   if (simplified(f, p) != simplified(f, q))
     fail_msg("%s and %s: expected one node, got %s and %s", text(p), text(q),
              text(simplified(f, p)), text(simplified(f, q)));
+}
+
+static void test_sym_linear_add_gives_one_node_in_any_order(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
   const sym_expr *yd = sym_expr_mul(a, f->ey, f->ed);
   const sym_expr *pairs[][2] = {
     {sym_expr_add(a, sym_expr_mul(a, f->ex, sym_expr_const(a, -1)), f->ey), sym_expr_sub(a, f->ey, f->ex)},
@@ -163,24 +186,46 @@ static void test_sym_expr_equal_forms_are_one_node(void **state) {
     if (simplified(f, pairs[k][0]) != simplified(f, pairs[k][1]))
       fail_msg("%s and %s: expected one node, got %s and %s", text(pairs[k][0]), text(pairs[k][1]),
                text(simplified(f, pairs[k][0])), text(simplified(f, pairs[k][1])));
-  /* A sum of SYM_LINEAR_MAX dims (the limit) and a constant, in two orders, is one node; one
-   * more dim is UOPC_E_LIMIT. */
-  sym_dim dims[SYM_LINEAR_MAX + 1];
-  const sym_expr *up = sym_expr_const(a, 1), *down = sym_expr_const(a, 1);
+}
+
+/* 1 + d0 + ... + d15 (SYM_LINEAR_MAX dims, the limit), built upward into *up and downward into
+ * *down; dims[SYM_LINEAR_MAX] is one more. */
+static void sum_of_dims(fixture *f, sym_dim *dims, const sym_expr **up, const sym_expr **down) {
+  sym_arena *a = f->arena;
   uopc_error err = {0};
+  *up = sym_expr_const(a, 1), *down = sym_expr_const(a, 1);
   for (int k = 0; k <= SYM_LINEAR_MAX; k++) {
     char name[8];
     snprintf(name, sizeof name, "d%d", k);
     assert_uopc_ok(sym_dim_init(&dims[k], name, 1, 4, 1, &err), err);
   }
   for (int k = 0; k < SYM_LINEAR_MAX; k++) {
-    up = sym_expr_add(a, up, sym_expr_dim(a, &dims[k]));
-    down = sym_expr_add(a, sym_expr_dim(a, &dims[SYM_LINEAR_MAX - 1 - k]), down);
+    *up = sym_expr_add(a, *up, sym_expr_dim(a, &dims[k]));
+    *down = sym_expr_add(a, sym_expr_dim(a, &dims[SYM_LINEAR_MAX - 1 - k]), *down);
   }
+}
+
+/* A sum of SYM_LINEAR_MAX dims (the limit) and a constant, in two orders, is one node. */
+static void test_sym_linear_add_holds_a_sum_at_the_term_limit(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  sym_dim dims[SYM_LINEAR_MAX + 1];
+  const sym_expr *up, *down;
+  sum_of_dims(f, dims, &up, &down);
   if (simplified(f, up) != simplified(f, down))
     fail_msg("%s and %s: expected one node, got %s and %s", text(up), text(down),
              text(simplified(f, up)), text(simplified(f, down)));
   simplified(f, sym_expr_floordiv(a, up, sym_expr_const(a, 3)));   /* 16 terms in the remainder, none in q */
+}
+
+/* One more dim than SYM_LINEAR_MAX is UOPC_E_LIMIT. */
+static void test_sym_linear_add_refuses_a_term_past_the_limit(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  sym_dim dims[SYM_LINEAR_MAX + 1];
+  const sym_expr *up, *down;
+  uopc_error err = {0};
+  sum_of_dims(f, dims, &up, &down);
   const sym_expr *more = sym_expr_add(a, up, sym_expr_dim(a, &dims[SYM_LINEAR_MAX])), *s = NULL;
   assert_uopc_code(sym_expr_simplify(a, more, &s, &err), UOPC_E_LIMIT, err);
 }
@@ -320,30 +365,50 @@ static void test_sym_expr_simplify_exhaustive_small_dims(void **state) {
   free(out), free(src), free(values), free(io), free(is), free(simp), free(s);
 }
 
-static void test_sym_expr_interval_saturates_instead_of_overflowing(void **state) {
-  (void)state;
-  sym_arena *a;
-  sym_dim big;
+/* big in [1, 2^62]: the intervals of big*4, big*(-4) + (-1) and big*4 - (-1) saturate instead of
+ * overflowing, each end the way it overflows: down at INT64_MIN, up at INT64_MAX. */
+static void expect_interval(const sym_expr *e, const char *what, int64_t lo, int64_t hi) {
   uopc_error err = {0};
   sym_interval r;
-  assert_uopc_ok(sym_arena_new(&a, &err), err);
-  assert_uopc_ok(sym_dim_init(&big, "big", 1, INT64_MAX / 2, 1, &err), err);
-  const sym_expr *e = sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, 4));
   assert_uopc_ok(sym_expr_interval(e, &r, &err), err);
-  if (r.hi != INT64_MAX || r.lo != 4)
-    fail_msg("interval of big*4, big in [1, 2^62]: expected [4, INT64_MAX], got [%lld, %lld]",
+  if (r.lo != lo || r.hi != hi)
+    fail_msg("%s, big in [1, 2^62]: expected [%lld, %lld], got [%lld, %lld]", what, (long long)lo, (long long)hi,
              (long long)r.lo, (long long)r.hi);
-  /* Each end saturates the way it overflows: down at INT64_MIN, up at INT64_MAX. */
-  const sym_expr *minus_one = sym_expr_const(a, -1);
-  const sym_expr *ends[2] = {sym_expr_add(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4)), minus_one),
-                             sym_expr_sub(a, e, minus_one)};
-  static const int64_t want[][2] = {{INT64_MIN, -5}, {5, INT64_MAX}};
-  for (int k = 0; k < 2; k++) {
-    assert_uopc_ok(sym_expr_interval(ends[k], &r, &err), err);
-    if (r.lo != want[k][0] || r.hi != want[k][1])
-      fail_msg("%s, big in [1, 2^62]: expected [%lld, %lld], got [%lld, %lld]", k ? "big*4 - (-1)" : "big*(-4) + (-1)",
-               (long long)want[k][0], (long long)want[k][1], (long long)r.lo, (long long)r.hi);
-  }
+}
+
+static sym_arena *big_arena(sym_dim *big) {
+  sym_arena *a;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  assert_uopc_ok(sym_dim_init(big, "big", 1, INT64_MAX / 2, 1, &err), err);
+  return a;
+}
+
+static void test_sym_expr_interval_saturates_a_product(void **state) {
+  (void)state;
+  sym_dim big;
+  sym_arena *a = big_arena(&big);
+  expect_interval(sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, 4)), "big*4", 4, INT64_MAX);
+  sym_arena_free(a);
+}
+
+static void test_sym_expr_interval_saturates_a_sum_downward(void **state) {
+  (void)state;
+  sym_dim big;
+  sym_arena *a = big_arena(&big);
+  const sym_expr *e = sym_expr_add(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4)),
+                                   sym_expr_const(a, -1));
+  expect_interval(e, "big*(-4) + (-1)", INT64_MIN, -5);
+  sym_arena_free(a);
+}
+
+static void test_sym_expr_interval_saturates_a_difference_upward(void **state) {
+  (void)state;
+  sym_dim big;
+  sym_arena *a = big_arena(&big);
+  const sym_expr *e = sym_expr_sub(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, 4)),
+                                   sym_expr_const(a, -1));
+  expect_interval(e, "big*4 - (-1)", 5, INT64_MAX);
   sym_arena_free(a);
 }
 
@@ -639,10 +704,17 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_expr_eval_reports_unbound_dim, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_eval_reports_overflow, setup, teardown),
     cmocka_unit_test(test_sym_expr_divisor_must_be_positive),
-    cmocka_unit_test_setup_teardown(test_sym_expr_simplify_applies_the_rules, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_sym_expr_equal_forms_are_one_node, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_simplify_applies_identities_and_folds_constants, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_simplify_divides_out_the_divisors_multiples, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_simplify_decides_the_quotient_from_bounds, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_linear_add_combines_like_terms, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_linear_add_gives_one_node_in_any_order, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_linear_add_holds_a_sum_at_the_term_limit, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_linear_add_refuses_a_term_past_the_limit, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_exhaustive_small_dims, setup, teardown),
-    cmocka_unit_test(test_sym_expr_interval_saturates_instead_of_overflowing),
+    cmocka_unit_test(test_sym_expr_interval_saturates_a_product),
+    cmocka_unit_test(test_sym_expr_interval_saturates_a_sum_downward),
+    cmocka_unit_test(test_sym_expr_interval_saturates_a_difference_upward),
     cmocka_unit_test(test_sym_expr_interval_is_tight_for_dims_min_and_max),
     cmocka_unit_test(test_sym_arena_interns_equal_nodes_after_growing),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_reports_an_exhausted_arena, setup, teardown),

@@ -88,26 +88,59 @@ static dispatcher *new_dispatcher(const dispatch_options *opts) {
   return &d;
 }
 
-static void test_dispatch_driver_sequence_counts(void **state) {
-  (void)state;
+/* The driver's sequence of calls: lengths 32, 48, 33, 32, 64, 17, then a strided view of 64 and a
+ * view of 33 4 bytes past a boundary. Each test below runs it on a fresh dispatcher with fresh
+ * counters and checks one family of what it must give. */
+static const int64_t SEQ_LENGTHS[] = {32, 48, 33, 32, 64, 17};
+
+static dispatcher *run_driver_sequence(dispatch_path *paths) {
   uopc_counters_reset();
   dispatcher *d = new_dispatcher(NULL);
-  static const int64_t lengths[] = {32, 48, 33, 32, 64, 17};
-  static const dispatch_path paths[] = {DISPATCH_PATH_FAST, DISPATCH_PATH_FAST, DISPATCH_PATH_GENERIC,
-                                        DISPATCH_PATH_FAST, DISPATCH_PATH_FAST, DISPATCH_PATH_GENERIC};
-  for (int i = 0; i < 6; i++) assert_int_equal(run_case(d, lengths[i], 0, 1, 0), paths[i]);
-  assert_int_equal(run_case(d, 64, 0, 2, 0), DISPATCH_PATH_GENERIC);   /* strided */
-  assert_int_equal(run_case(d, 33, 1, 1, 0), DISPATCH_PATH_GENERIC);   /* misaligned */
-  assert_int_equal(d->cache.stats.variants_built, 2);
+  for (int i = 0; i < 6; i++) paths[i] = run_case(d, SEQ_LENGTHS[i], 0, 1, 0);
+  paths[6] = run_case(d, 64, 0, 2, 0);   /* strided */
+  paths[7] = run_case(d, 33, 1, 1, 0);   /* misaligned */
+  return d;
+}
+
+static void test_dispatch_driver_sequence_paths(void **state) {
+  (void)state;
+  static const dispatch_path want[] = {DISPATCH_PATH_FAST, DISPATCH_PATH_FAST, DISPATCH_PATH_GENERIC,
+                                       DISPATCH_PATH_FAST, DISPATCH_PATH_FAST, DISPATCH_PATH_GENERIC,
+                                       DISPATCH_PATH_GENERIC, DISPATCH_PATH_GENERIC};
+  dispatch_path paths[8];
+  dispatcher *d = run_driver_sequence(paths);
+  for (int i = 0; i < 8; i++) assert_int_equal(paths[i], want[i]);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_driver_sequence_counts_guard_checks(void **state) {
+  (void)state;
+  dispatch_path paths[8];
+  dispatcher *d = run_driver_sequence(paths);
   assert_int_equal(d->cache.stats.guard_checks, 12);
   assert_int_equal(d->cache.stats.guard_failures, 4);
-  assert_int_equal(d->stats.fast_calls, 4);
-  assert_int_equal(d->stats.generic_calls, 4);
-  assert_int_equal(uopc_counter_get(DISPATCH_C_VARIANTS_BUILT), 2);
   assert_int_equal(uopc_counter_get(DISPATCH_C_GUARD_CHECKS), 12);
   assert_int_equal(uopc_counter_get(DISPATCH_C_GUARD_FAILURES), 4);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_driver_sequence_counts_fast_and_generic_calls(void **state) {
+  (void)state;
+  dispatch_path paths[8];
+  dispatcher *d = run_driver_sequence(paths);
+  assert_int_equal(d->stats.fast_calls, 4);
+  assert_int_equal(d->stats.generic_calls, 4);
   assert_int_equal(uopc_counter_get(DISPATCH_C_FAST_CALLS), 4);
   assert_int_equal(uopc_counter_get(DISPATCH_C_GENERIC_CALLS), 4);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_driver_sequence_builds_two_variants(void **state) {
+  (void)state;
+  dispatch_path paths[8];
+  dispatcher *d = run_driver_sequence(paths);
+  assert_int_equal(d->cache.stats.variants_built, 2);
+  assert_int_equal(uopc_counter_get(DISPATCH_C_VARIANTS_BUILT), 2);
   assert_int_equal(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), 2);
   dispatch_fini(d);
 }
@@ -321,24 +354,63 @@ static void test_dispatch_explain_rederives_rejections(void **state) {
   dispatch_fini(d);
 }
 
-static void test_dispatch_explain_names_the_failed_guard(void **state) {
+/* The explain tests: each runs the calls before the one it explains, then checks that one. */
+static void test_dispatch_explain_before_any_call_is_an_error(void **state) {
   (void)state;
   dispatcher *d = new_dispatcher(NULL);
   uopc_error err = {0};
   char text[DISPATCH_EXPLAIN_MAX];
   assert_uopc_code(dispatch_explain(d, text, sizeof text, &err), UOPC_E_INVALID, err);
+  dispatch_fini(d);
+}
+
+static void test_dispatch_explain_names_the_variant_built(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
   run_case(d, 32, 0, 1, 0);
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "call 1: n = 32, fast path (square_plus_one_fast16)");
   assert_contains(text, "it was built by this call");
+  dispatch_fini(d);
+}
+
+static void test_dispatch_explain_names_the_failed_divisibility_guard(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
+  run_case(d, 32, 0, 1, 0);
   run_case(d, 33, 0, 1, 0);
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "call 2: n = 33, generic (square_plus_one_generic)\n"
                         "  square_plus_one_fast16 rejected: guard 'n = x.shape[0] is a multiple of 16' failed: "
                         "n = 33 is not a multiple of 16\n");
+  dispatch_fini(d);
+}
+
+static void test_dispatch_explain_names_the_failed_contiguity_guard(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
+  run_case(d, 32, 0, 1, 0);
+  run_case(d, 33, 0, 1, 0);
   run_case(d, 64, 0, 2, 0);
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "guard 'x is contiguous' failed: x is not contiguous (strides (2) for shape (32))");
+  dispatch_fini(d);
+}
+
+static void test_dispatch_explain_names_the_failed_alignment_guard(void **state) {
+  (void)state;
+  dispatcher *d = new_dispatcher(NULL);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
+  run_case(d, 32, 0, 1, 0);
+  run_case(d, 33, 0, 1, 0);
+  run_case(d, 64, 0, 2, 0);
   run_case(d, 33, 1, 1, 0);
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "guard 'x is aligned to 64 bytes' failed: x is not aligned to 64 bytes "
@@ -712,7 +784,10 @@ static void test_dispatch_fast_kernel_stays_inside_out(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_dispatch_driver_sequence_counts),
+    cmocka_unit_test(test_dispatch_driver_sequence_paths),
+    cmocka_unit_test(test_dispatch_driver_sequence_counts_guard_checks),
+    cmocka_unit_test(test_dispatch_driver_sequence_counts_fast_and_generic_calls),
+    cmocka_unit_test(test_dispatch_driver_sequence_builds_two_variants),
     cmocka_unit_test(test_dispatch_length_33_matches_eager),
     cmocka_unit_test(test_dispatch_misaligned_view_takes_generic_path),
     cmocka_unit_test(test_dispatch_misaligned_out_takes_generic_path),
@@ -722,7 +797,11 @@ int main(void) {
     cmocka_unit_test(test_dispatch_random_views_match_eager),
     cmocka_unit_test(test_dispatch_variant_plans_agree_with_guard_set_check),
     cmocka_unit_test(test_dispatch_index_agrees_with_scan),
-    cmocka_unit_test(test_dispatch_explain_names_the_failed_guard),
+    cmocka_unit_test(test_dispatch_explain_before_any_call_is_an_error),
+    cmocka_unit_test(test_dispatch_explain_names_the_variant_built),
+    cmocka_unit_test(test_dispatch_explain_names_the_failed_divisibility_guard),
+    cmocka_unit_test(test_dispatch_explain_names_the_failed_contiguity_guard),
+    cmocka_unit_test(test_dispatch_explain_names_the_failed_alignment_guard),
     cmocka_unit_test(test_dispatch_explain_rederives_rejections),
     cmocka_unit_test(test_dispatch_explain_first_call_generic),
     cmocka_unit_test(test_dispatch_variant_limit_runs_generic),

@@ -39,72 +39,201 @@ static void expect_holds(const guard_set *s, const guard_call *c) {
   if (!holds) fail_msg("guard '%s' failed; expected it to hold", s->guards[s->count - 1].what);
 }
 
-static void test_guard_reasons_carry_actual_values(void **state) {
+/* The views the reason tests call with: base (20 f32), strided (base[::2], 10 elements), shifted
+ * (base[1:], 4 bytes past a 64-byte boundary), f64 (20 f64), odd (33 f32), head (base[:19]). One
+ * test per guard kind: each adds its guards to a fresh set and checks the last. */
+typedef struct reason_views { uopc_tensor base, strided, shifted, f64, odd, head; } reason_views;
+
+static void make_views(reason_views *v) {
+  uopc_error err = {0};
+  int64_t n20 = 20, n33 = 33;
+  memset(v, 0, sizeof *v);
+  assert_uopc_ok(uopc_tensor_empty(&v->base, UOPC_F32, 1, &n20, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&v->f64, UOPC_F64, 1, &n20, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&v->odd, UOPC_F32, 1, &n33, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&v->strided, &v->base, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&v->shifted, &v->base, 0, 1, UOPC_SLICE_NONE, 1, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&v->head, &v->base, 0, 0, 19, 1, &err), err);
+}
+
+static void release_views(reason_views *v) {
+  uopc_tensor *all[] = {&v->base, &v->strided, &v->shifted, &v->f64, &v->odd, &v->head};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
+}
+
+static void test_guard_reason_contiguous_carries_actual_values(void **state) {
   (void)state;
   uopc_error err = {0};
-  uopc_tensor base = {0}, strided = {0}, shifted = {0}, f64 = {0}, odd = {0}, head = {0};
-  int64_t n20 = 20, n33 = 33;
-  assert_uopc_ok(uopc_tensor_empty(&base, UOPC_F32, 1, &n20, &err), err);
-  assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 1, &n20, &err), err);
-  assert_uopc_ok(uopc_tensor_empty(&odd, UOPC_F32, 1, &n33, &err), err);
-  assert_uopc_ok(uopc_tensor_slice(&strided, &base, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
-  assert_uopc_ok(uopc_tensor_slice(&shifted, &base, 0, 1, UOPC_SLICE_NONE, 1, &err), err);
-  assert_uopc_ok(uopc_tensor_slice(&head, &base, 0, 0, 19, 1, &err), err);
+  reason_views v;
   guard_set s;
   guard_call c;
-  sym_dim n;
-  sym_arena *arena;
+  make_views(&v);
   new_set(&s);
-  assert_uopc_ok(sym_dim_init(&n, "n", 1, 16, 1, &err), err);
-  assert_uopc_ok(sym_arena_new(&arena, &err), err);
-
-  make_call(&c, &base, &strided);
+  make_call(&c, &v.base, &v.strided);
   assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
   expect_fails(&s, &c, "x is not contiguous (strides (2) for shape (10))");
+  guard_set_fini(&s);
+  release_views(&v);
+}
+
+static void test_guard_reason_range_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  make_views(&v);
+  new_set(&s);
+  make_call(&c, &v.base, &v.strided);
   assert_uopc_ok(guard_set_add_range(&s, NULL, (guard_site){X, GUARD_STRIDE, 0}, 1, 1, &err), err);
   assert_string_equal(s.guards[s.count - 1].what, "x.strides[0] == 1");
   expect_fails(&s, &c, "x.strides[0] = 2, not 1");
   assert_uopc_ok(guard_set_add_range(&s, NULL, shape(OUT, 0), 1, 8, &err), err);
   expect_fails(&s, &c, "out.shape[0] = 20 is outside [1, 8]");
+  guard_set_fini(&s);
+  release_views(&v);
+}
+
+/* A range over a named dim gives lab 23.1's text for it. */
+static void test_guard_reason_dim_bounds_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  sym_dim n;
+  make_views(&v);
+  new_set(&s);
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 16, 1, &err), err);
+  make_call(&c, &v.base, &v.odd);
+  assert_uopc_ok(guard_set_add_bounds(&s, &n, shape(X, 0), &err), err);
+  expect_fails(&s, &c, "dim 'n' = 33 outside [1, 16]");
+  assert_string_equal(s.guards[s.count - 1].what, "n = x.shape[0] in [1, 16]");
+  guard_set_fini(&s);
+  release_views(&v);
+}
+
+static void test_guard_reason_equal_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  make_views(&v);
+  new_set(&s);
+  make_call(&c, &v.base, &v.strided);
   assert_uopc_ok(guard_set_add_equal(&s, shape(OUT, 0), shape(X, 0), &err), err);
   expect_fails(&s, &c, "out.shape[0] = 20 differs from x.shape[0] = 10");
+  guard_set_fini(&s);
+  release_views(&v);
+}
 
-  make_call(&c, &base, &odd);
+static void test_guard_reason_divisible_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  make_views(&v);
+  new_set(&s);
+  make_call(&c, &v.base, &v.odd);
   assert_uopc_ok(guard_set_add_divisible(&s, "n", shape(X, 0), 16, &err), err);
   expect_fails(&s, &c, "n = 33 is not a multiple of 16");
   assert_uopc_ok(guard_set_add_divisible(&s, NULL, shape(X, 0), 3, &err), err);
   expect_holds(&s, &c);
   assert_uopc_ok(guard_set_add_divisible(&s, NULL, shape(X, 0), 5, &err), err);
   expect_fails(&s, &c, "x.shape[0] = 33 is not a multiple of 5");
+  guard_set_fini(&s);
+  release_views(&v);
+}
+
+/* out = x[1:] * 2: out's extent is n - 1, with n = x.shape[0] bound by the set's earlier guards. */
+static void test_guard_reason_expr_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  sym_dim n;
+  sym_arena *arena;
+  make_views(&v);
+  new_set(&s);
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 16, 1, &err), err);
+  assert_uopc_ok(sym_arena_new(&arena, &err), err);
+  make_call(&c, &v.base, &v.odd);
+  assert_uopc_ok(guard_set_add_divisible(&s, "n", shape(X, 0), 16, &err), err);
   assert_uopc_ok(guard_set_add_bounds(&s, &n, shape(X, 0), &err), err);
-  expect_fails(&s, &c, "dim 'n' = 33 outside [1, 16]");
-  assert_string_equal(s.guards[s.count - 1].what, "n = x.shape[0] in [1, 16]");
-  /* out = x[1:] * 2: out's extent is n - 1 */
   const sym_expr *less = sym_expr_add(arena, sym_expr_dim(arena, &n), sym_expr_const(arena, -1));
   assert_uopc_ok(sym_expr_simplify(arena, less, &less, &err), err);
   assert_uopc_ok(guard_set_add_expr(&s, shape(OUT, 0), less, &err), err);
   expect_fails(&s, &c, "out.shape[0] = 20, but n - 1 = 32 on this call");
-  make_call(&c, &head, &base);
+  make_call(&c, &v.head, &v.base);
   expect_holds(&s, &c);
-
-  make_call(&c, &base, &shifted);
-  assert_uopc_ok(guard_set_add_aligned(&s, X, 64, &err), err);
-  expect_fails(&s, &c, "x is not aligned to 64 bytes (element 0 is 4 bytes past a 64-byte boundary)");
-  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
-  expect_fails(&s, &c, "out and x overlap (they share bytes of one buffer)");
-
-  make_call(&c, &base, &f64);
-  assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F32, &err), err);
-  expect_fails(&s, &c, "x has dtype f64, not f32");
-  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
-  expect_holds(&s, &c);
-  assert_uopc_ok(guard_set_add_rank(&s, X, 2, &err), err);
-  expect_fails(&s, &c, "x has rank 1, not 2");
-
   guard_set_fini(&s);
   sym_arena_free(arena);
-  uopc_tensor *all[] = {&base, &strided, &shifted, &f64, &odd, &head};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
+  release_views(&v);
+}
+
+static void test_guard_reason_aligned_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  make_views(&v);
+  new_set(&s);
+  make_call(&c, &v.base, &v.shifted);
+  assert_uopc_ok(guard_set_add_aligned(&s, X, 64, &err), err);
+  expect_fails(&s, &c, "x is not aligned to 64 bytes (element 0 is 4 bytes past a 64-byte boundary)");
+  guard_set_fini(&s);
+  release_views(&v);
+}
+
+static void test_guard_reason_disjoint_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  make_views(&v);
+  new_set(&s);
+  make_call(&c, &v.base, &v.shifted);
+  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
+  expect_fails(&s, &c, "out and x overlap (they share bytes of one buffer)");
+  make_call(&c, &v.base, &v.f64);
+  expect_holds(&s, &c);
+  guard_set_fini(&s);
+  release_views(&v);
+}
+
+static void test_guard_reason_dtype_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  make_views(&v);
+  new_set(&s);
+  make_call(&c, &v.base, &v.f64);
+  assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F32, &err), err);
+  expect_fails(&s, &c, "x has dtype f64, not f32");
+  guard_set_fini(&s);
+  release_views(&v);
+}
+
+static void test_guard_reason_rank_carries_actual_values(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  reason_views v;
+  guard_set s;
+  guard_call c;
+  make_views(&v);
+  new_set(&s);
+  make_call(&c, &v.base, &v.f64);
+  assert_uopc_ok(guard_set_add_rank(&s, X, 2, &err), err);
+  expect_fails(&s, &c, "x has rank 1, not 2");
+  guard_set_fini(&s);
+  release_views(&v);
 }
 
 /* A guard on an axis the tensor lacks fails; a guard set stops at the first failure. */
@@ -180,20 +309,38 @@ static void fill_parts(spec_key_parts *p) {
   strcpy(p->constraints, "n%16==0");
 }
 
-static void test_spec_key_compose_text_and_missing_parts(void **state) {
+static void test_spec_key_compose_text(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  spec_key_parts p;
+  spec_key a;
+  fill_parts(&p);
+  assert_uopc_ok(spec_key_compose(&p, &a, &err), err);
+  assert_string_equal(a.text, "op=square_plus_one graph=0000000000001234 target=x86_64 dtypes=out:f32 x:f32 "
+                              "layout=contiguous numerics=ieee compiler=gcc -O3 constraints=n%16==0");
+}
+
+/* Equal parts give equal keys; one part changed gives another. */
+static void test_spec_key_compose_equal_parts_equal_keys(void **state) {
   (void)state;
   uopc_error err = {0};
   spec_key_parts p;
   spec_key a, b;
   fill_parts(&p);
   assert_uopc_ok(spec_key_compose(&p, &a, &err), err);
-  assert_string_equal(a.text, "op=square_plus_one graph=0000000000001234 target=x86_64 dtypes=out:f32 x:f32 "
-                              "layout=contiguous numerics=ieee compiler=gcc -O3 constraints=n%16==0");
   assert_uopc_ok(spec_key_compose(&p, &b, &err), err);
   assert_true(spec_key_equal(&a, &b));
   strcpy(p.numerics, "fast-math");
   assert_uopc_ok(spec_key_compose(&p, &b, &err), err);
   assert_false(spec_key_equal(&a, &b));
+}
+
+static void test_spec_key_compose_rejects_missing_parts(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  spec_key_parts p;
+  spec_key b;
+  fill_parts(&p);
   p.layout[0] = '\0';
   assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "cache key part 'layout' is empty");
@@ -232,10 +379,21 @@ static void test_spec_key_graph_hash_is_structural(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_guard_reasons_carry_actual_values),
+    cmocka_unit_test(test_guard_reason_contiguous_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_range_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_dim_bounds_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_equal_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_divisible_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_expr_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_aligned_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_disjoint_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_dtype_carries_actual_values),
+    cmocka_unit_test(test_guard_reason_rank_carries_actual_values),
     cmocka_unit_test(test_guard_set_check_stops_at_first_failure),
     cmocka_unit_test(test_guard_set_rejects_bad_guards),
-    cmocka_unit_test(test_spec_key_compose_text_and_missing_parts),
+    cmocka_unit_test(test_spec_key_compose_text),
+    cmocka_unit_test(test_spec_key_compose_equal_parts_equal_keys),
+    cmocka_unit_test(test_spec_key_compose_rejects_missing_parts),
     cmocka_unit_test(test_spec_key_graph_hash_is_structural),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
