@@ -170,6 +170,33 @@ static void test_plan_source_reads_bounds_from_arguments(void **state) {
   free(disk);
 }
 
+/* The lane form's start, through codegen_emit_lanes itself with a reducer whose identity is
+ * given: a zero fills every lane by C's initialiser, any other value (a max's -INFINITY) in a
+ * loop over the lanes, before the first block. */
+static int lane_element(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size) {
+  (void)ctx, (void)n, (void)j;
+  snprintf(value, size, "x[r0 + r1]");
+  return UOPC_OK;
+}
+
+static int lane_combine(void *ctx, codegen_nest *n, const char *acc, const char *value) {
+  (void)ctx;
+  return codegen_line(n, "%s = fmaxf(%s, %s);", acc, acc, value);
+}
+
+static void expect_lanes_start(fixture *f, const char *identity, const char *want) {
+  codegen_text text = {0};
+  codegen_nest nest;
+  uopc_error err = {0};
+  codegen_reducer r = {"float", identity, lane_element, lane_combine, NULL};
+  codegen_nest_init(&nest, &text, f->arena, "int32_t", 0, &err);
+  assert_uopc_ok(codegen_emit_lanes(&nest, sym_expr_dim(f->arena, &f->n), &r, &err), err);
+  if (strncmp(text.data, want, strlen(want)) != 0)
+    fail_msg("codegen_emit_lanes with the identity %s: expected the text to start with\n%s\ngot\n%.300s",
+             identity, want, text.data);
+  codegen_text_fini(&text);
+}
+
 static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   fixture *f = *state;
   f->rowsum = rowsum_plan(f, 2);
@@ -184,6 +211,9 @@ static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   assert_contains(src, "acc0[r1] += t0;");
   assert_contains(src, "out[i0] = acc0[0];");
   expect_no_size_literals(src, "rowsum_f32_bn");
+  expect_lanes_start(f, "0.0f", "float acc0[LANES] = {0.0f};\nint32_t r0 = 0;\nfor (; r0 <= n - LANES; r0 += LANES) {\n");
+  expect_lanes_start(f, "-INFINITY", "float acc0[LANES];\nfor (int32_t r1 = 0; r1 < LANES; r1++) acc0[r1] = -INFINITY;\n"
+                     "int32_t r0 = 0;\nfor (; r0 <= n - LANES; r0 += LANES) {\n");
   /* A parameter named LANES would shadow the lane count: refused before any text. */
   sym_dim lanes;
   uopc_error err = {0};

@@ -142,6 +142,17 @@ static void test_sym_expr_simplify_applies_the_rules(void **state) {
   const sym_expr *ew = sym_expr_dim(a, &w);
   expect_same(f, sym_expr_floordiv(a, ew, four), one);
   expect_same(f, sym_expr_mod(a, ew, four), sym_expr_sub(a, ew, four));
+  /* v in [-1, 1] spans two periods of 3 (floor(-1/3) is -1): its quotient is no constant. */
+  sym_dim v;
+  sym_binding b;
+  int64_t got = 0;
+  assert_uopc_ok(sym_dim_init(&v, "v", -1, 1, 1, &err), err);
+  const sym_expr *q = simplified(f, sym_expr_floordiv(a, sym_expr_dim(a, &v), c));
+  sym_binding_init(&b);
+  assert_uopc_ok(sym_dim_bind(&b, &v, -1, &err), err);
+  assert_uopc_ok(sym_expr_eval(q, &b, &got, &err), err);
+  if (q->kind == SYM_CONST || got != -1)
+    fail_msg("v // 3, v in [-1, 1], simplified to %s: at v = -1 expected -1, got %lld", text(q), (long long)got);
 }
 
 static void test_sym_expr_equal_forms_are_one_node(void **state) {
