@@ -42,7 +42,7 @@ static void expect_holds(const guard_set *s, const guard_call *c) {
 static void test_guard_reasons_carry_actual_values(void **state) {
   (void)state;
   uopc_error err = {0};
-  uopc_tensor base = {0}, strided = {0}, shifted = {0}, f64 = {0}, odd = {0}, head = {0};
+  uopc_tensor base = {0}, strided = {0}, shifted = {0}, f64 = {0}, odd = {0}, head = {0}, tail = {0};
   int64_t n20 = 20, n33 = 33;
   assert_uopc_ok(uopc_tensor_empty(&base, UOPC_F32, 1, &n20, &err), err);
   assert_uopc_ok(uopc_tensor_empty(&f64, UOPC_F64, 1, &n20, &err), err);
@@ -50,6 +50,7 @@ static void test_guard_reasons_carry_actual_values(void **state) {
   assert_uopc_ok(uopc_tensor_slice(&strided, &base, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
   assert_uopc_ok(uopc_tensor_slice(&shifted, &base, 0, 1, UOPC_SLICE_NONE, 1, &err), err);
   assert_uopc_ok(uopc_tensor_slice(&head, &base, 0, 0, 19, 1, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&tail, &base, 0, 19, UOPC_SLICE_NONE, 1, &err), err);
   guard_set s;
   guard_call c;
   sym_dim n;
@@ -93,6 +94,13 @@ static void test_guard_reasons_carry_actual_values(void **state) {
   assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
   expect_fails(&s, &c, "out and x overlap (they share bytes of one buffer)");
 
+  /* Ranges that touch share no byte: out = base[:19] ends where x = base[19:] starts. */
+  make_call(&c, &head, &tail);
+  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
+  expect_holds(&s, &c);
+  make_call(&c, &tail, &head);
+  expect_holds(&s, &c);
+
   make_call(&c, &base, &f64);
   assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F32, &err), err);
   expect_fails(&s, &c, "x has dtype f64, not f32");
@@ -103,7 +111,7 @@ static void test_guard_reasons_carry_actual_values(void **state) {
 
   guard_set_fini(&s);
   sym_arena_free(arena);
-  uopc_tensor *all[] = {&base, &strided, &shifted, &f64, &odd, &head};
+  uopc_tensor *all[] = {&base, &strided, &shifted, &f64, &odd, &head, &tail};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
 }
 
@@ -197,6 +205,18 @@ static void test_spec_key_compose_text_and_missing_parts(void **state) {
   p.layout[0] = '\0';
   assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "cache key part 'layout' is empty");
+  /* each part, emptied alone, is refused by its own name */
+  static const char *const names[] = {"op", "target", "dtypes", "layout", "numerics", "compiler", "constraints"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    char *part[] = {p.op, p.target, p.dtypes, p.layout, p.numerics, p.compiler, p.constraints};
+    char want[64];
+    fill_parts(&p);
+    part[k][0] = '\0';
+    memset(&err, 0, sizeof err);
+    assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
+    snprintf(want, sizeof want, "cache key part '%s' is empty", names[k]);
+    assert_contains(err.message, want);
+  }
   fill_parts(&p);
   p.graph_hash = 0;
   assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
