@@ -197,6 +197,34 @@ static void expect_lanes_start(fixture *f, const char *identity, const char *wan
   codegen_text_fini(&text);
 }
 
+/* Inside the lanes the enclosing loops' facts still hold: an element that needs i0 < b (the
+ * outer loop's fact) is proved in the whole blocks and in the tail. */
+typedef struct outer_ctx { const sym_expr *i0, *b; int proved; } outer_ctx;
+
+static int outer_element(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size) {
+  outer_ctx *c = ctx;
+  (void)j;
+  int rc = codegen_require_lt(n, c->i0, c->b);
+  c->proved += rc == UOPC_OK;
+  snprintf(value, size, "x[i0*n + r0 + r1]");
+  return rc;
+}
+
+static void expect_outer_fact_inside_lanes(fixture *f) {
+  codegen_text text = {0};
+  codegen_nest nest;
+  uopc_error err = {0};
+  outer_ctx c = {NULL, sym_expr_dim(f->arena, &f->b), 0};
+  codegen_reducer r = {"float", "0.0f", outer_element, lane_combine, &c};
+  codegen_nest_init(&nest, &text, f->arena, "int32_t", 0, &err);
+  assert_uopc_ok(codegen_open_loop(&nest, "i0", c.b, &c.i0, &err), err);
+  assert_uopc_ok(codegen_emit_lanes(&nest, sym_expr_dim(f->arena, &f->n), &r, &err), err);
+  assert_uopc_ok(codegen_close(&nest), err);
+  assert_int_equal(c.proved, 2);   /* the blocks' element and the tail's */
+  assert_int_equal(nest.n_scopes, 1);
+  codegen_text_fini(&text);
+}
+
 static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   fixture *f = *state;
   f->rowsum = rowsum_plan(f, 2);
@@ -214,6 +242,7 @@ static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   expect_lanes_start(f, "0.0f", "float acc0[LANES] = {0.0f};\nint32_t r0 = 0;\nfor (; r0 <= n - LANES; r0 += LANES) {\n");
   expect_lanes_start(f, "-INFINITY", "float acc0[LANES];\nfor (int32_t r1 = 0; r1 < LANES; r1++) acc0[r1] = -INFINITY;\n"
                      "int32_t r0 = 0;\nfor (; r0 <= n - LANES; r0 += LANES) {\n");
+  expect_outer_fact_inside_lanes(f);
   /* A parameter named LANES would shadow the lane count: refused before any text. */
   sym_dim lanes;
   uopc_error err = {0};

@@ -346,13 +346,15 @@ static void test_sym_expr_interval_saturates_instead_of_overflowing(void **state
              (long long)r.lo, (long long)r.hi);
   /* Each end saturates the way it overflows: down at INT64_MIN, up at INT64_MAX. */
   const sym_expr *minus_one = sym_expr_const(a, -1);
-  const sym_expr *ends[2] = {sym_expr_add(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4)), minus_one),
-                             sym_expr_sub(a, e, minus_one)};
-  static const int64_t want[][2] = {{INT64_MIN, -5}, {5, INT64_MAX}};
-  for (int k = 0; k < 2; k++) {
+  const sym_expr *down = sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4));
+  const sym_expr *ends[3] = {sym_expr_add(a, down, minus_one), sym_expr_sub(a, e, minus_one),
+                             sym_expr_sub(a, down, sym_expr_const(a, 1))};
+  static const int64_t want[][2] = {{INT64_MIN, -5}, {5, INT64_MAX}, {INT64_MIN, -5}};
+  static const char *const what[] = {"big*(-4) + (-1)", "big*4 - (-1)", "big*(-4) - 1"};
+  for (int k = 0; k < 3; k++) {
     assert_uopc_ok(sym_expr_interval(ends[k], &r, &err), err);
     if (r.lo != want[k][0] || r.hi != want[k][1])
-      fail_msg("%s, big in [1, 2^62]: expected [%lld, %lld], got [%lld, %lld]", k ? "big*4 - (-1)" : "big*(-4) + (-1)",
+      fail_msg("%s, big in [1, 2^62]: expected [%lld, %lld], got [%lld, %lld]", what[k],
                (long long)want[k][0], (long long)want[k][1], (long long)r.lo, (long long)r.hi);
   }
   sym_arena_free(a);
@@ -402,9 +404,10 @@ static void test_sym_expr_interval_is_tight_for_dims_min_and_max(void **state) {
   sym_interval r;
   assert_uopc_ok(sym_dim_init(&x, "x", -4, 4, 1, &err), err);
   const sym_expr *ex = sym_expr_dim(a, &x), *two = sym_expr_const(a, 2);
-  const sym_expr *ends[2] = {sym_expr_min(a, ex, two), sym_expr_max(a, two, ex)};
-  static const int64_t want[2][2] = {{-4, 2}, {2, 4}};
-  for (int k = 0; k < 2; k++) {
+  const sym_expr *ends[4] = {sym_expr_min(a, ex, two), sym_expr_max(a, two, ex), sym_expr_max(a, ex, two),
+                             sym_expr_min(a, two, ex)};
+  static const int64_t want[4][2] = {{-4, 2}, {2, 4}, {2, 4}, {-4, 2}};
+  for (int k = 0; k < 4; k++) {
     assert_uopc_ok(sym_expr_interval(ends[k], &r, &err), err);
     if (r.lo != want[k][0] || r.hi != want[k][1])
       fail_msg("%s with x in [-4, 4]: expected [%lld, %lld], got [%lld, %lld]", text(ends[k]),
@@ -443,6 +446,33 @@ static void test_sym_expr_simplify_reports_an_exhausted_arena(void **state) {
   assert_int_equal(quiet, UOPC_E_NOMEM);
   assert_uopc_code(rc, UOPC_E_NOMEM, err);
   assert_contains(err.message, "expression arena: out of memory");
+  sym_arena_free(a);
+#endif
+}
+
+/* x // 3 and x % 3 for x = v + 4 (v in [0, 10]) need the remainder v + 1, a node the full arena
+ * cannot make: the division reports UOPC_E_NOMEM and leaves *out alone. */
+static void test_sym_simplify_divmod_reports_an_exhausted_arena(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  skip();
+#else
+  sym_arena *a;
+  sym_dim v;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  assert_uopc_ok(sym_dim_init(&v, "v", 0, 10, 1, &err), err);
+  const sym_expr *x = sym_expr_add(a, sym_expr_dim(a, &v), sym_expr_const(a, 4)), *three = sym_expr_const(a, 3);
+  const sym_kind kinds[] = {SYM_FLOORDIV, SYM_MOD};
+  for (int k = 0; k < 2; k++) {
+    const sym_expr *out = three;
+    fail_calloc = 1;   /* fill the arena: its next new node fails */
+    for (int c = 0; c < 100000 && sym_expr_const(a, 1000000 + 100000 * k + c); c++) {}
+    int rc = sym_simplify_divmod(a, kinds[k], x, three, &out, &err);
+    fail_calloc = 0;
+    assert_uopc_code(rc, UOPC_E_NOMEM, err);
+    assert_ptr_equal(out, three);
+  }
   sym_arena_free(a);
 #endif
 }
@@ -628,6 +658,7 @@ int main(void) {
     cmocka_unit_test(test_sym_expr_interval_is_tight_for_dims_min_and_max),
     cmocka_unit_test(test_sym_arena_interns_equal_nodes_after_growing),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_reports_an_exhausted_arena, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_simplify_divmod_reports_an_exhausted_arena, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_compare_is_a_total_order, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_null_operand_gives_null, setup, teardown),
     cmocka_unit_test(test_sym_arena_free_returns_every_node),

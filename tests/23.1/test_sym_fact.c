@@ -90,6 +90,11 @@ static void test_sym_scope_intervals_alone_cannot_prove_j_below_n(void **state) 
   if (ji.lo != 0 || ji.hi != 4095 || ni.lo != 1 || ni.hi != 4096)
     fail_msg("intervals: expected j in [0, 4095], N in [1, 4096]; got j in [%lld, %lld], N in [%lld, %lld]",
              (long long)ji.lo, (long long)ji.hi, (long long)ni.lo, (long long)ni.hi);
+  /* Strictly below: 3 < 3 is not proved, 2 < 3 is, N < N + 1 is and N < N is not. */
+  expect_proof(&root, sym_expr_const(f->arena, 3), sym_expr_const(f->arena, 3), 0, "3 < 3");
+  expect_proof(&root, sym_expr_const(f->arena, 2), sym_expr_const(f->arena, 3), 1, "2 < 3");
+  expect_proof(&root, f->en, sym_expr_add(f->arena, f->en, sym_expr_const(f->arena, 1)), 1, "N < N + 1");
+  expect_proof(&root, f->en, f->en, 0, "N < N");
   /* A scope with no facts answers from intervals alone. */
   sym_scope bare;
   sym_scope_init(&bare, NULL, f->arena);
