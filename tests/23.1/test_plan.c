@@ -225,6 +225,28 @@ static void expect_outer_fact_inside_lanes(fixture *f) {
   codegen_text_fini(&text);
 }
 
+/* The blocks' fact is r0 + LANES - 1 < n and no more: an element that reads one past j (it needs
+ * j + 1 < n) is refused already in the whole blocks, before any proof of it succeeds. */
+static int past_element(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size) {
+  outer_ctx *c = ctx;
+  int rc = codegen_require_lt(n, sym_expr_add(n->arena, j, sym_expr_const(n->arena, 1)), c->b);
+  c->proved += rc == UOPC_OK;
+  snprintf(value, size, "x[r0 + r1 + 1]");
+  return rc;
+}
+
+static void expect_no_element_past_the_blocks(fixture *f) {
+  codegen_text text = {0};
+  codegen_nest nest;
+  uopc_error err = {0};
+  outer_ctx c = {NULL, sym_expr_dim(f->arena, &f->n), 0};
+  codegen_reducer r = {"float", "0.0f", past_element, lane_combine, &c};
+  codegen_nest_init(&nest, &text, f->arena, "int32_t", 0, &err);
+  assert_uopc_code(codegen_emit_lanes(&nest, c.b, &r, &err), UOPC_E_INVALID, err);
+  assert_int_equal(c.proved, 0);
+  codegen_text_fini(&text);
+}
+
 static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   fixture *f = *state;
   f->rowsum = rowsum_plan(f, 2);
@@ -243,6 +265,7 @@ static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   expect_lanes_start(f, "-INFINITY", "float acc0[LANES];\nfor (int32_t r1 = 0; r1 < LANES; r1++) acc0[r1] = -INFINITY;\n"
                      "int32_t r0 = 0;\nfor (; r0 <= n - LANES; r0 += LANES) {\n");
   expect_outer_fact_inside_lanes(f);
+  expect_no_element_past_the_blocks(f);
   /* A parameter named LANES would shadow the lane count: refused before any text. */
   sym_dim lanes;
   uopc_error err = {0};
