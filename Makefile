@@ -230,11 +230,15 @@ test-grader: setup
 # ---- mutation testing (tools/mutants.py, issue #15) ----------------------------
 # make mutants LAB=23.N [SAMPLE=N] [SEED=S] [JOBS=J] [MIN=PCT]
 #                                  mutants of solutions/23.N-*/*.c, each graded by the grader
+# make mutants LAB=23.N PER_FILE=N [SEED=S] [BAR=PCT]
+#                                  a stratified draw: N mutants of each file (SAMPLE ignored);
+#                                  every file below BAR % (default 90) is named
 # make mutants-uopc [SAMPLE=N] ...  mutants of uopc/src/*.c through tests/uopc and tests/faults
 # make mutants-ci                  the first few of every lab's and the runtime's sample (CI)
 # SAMPLE=0 runs every mutant (hours); the default is 40. Equivalent survivors are listed, with
 # their reason, in tests/mutants/<LAB>.equivalents.
-MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(MIN),--min $(MIN))
+MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(MIN),--min $(MIN)) \
+  $(if $(PER_FILE),--per-file $(PER_FILE)) $(if $(BAR),--bar $(BAR))
 .PHONY: mutants mutants-uopc mutants-ci
 
 mutants: setup

@@ -3,6 +3,7 @@
 
     tools/mutants.py 23.N [--sample N] [--seed S] [--jobs J] [--min PCT]    a lab's solution files
     tools/mutants.py uopc [...]                                              the runtime, uopc/src/*.c
+    tools/mutants.py 23.N --per-file N [--seed S] [--bar PCT]                N mutants of each file
 
 A mutant is one rule of universalmutator (pinned in tools/requirements.txt) applied once to one
 line: an operator swapped, a condition negated, a constant moved, a line commented out or
@@ -20,9 +21,15 @@ mutant runs tests/uopc and tests/faults in a scratch tree per job, each binary o
 
 Each survivor prints as `file:line: before -> after`. Survivors listed with a reason in
 tests/mutants/<LAB>.equivalents (the same line, then an indented reason) are equivalent: they
-count in neither side of the ratio `killed / (run - equivalent)`. An entry that matches no
-mutant any more is stale and fails the run. Exit status: 1 when the ratio is below --min or an
-entry is stale, 2 when the run could not start.
+count in neither side of the ratio `killed / (run - equivalent)`. An entry that matches no mutant
+any more is stale and fails the run. Exit status: 1 when the ratio is below --min or an entry is
+stale, 2 when the run could not start.
+
+The ratio is also given per file, and each file below --bar (default 90 %, issue #15's bar for
+every solution file) is named. With --per-file N the draw is stratified: the first N of each
+file's mutants in the seed's order that the grader can run (a mutant of given code in a student
+file, which the grader's screen refuses, counts as not built and is passed over unrun, so each
+file gets N graded mutants).
 """
 import argparse
 import concurrent.futures
@@ -77,6 +84,7 @@ class Target:
   includes: list       # -I flags the files compile with
   variants: list       # extra flags of each build the tests use (the runtime's fault build)
   equivalents: Path
+  handouts: dict = field(default_factory=dict)   # solution file -> the student file of labs/ it is graded against
 
 
 # ---- the mutants -----------------------------------------------------------------------------
@@ -95,7 +103,20 @@ def target(name):
   dirs = {d: json.loads((ROOT / "harness" / "manifests" / f"{d}.json").read_text())["dir"] for d in data["deps"]}
   includes = [f"-I{data['dir']}"] + [f"-I{dirs[d]}" for d in data["deps"]]
   files = sorted(str(p.relative_to(ROOT)) for p in solutions.glob("*.c"))
-  return Target(name, files, includes, [[]], EQUIVALENTS / f"{name}.equivalents")
+  handouts = {f: f"{data['dir']}/{Path(f).name}" for f in files if Path(f).name in data.get("student_files", [])}
+  return Target(name, files, includes, [[]], EQUIVALENTS / f"{name}.equivalents", handouts)
+
+
+def refused_by_screen(t, m):
+  """Whether the grader's screen refuses the mutated file (it changes given code of a student
+  file): such a mutant never builds in the grader, so a stratified draw need not run it."""
+  handout = ROOT / t.handouts.get(m.file, "-")
+  if not handout.is_file():
+    return False
+  if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+  from harness.grading import screen
+  return bool(screen.check_file(t.handouts[m.file], m.text, handout.read_text(encoding="latin-1")))
 
 
 def strip_comments(text):
@@ -363,6 +384,7 @@ class Tally:
   equivalent: list = field(default_factory=list)     # (mutant, reason): listed in the equivalents file
   same_code: int = 0
   stillborn: int = 0
+  screened: int = 0    # of stillborn: refused by the grader's screen (given code), never run
   errors: list = field(default_factory=list)
 
   @property
@@ -370,19 +392,23 @@ class Tally:
     return len(self.killed) + len(self.survived)
 
 
-def pick(t, mutants, sample, jobs, objects, equivalents, tally):
+def pick(t, mutants, sample, jobs, objects, equivalents, tally, screened=False):
   """The first `sample` mutants of the shuffled list that compile to other code and are not listed
-  as equivalent (all of them when sample is 0)."""
+  as equivalent (all of them when sample is 0); with screened, also that the grader's screen takes
+  (the others count as not built, unrun)."""
   chosen, k = [], 0
   with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
     while k < len(mutants) and (not sample or len(chosen) < sample):
       batch = mutants[k:k + max(jobs * 4, sample - len(chosen)) if sample else len(mutants)]
       k += len(batch)
-      for m, kind in zip(batch, pool.map(objects.classify, batch)):
+      classify = (lambda m: "screened" if refused_by_screen(t, m) else objects.classify(m)) if screened \
+        else objects.classify
+      for m, kind in zip(batch, pool.map(classify, batch)):
         if sample and len(chosen) == sample:
           break
-        if kind == "stillborn":
+        if kind in ("stillborn", "screened"):
           tally.stillborn += 1
+          tally.screened += kind == "screened"
         elif kind == "same code":
           tally.same_code += 1
         elif m.key in equivalents:
@@ -439,14 +465,37 @@ def stale_entries(equivalents, mutants):
   return [f"{f}: {rest}" for (f, rest) in equivalents if (f, rest) not in keys]
 
 
-def per_file(t, tally):
-  rows = []
+def file_counts(t, tally):
+  """[(file, killed, counted, listed equivalent)] for every file the run drew a mutant of."""
+  out = []
   for f in t.files:
     k = sum(m.file == f for m in tally.killed)
     s = sum(m.file == f for m in tally.survived)
-    if k + s:
-      rows.append(f"    {f:<58} {k:>4} of {k + s:<4} killed ({100 * k / (k + s):.0f} %)")
+    e = sum(m.file == f for m, _ in tally.equivalent)
+    if k + s + e:
+      out.append((f, k, k + s, e))
+  return out
+
+
+def per_file(t, tally):
+  rows = []
+  for f, k, n, _ in file_counts(t, tally):
+    if n:
+      rows.append(f"    {f:<58} {k:>4} of {n:<4} killed ({100 * k / n:.0f} %)")
   return rows
+
+
+def under_bar(t, tally, bar):
+  """A line per file whose ratio killed / (counted: drawn, not listed equivalent) is below bar %
+  (issue #15's bar holds for every solution file); a file with none counted is named too."""
+  lines = []
+  for f, k, n, e in file_counts(t, tally):
+    if not n:
+      lines.append(f"  no mutant of {f} counted ({e} drawn, all listed equivalent)")
+    elif 100 * k / n < bar:
+      lines.append(f"  UNDER THE BAR ({bar:g} % per file): {f}: {k} of {n} killed ({100 * k / n:.1f} %),"
+                   f" {e} listed equivalent")
+  return lines
 
 
 def report(t, tally, stale, args, total):
@@ -459,26 +508,41 @@ def report(t, tally, stale, args, total):
   if tally.survived:
     print("  survivors:")
     print("\n".join(f"    {m.label}" + (f"   [{m.region}]" if m.region else "") for m in tally.survived))
+  for line in under_bar(t, tally, args.bar):
+    print(line)
   for line in stale:
     print(f"  STALE entry of {t.equivalents.relative_to(ROOT)} (it matches no mutant now): {line}")
   for line in tally.errors:
     print(f"  ERROR {line}")
-  print(f"mutants {t.name}: {len(tally.killed)} of {tally.counted} killed ({ratio:.1f} %); sample {args.sample or 'all'}"
+  print(f"mutants {t.name}: {len(tally.killed)} of {tally.counted} killed ({ratio:.1f} %); sample {sample_text(args)}"
         f" of {total} mutants, seed {args.seed}; {len(tally.equivalent)} listed equivalent, {tally.same_code} compiled"
-        f" to the reference's code, {tally.stillborn} did not build")
+        f" to the reference's code, {tally.stillborn} did not build"
+        + (f" ({tally.screened} of them change given code, which the grader's screen refuses: not run)"
+           if tally.screened else ""))
   return 1 if (args.min is not None and ratio < args.min) or stale or tally.errors else 0
+
+
+def sample_text(args):
+  return f"{args.per_file} per file" if args.per_file else f"{args.sample or 'all'}"
 
 
 def parse_args(argv):
   ap = argparse.ArgumentParser(prog="tools/mutants.py", description="Mutation testing of the reference.")
   ap.add_argument("target", help="a lab (23.1) or uopc")
   ap.add_argument("--sample", type=int, default=40, help="mutants to run (0: every one; default 40)")
+  ap.add_argument("--per-file", type=int, metavar="N", help="a stratified draw: the first N mutants of each file"
+                  " in the seed's order (instead of --sample), so every file's ratio is measured")
+  ap.add_argument("--bar", type=float, default=90, help="name each file whose ratio is below this percent"
+                  " (default 90, issue #15's bar; reported only, --min sets the exit status)")
   ap.add_argument("--seed", type=int, default=15, help="the shuffle's seed (default 15)")
   ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once (default: the cores)")
   ap.add_argument("--min", type=float, help="exit 1 when fewer than this percent are killed")
   ap.add_argument("--recheck", type=Path, help="run only the mutants listed in this file, one `file:line: before"
                   " -> after` a line as this tool prints survivors (after a test was strengthened)")
-  return ap.parse_args(argv)
+  args = ap.parse_args(argv)
+  if args.per_file is not None and args.per_file < 1:
+    ap.error("--per-file takes a count of 1 or more")
+  return args
 
 
 def recheck(path, mutants):
@@ -511,12 +575,17 @@ def main(argv=None):
   mutants, total = list(everything), len(everything)
   if args.recheck:
     mutants = recheck(args.recheck, mutants)
-    args.sample = len(mutants)
-  print(f"mutants {t.name}: {total} mutants of {len(t.files)} files; sample {args.sample or 'all'},"
+    args.sample, args.per_file = len(mutants), None
+  print(f"mutants {t.name}: {total} mutants of {len(t.files)} files; sample {sample_text(args)},"
         f" seed {args.seed}, {args.jobs} at a time", flush=True)
   mutants = draw_order(mutants, args.seed)
-  tally = Tally()
-  chosen = pick(t, mutants, args.sample, args.jobs, Objects(t), equivalents, tally)
+  tally, objects = Tally(), Objects(t)
+  if args.per_file:   # the same order restricted to each file: a file's draw does not depend on the others
+    chosen = [m for f in t.files
+              for m in pick(t, [m for m in mutants if m.file == f], args.per_file, args.jobs, objects, equivalents, tally,
+                                screened=True)]
+  else:
+    chosen = pick(t, mutants, args.sample, args.jobs, objects, equivalents, tally)
   run_all(t, chosen, args.jobs, tally)
   return report(t, tally, stale_entries(equivalents, everything), args, total)
 

@@ -96,6 +96,25 @@ static void test_codegen_close_drops_the_loops_fact(void **state) {
   assert_string_equal(f->text.data + f->text.len - 2, "}\n");
 }
 
+/* A loop codegen_open_loop refuses leaves the nest as it was: no scope, no indentation, no
+ * text, so the next loop opens where the refused one would have. */
+static void test_codegen_open_loop_refused_leaves_the_nest_as_it_was(void **state) {
+  fixture *f = *state;
+  const sym_expr *n = sym_expr_dim(f->arena, &f->n), *v = NULL;
+  assert_uopc_code(codegen_open_loop(&f->nest, "i0", sym_expr_const(f->arena, 0), &v, &f->err), UOPC_E_INVALID,
+                   f->err);   /* a loop that never runs */
+  assert_uopc_code(codegen_open_loop(&f->nest, NULL, n, &v, &f->err), UOPC_E_INVALID, f->err);   /* no name */
+  assert_int_equal(f->nest.n_scopes, 1);
+  assert_int_equal(f->nest.depth, 1);
+  assert_int_equal(f->text.len, 0);
+  memset(&f->err, 0, sizeof f->err);
+  assert_uopc_ok(codegen_open_loop(&f->nest, "i0", n, &v, &f->err), f->err);
+  assert_uopc_ok(codegen_close(&f->nest), f->err);
+  assert_string_equal(f->text.data, "  for (int32_t i0 = 0; i0 < n; i0++) {\n  }\n");
+  assert_int_equal(f->nest.n_scopes, 1);
+  assert_int_equal(f->nest.depth, 1);
+}
+
 /* CODEGEN_MAX_SCOPES scopes at most, the root included: one loop more is UOPC_E_LIMIT, whether
  * its scope is pushed bare or opened as a loop. */
 static void test_codegen_nest_refuses_loops_past_its_depth(void **state) {
@@ -170,6 +189,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_codegen_close_drops_the_loops_fact, setup, teardown),
     cmocka_unit_test_setup_teardown(test_codegen_nest_refuses_loops_past_its_depth, setup, teardown),
     cmocka_unit_test_setup_teardown(test_codegen_emit_lanes_proves_the_tails_lane_below_lanes, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_codegen_open_loop_refused_leaves_the_nest_as_it_was, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -170,6 +170,83 @@ static void test_plan_source_reads_bounds_from_arguments(void **state) {
   free(disk);
 }
 
+/* The lane form's start, through codegen_emit_lanes itself with a reducer whose identity is
+ * given: a zero fills every lane by C's initialiser, any other value (a max's -INFINITY) in a
+ * loop over the lanes, before the first block. */
+static int lane_element(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size) {
+  (void)ctx, (void)n, (void)j;
+  snprintf(value, size, "x[r0 + r1]");
+  return UOPC_OK;
+}
+
+static int lane_combine(void *ctx, codegen_nest *n, const char *acc, const char *value) {
+  (void)ctx;
+  return codegen_line(n, "%s = fmaxf(%s, %s);", acc, acc, value);
+}
+
+static void expect_lanes_start(fixture *f, const char *identity, const char *want) {
+  codegen_text text = {0};
+  codegen_nest nest;
+  uopc_error err = {0};
+  codegen_reducer r = {"float", identity, lane_element, lane_combine, NULL};
+  codegen_nest_init(&nest, &text, f->arena, "int32_t", 0, &err);
+  assert_uopc_ok(codegen_emit_lanes(&nest, sym_expr_dim(f->arena, &f->n), &r, &err), err);
+  if (strncmp(text.data, want, strlen(want)) != 0)
+    fail_msg("codegen_emit_lanes with the identity %s: expected the text to start with\n%s\ngot\n%.300s",
+             identity, want, text.data);
+  codegen_text_fini(&text);
+}
+
+/* Inside the lanes the enclosing loops' facts still hold: an element that needs i0 < b (the
+ * outer loop's fact) is proved in the whole blocks and in the tail. */
+typedef struct outer_ctx { const sym_expr *i0, *b; int proved; } outer_ctx;
+
+static int outer_element(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size) {
+  outer_ctx *c = ctx;
+  (void)j;
+  int rc = codegen_require_lt(n, c->i0, c->b);
+  c->proved += rc == UOPC_OK;
+  snprintf(value, size, "x[i0*n + r0 + r1]");
+  return rc;
+}
+
+static void expect_outer_fact_inside_lanes(fixture *f) {
+  codegen_text text = {0};
+  codegen_nest nest;
+  uopc_error err = {0};
+  outer_ctx c = {NULL, sym_expr_dim(f->arena, &f->b), 0};
+  codegen_reducer r = {"float", "0.0f", outer_element, lane_combine, &c};
+  codegen_nest_init(&nest, &text, f->arena, "int32_t", 0, &err);
+  assert_uopc_ok(codegen_open_loop(&nest, "i0", c.b, &c.i0, &err), err);
+  assert_uopc_ok(codegen_emit_lanes(&nest, sym_expr_dim(f->arena, &f->n), &r, &err), err);
+  assert_uopc_ok(codegen_close(&nest), err);
+  assert_int_equal(c.proved, 2);   /* the blocks' element and the tail's */
+  assert_int_equal(nest.n_scopes, 1);
+  codegen_text_fini(&text);
+}
+
+/* The blocks' fact is r0 + LANES - 1 < n and no more: an element that reads one past j (it needs
+ * j + 1 < n) is refused already in the whole blocks, before any proof of it succeeds. */
+static int past_element(void *ctx, codegen_nest *n, const sym_expr *j, char *value, size_t size) {
+  outer_ctx *c = ctx;
+  int rc = codegen_require_lt(n, sym_expr_add(n->arena, j, sym_expr_const(n->arena, 1)), c->b);
+  c->proved += rc == UOPC_OK;
+  snprintf(value, size, "x[r0 + r1 + 1]");
+  return rc;
+}
+
+static void expect_no_element_past_the_blocks(fixture *f) {
+  codegen_text text = {0};
+  codegen_nest nest;
+  uopc_error err = {0};
+  outer_ctx c = {NULL, sym_expr_dim(f->arena, &f->n), 0};
+  codegen_reducer r = {"float", "0.0f", past_element, lane_combine, &c};
+  codegen_nest_init(&nest, &text, f->arena, "int32_t", 0, &err);
+  assert_uopc_code(codegen_emit_lanes(&nest, c.b, &r, &err), UOPC_E_INVALID, err);
+  assert_int_equal(c.proved, 0);
+  codegen_text_fini(&text);
+}
+
 static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   fixture *f = *state;
   f->rowsum = rowsum_plan(f, 2);
@@ -184,13 +261,22 @@ static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   assert_contains(src, "acc0[r1] += t0;");
   assert_contains(src, "out[i0] = acc0[0];");
   expect_no_size_literals(src, "rowsum_f32_bn");
-  /* A parameter named LANES would shadow the lane count: refused before any text. */
+  expect_lanes_start(f, "0.0f", "float acc0[LANES] = {0.0f};\nint32_t r0 = 0;\nfor (; r0 <= n - LANES; r0 += LANES) {\n");
+  expect_lanes_start(f, "-INFINITY", "float acc0[LANES];\nfor (int32_t r1 = 0; r1 < LANES; r1++) acc0[r1] = -INFINITY;\n"
+                     "int32_t r0 = 0;\nfor (; r0 <= n - LANES; r0 += LANES) {\n");
+  expect_outer_fact_inside_lanes(f);
+  expect_no_element_past_the_blocks(f);
+  /* A parameter named LANES would shadow the lane count: refused before any text. Its own
+   * arena: the lanes above declared the generated code's LANES in f's, and an arena holds one
+   * declaration of a name. */
   sym_dim lanes;
+  sym_arena *own;
   uopc_error err = {0};
+  assert_uopc_ok(sym_arena_new(&own, &err), err);
   assert_uopc_ok(sym_dim_init(&lanes, "LANES", 1, 64, 1, &err), err);
   kernel_graph g;
-  kernel_graph_init(&g, f->arena);
-  const sym_expr *shape[2] = {sym_expr_dim(f->arena, &f->b), sym_expr_dim(f->arena, &lanes)};
+  kernel_graph_init(&g, own);
+  const sym_expr *shape[2] = {sym_expr_dim(own, &f->b), sym_expr_dim(own, &lanes)};
   const kernel_node *x, *s;
   plan *p = NULL;
   assert_uopc_ok(kernel_input(&g, "x", UOPC_F32, 2, shape, &x, &err), err);
@@ -198,6 +284,7 @@ static void test_plan_rowsum_source_reads_runtime_stride(void **state) {
   assert_uopc_code(plan_new(&p, &g, s, "rowsum_f32_blanes", NULL, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "dim 'LANES'");
   assert_null(p);
+  sym_arena_free(own);
 }
 
 static void test_plan_fixed_length_variant_pastes_its_size(void **state) {

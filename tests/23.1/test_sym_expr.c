@@ -158,6 +158,17 @@ static void test_sym_expr_simplify_decides_the_quotient_from_bounds(void **state
   const sym_expr *ew = sym_expr_dim(a, &w);
   expect_same(f, sym_expr_floordiv(a, ew, four), one);
   expect_same(f, sym_expr_mod(a, ew, four), sym_expr_sub(a, ew, four));
+  /* v in [-1, 1] spans two periods of 3 (floor(-1/3) is -1): its quotient is no constant. */
+  sym_dim v;
+  sym_binding b;
+  int64_t got = 0;
+  assert_uopc_ok(sym_dim_init(&v, "v", -1, 1, 1, &err), err);
+  const sym_expr *q = simplified(f, sym_expr_floordiv(a, sym_expr_dim(a, &v), sym_expr_const(a, 3)));
+  sym_binding_init(&b);
+  assert_uopc_ok(sym_dim_bind(&b, &v, -1, &err), err);
+  assert_uopc_ok(sym_expr_eval(q, &b, &got, &err), err);
+  if (q->kind == SYM_CONST || got != -1)
+    fail_msg("v // 3, v in [-1, 1], simplified to %s: at v = -1 expected -1, got %lld", text(q), (long long)got);
 }
 
 /* Equal forms are one node, in four families: like terms combined, one form in any order, a sum
@@ -365,7 +376,7 @@ static void test_sym_expr_simplify_exhaustive_small_dims(void **state) {
   free(out), free(src), free(values), free(io), free(is), free(simp), free(s);
 }
 
-/* big in [1, 2^62]: the intervals of big*4, big*(-4) + (-1) and big*4 - (-1) saturate instead of
+/* big in [1, 2^62]: the intervals of big*4, big*(-4) + (-1), big*(-4) - 1 and big*4 - (-1) saturate instead of
  * overflowing, each end the way it overflows: down at INT64_MIN, up at INT64_MAX. */
 static void expect_interval(const sym_expr *e, const char *what, int64_t lo, int64_t hi) {
   uopc_error err = {0};
@@ -399,6 +410,8 @@ static void test_sym_expr_interval_saturates_a_sum_downward(void **state) {
   const sym_expr *e = sym_expr_add(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4)),
                                    sym_expr_const(a, -1));
   expect_interval(e, "big*(-4) + (-1)", INT64_MIN, -5);
+  const sym_expr *down = sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4));
+  expect_interval(sym_expr_sub(a, down, sym_expr_const(a, 1)), "big*(-4) - 1", INT64_MIN, -5);
   sym_arena_free(a);
 }
 
@@ -458,9 +471,10 @@ static void test_sym_expr_interval_is_tight_for_dims_min_and_max(void **state) {
   sym_interval r;
   assert_uopc_ok(sym_dim_init(&x, "x", -4, 4, 1, &err), err);
   const sym_expr *ex = sym_expr_dim(a, &x), *two = sym_expr_const(a, 2);
-  const sym_expr *ends[2] = {sym_expr_min(a, ex, two), sym_expr_max(a, two, ex)};
-  static const int64_t want[2][2] = {{-4, 2}, {2, 4}};
-  for (int k = 0; k < 2; k++) {
+  const sym_expr *ends[4] = {sym_expr_min(a, ex, two), sym_expr_max(a, two, ex), sym_expr_max(a, ex, two),
+                             sym_expr_min(a, two, ex)};
+  static const int64_t want[4][2] = {{-4, 2}, {2, 4}, {2, 4}, {-4, 2}};
+  for (int k = 0; k < 4; k++) {
     assert_uopc_ok(sym_expr_interval(ends[k], &r, &err), err);
     if (r.lo != want[k][0] || r.hi != want[k][1])
       fail_msg("%s with x in [-4, 4]: expected [%lld, %lld], got [%lld, %lld]", text(ends[k]),
@@ -499,6 +513,33 @@ static void test_sym_expr_simplify_reports_an_exhausted_arena(void **state) {
   assert_int_equal(quiet, UOPC_E_NOMEM);
   assert_uopc_code(rc, UOPC_E_NOMEM, err);
   assert_contains(err.message, "expression arena: out of memory");
+  sym_arena_free(a);
+#endif
+}
+
+/* x // 3 and x % 3 for x = v + 4 (v in [0, 10]) need the remainder v + 1, a node the full arena
+ * cannot make: the division reports UOPC_E_NOMEM and leaves *out alone. */
+static void test_sym_simplify_divmod_reports_an_exhausted_arena(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  skip();
+#else
+  sym_arena *a;
+  sym_dim v;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_arena_new(&a, &err), err);
+  assert_uopc_ok(sym_dim_init(&v, "v", 0, 10, 1, &err), err);
+  const sym_expr *x = sym_expr_add(a, sym_expr_dim(a, &v), sym_expr_const(a, 4)), *three = sym_expr_const(a, 3);
+  const sym_kind kinds[] = {SYM_FLOORDIV, SYM_MOD};
+  for (int k = 0; k < 2; k++) {
+    const sym_expr *out = three;
+    fail_calloc = 1;   /* fill the arena: its next new node fails */
+    for (int c = 0; c < 100000 && sym_expr_const(a, 1000000 + 100000 * k + c); c++) {}
+    int rc = sym_simplify_divmod(a, kinds[k], x, three, &out, &err);
+    fail_calloc = 0;
+    assert_uopc_code(rc, UOPC_E_NOMEM, err);
+    assert_ptr_equal(out, three);
+  }
   sym_arena_free(a);
 #endif
 }
@@ -718,6 +759,7 @@ int main(void) {
     cmocka_unit_test(test_sym_expr_interval_is_tight_for_dims_min_and_max),
     cmocka_unit_test(test_sym_arena_interns_equal_nodes_after_growing),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_reports_an_exhausted_arena, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_simplify_divmod_reports_an_exhausted_arena, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_compare_is_a_total_order, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_null_operand_gives_null, setup, teardown),
     cmocka_unit_test(test_sym_arena_free_returns_every_node),

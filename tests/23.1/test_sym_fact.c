@@ -8,6 +8,14 @@
 
 typedef struct fixture { sym_arena *arena; sym_dim n; const sym_expr *en; } fixture;
 
+#ifndef __SANITIZE_ADDRESS__
+/* Allocation failure on demand, as in test_sym_expr.c: this executable's calloc comes before
+ * glibc's for the lab's library too (ELF interposition). */
+extern void *__libc_calloc(size_t n, size_t size);
+static int fail_calloc;
+void *calloc(size_t n, size_t size) { return fail_calloc ? NULL : __libc_calloc(n, size); }
+#endif
+
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   uopc_error err = {0};
@@ -82,6 +90,11 @@ static void test_sym_scope_intervals_alone_cannot_prove_j_below_n(void **state) 
   if (ji.lo != 0 || ji.hi != 4095 || ni.lo != 1 || ni.hi != 4096)
     fail_msg("intervals: expected j in [0, 4095], N in [1, 4096]; got j in [%lld, %lld], N in [%lld, %lld]",
              (long long)ji.lo, (long long)ji.hi, (long long)ni.lo, (long long)ni.hi);
+  /* Strictly below: 3 < 3 is not proved, 2 < 3 is, N < N + 1 is and N < N is not. */
+  expect_proof(&root, sym_expr_const(f->arena, 3), sym_expr_const(f->arena, 3), 0, "3 < 3");
+  expect_proof(&root, sym_expr_const(f->arena, 2), sym_expr_const(f->arena, 3), 1, "2 < 3");
+  expect_proof(&root, f->en, sym_expr_add(f->arena, f->en, sym_expr_const(f->arena, 1)), 1, "N < N + 1");
+  expect_proof(&root, f->en, f->en, 0, "N < N");
   /* A scope with no facts answers from intervals alone. */
   sym_scope bare;
   sym_scope_init(&bare, NULL, f->arena);
@@ -368,7 +381,43 @@ static void test_sym_index_width_rejects_negative_extent(void **state) {
   const sym_expr *shape[1] = {sym_expr_dim(a, &m)};
   sym_index_init(&ix);
   assert_uopc_code(sym_index_width(&ix, "x", shape, 1, &err), UOPC_E_INVALID, err);
+  /* An extent that may be 0 is not negative: an empty buffer is a buffer. */
+  sym_dim z;
+  assert_uopc_ok(sym_dim_init(&z, "z", 0, 5, 1, &err), err);
+  const sym_expr *empty[2] = {sym_expr_const(a, 3), sym_expr_dim(a, &z)};
+  assert_uopc_ok(sym_index_width(&ix, "y", empty, 2, &err), err);
+  assert_int_equal(ix.max_elements, 15);
+  assert_int_equal(ix.bits, 32);
   sym_arena_free(a);
+}
+
+/* A comparison with a fact that cannot be simplified (the arena is out of memory) is an error,
+ * not "not proved": k < N + 1 is not shown by intervals (k in [0, 10]), so the prover goes on to
+ * the loop's fact j < N, whose comparisons need nodes the arena no longer has. */
+static void test_sym_scope_prove_lt_reports_a_failed_simplification(void **state) {
+  fixture *f = *state;
+#ifdef __SANITIZE_ADDRESS__
+  (void)f;
+  skip();
+#else
+  sym_arena *a = f->arena;
+  sym_scope root, loop;
+  sym_dim k;
+  const sym_expr *j = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&k, "k", 0, 10, 1, &err), err);
+  const sym_expr *ek = sym_expr_dim(a, &k), *rhs = sym_expr_add(a, f->en, sym_expr_const(a, 1));
+  sym_scope_init(&root, NULL, a);
+  assert_uopc_ok(sym_scope_open_loop(&loop, &root, a, "j", f->en, &j, &err), err);
+  expect_proof(&root, ek, rhs, 0, "no fact in scope");   /* the interval test's nodes, made once */
+  fail_calloc = 1;   /* fill the arena: its next new node fails */
+  for (int v = 0; v < 100000 && sym_expr_const(a, 1000000 + v); v++) {}
+  int proved = -1, rc = sym_scope_prove_lt(&loop, ek, rhs, &proved, &err);
+  fail_calloc = 0;
+  assert_int_equal(sym_arena_error(a)->code, UOPC_E_NOMEM);
+  if (rc == UOPC_OK) fail_msg("k < N + 1 in the loop j < N with the arena out of memory: expected an error, got UOPC_OK");
+  assert_int_equal(proved, 0);
+#endif
 }
 
 int main(void) {
@@ -382,6 +431,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_scope_narrow_refuses_widening_and_empty_ranges, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_assume_lt_rejects_too_many_facts, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_scope_open_loop_checks_its_name_and_bound, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_scope_prove_lt_reports_a_failed_simplification, setup, teardown),
     cmocka_unit_test(test_sym_index_width_is_32_when_bounds_allow),
     cmocka_unit_test(test_sym_index_width_is_64_past_int32),
     cmocka_unit_test(test_sym_index_width_rejects_products_past_int64),

@@ -596,6 +596,8 @@ static void test_dispatch_generated_source_banner(void **state) {
   assert_contains(text, "void square_plus_one_fast16(float *restrict out_p, const float *restrict x_p, int64_t n)");
   assert_contains(text, "__builtin_assume_aligned(x_p, 64)");
   assert_contains(text, "for (int64_t i0 = 0; i0 < n / 16; i0++) {\n    for (int64_t i1 = 0; i1 < 16; i1++) {");
+  assert_contains(text, "\n      out[i0 * 16 + i1] = t");   /* the body one level inside both loops */
+  assert_contains(text, ";\n    }\n  }\n}\n");
   dispatch_fini(d);
 }
 

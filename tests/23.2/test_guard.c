@@ -40,9 +40,10 @@ static void expect_holds(const guard_set *s, const guard_call *c) {
 }
 
 /* The views the reason tests call with: base (20 f32), strided (base[::2], 10 elements), shifted
- * (base[1:], 4 bytes past a 64-byte boundary), f64 (20 f64), odd (33 f32), head (base[:19]). One
+ * (base[1:], 4 bytes past a 64-byte boundary), f64 (20 f64), odd (33 f32), head (base[:19]), tail
+ * (base[19:]). One
  * test per guard kind: each adds its guards to a fresh set and checks the last. */
-typedef struct reason_views { uopc_tensor base, strided, shifted, f64, odd, head; } reason_views;
+typedef struct reason_views { uopc_tensor base, strided, shifted, f64, odd, head, tail; } reason_views;
 
 static void make_views(reason_views *v) {
   uopc_error err = {0};
@@ -54,10 +55,11 @@ static void make_views(reason_views *v) {
   assert_uopc_ok(uopc_tensor_slice(&v->strided, &v->base, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
   assert_uopc_ok(uopc_tensor_slice(&v->shifted, &v->base, 0, 1, UOPC_SLICE_NONE, 1, &err), err);
   assert_uopc_ok(uopc_tensor_slice(&v->head, &v->base, 0, 0, 19, 1, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&v->tail, &v->base, 0, 19, UOPC_SLICE_NONE, 1, &err), err);
 }
 
 static void release_views(reason_views *v) {
-  uopc_tensor *all[] = {&v->base, &v->strided, &v->shifted, &v->f64, &v->odd, &v->head};
+  uopc_tensor *all[] = {&v->base, &v->strided, &v->shifted, &v->f64, &v->odd, &v->head, &v->tail};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
 }
 
@@ -202,6 +204,11 @@ static void test_guard_reason_disjoint_carries_actual_values(void **state) {
   expect_fails(&s, &c, "out and x overlap (they share bytes of one buffer)");
   make_call(&c, &v.base, &v.f64);
   expect_holds(&s, &c);
+  /* Ranges that touch share no byte: out = base[:19] ends where x = base[19:] starts. */
+  make_call(&c, &v.head, &v.tail);
+  expect_holds(&s, &c);
+  make_call(&c, &v.tail, &v.head);
+  expect_holds(&s, &c);
   guard_set_fini(&s);
   release_views(&v);
 }
@@ -344,6 +351,18 @@ static void test_spec_key_compose_rejects_missing_parts(void **state) {
   p.layout[0] = '\0';
   assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "cache key part 'layout' is empty");
+  /* each part, emptied alone, is refused by its own name */
+  static const char *const names[] = {"op", "target", "dtypes", "layout", "numerics", "compiler", "constraints"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    char *part[] = {p.op, p.target, p.dtypes, p.layout, p.numerics, p.compiler, p.constraints};
+    char want[64];
+    fill_parts(&p);
+    part[k][0] = '\0';
+    memset(&err, 0, sizeof err);
+    assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);
+    snprintf(want, sizeof want, "cache key part '%s' is empty", names[k]);
+    assert_contains(err.message, want);
+  }
   fill_parts(&p);
   p.graph_hash = 0;
   assert_uopc_code(spec_key_compose(&p, &b, &err), UOPC_E_INVALID, err);

@@ -50,6 +50,17 @@ static void expect(const fixture *f, const char *what, const sym_expr *e, int64_
     fail_msg("%s with x = %" PRId64 ", y = %" PRId64 ": expected %" PRId64 ", got %" PRId64, what, x, y, want, got);
 }
 
+static void expect_message(const fixture *f, const sym_expr *e, int64_t x, int64_t y, const char *want) {
+  sym_binding b;
+  uopc_error err = {0};
+  int64_t got = 0;
+  sym_binding_init(&b);
+  assert_uopc_ok(sym_dim_bind(&b, &f->x, x, &err), err);
+  assert_uopc_ok(sym_dim_bind(&b, &f->y, y, &err), err);
+  assert_uopc_code(sym_expr_eval(e, &b, &got, &err), UOPC_E_OVERFLOW, err);
+  assert_contains(err.message, want);
+}
+
 static void test_sym_expr_eval_reports_overflow(void **state) {
   fixture *f = *state;
   sym_arena *a = f->arena;
@@ -66,6 +77,10 @@ static void test_sym_expr_eval_reports_overflow(void **state) {
   const sym_expr *inner = sym_expr_add(a, sym_expr_floordiv(a, prod, sym_expr_const(a, 7)), sym_expr_const(a, 1));
   expect(f, "(x * y) // 7 + 1", inner, INT64_C(1) << 40, INT64_C(1) << 40, UOPC_E_OVERFLOW, 0);
   expect(f, "max(x, x * y)", sym_expr_max(a, f->ex, prod), INT64_MAX, 2, UOPC_E_OVERFLOW, 0);
+  /* the message names the operands and the operator that overflowed */
+  expect_message(f, sum, INT64_MAX, 1, "9223372036854775807 + 1 overflows int64");
+  expect_message(f, diff, INT64_MIN, 1, "-9223372036854775808 - 1 overflows int64");
+  expect_message(f, prod, INT64_C(1) << 32, INT64_C(1) << 32, "4294967296 * 4294967296 overflows int64");
 }
 
 static void test_sym_expr_eval_is_exact_at_the_edges(void **state) {
