@@ -63,184 +63,134 @@ static void release_views(reason_views *v) {
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) uopc_tensor_release(all[i]);
 }
 
+/* Each reason test's fixture: the views, an empty set over (out, x), and a call. */
+typedef struct reason_fx { reason_views v; guard_set s; guard_call c; } reason_fx;
+
+static int reason_setup(void **state) {
+  reason_fx *f = calloc(1, sizeof *f);
+  if (!f) return -1;
+  make_views(&f->v);
+  new_set(&f->s);
+  *state = f;
+  return 0;
+}
+
+static int reason_teardown(void **state) {
+  reason_fx *f = *state;
+  guard_set_fini(&f->s);
+  release_views(&f->v);
+  free(f);
+  return 0;
+}
+
 static void test_guard_reason_contiguous_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.strided);
-  assert_uopc_ok(guard_set_add_contiguous(&s, X, &err), err);
-  expect_fails(&s, &c, "x is not contiguous (strides (2) for shape (10))");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.strided);
+  assert_uopc_ok(guard_set_add_contiguous(&f->s, X, &err), err);
+  expect_fails(&f->s, &f->c, "x is not contiguous (strides (2) for shape (10))");
 }
 
 static void test_guard_reason_range_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.strided);
-  assert_uopc_ok(guard_set_add_range(&s, NULL, (guard_site){X, GUARD_STRIDE, 0}, 1, 1, &err), err);
-  assert_string_equal(s.guards[s.count - 1].what, "x.strides[0] == 1");
-  expect_fails(&s, &c, "x.strides[0] = 2, not 1");
-  assert_uopc_ok(guard_set_add_range(&s, NULL, shape(OUT, 0), 1, 8, &err), err);
-  expect_fails(&s, &c, "out.shape[0] = 20 is outside [1, 8]");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.strided);
+  assert_uopc_ok(guard_set_add_range(&f->s, NULL, (guard_site){X, GUARD_STRIDE, 0}, 1, 1, &err), err);
+  assert_string_equal(f->s.guards[f->s.count - 1].what, "x.strides[0] == 1");
+  expect_fails(&f->s, &f->c, "x.strides[0] = 2, not 1");
+  assert_uopc_ok(guard_set_add_range(&f->s, NULL, shape(OUT, 0), 1, 8, &err), err);
+  expect_fails(&f->s, &f->c, "out.shape[0] = 20 is outside [1, 8]");
 }
 
 /* A range over a named dim gives lab 23.1's text for it. */
 static void test_guard_reason_dim_bounds_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
   sym_dim n;
-  make_views(&v);
-  new_set(&s);
   assert_uopc_ok(sym_dim_init(&n, "n", 1, 16, 1, &err), err);
-  make_call(&c, &v.base, &v.odd);
-  assert_uopc_ok(guard_set_add_bounds(&s, &n, shape(X, 0), &err), err);
-  expect_fails(&s, &c, "dim 'n' = 33 outside [1, 16]");
-  assert_string_equal(s.guards[s.count - 1].what, "n = x.shape[0] in [1, 16]");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.odd);
+  assert_uopc_ok(guard_set_add_bounds(&f->s, &n, shape(X, 0), &err), err);
+  expect_fails(&f->s, &f->c, "dim 'n' = 33 outside [1, 16]");
+  assert_string_equal(f->s.guards[f->s.count - 1].what, "n = x.shape[0] in [1, 16]");
 }
 
 static void test_guard_reason_equal_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.strided);
-  assert_uopc_ok(guard_set_add_equal(&s, shape(OUT, 0), shape(X, 0), &err), err);
-  expect_fails(&s, &c, "out.shape[0] = 20 differs from x.shape[0] = 10");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.strided);
+  assert_uopc_ok(guard_set_add_equal(&f->s, shape(OUT, 0), shape(X, 0), &err), err);
+  expect_fails(&f->s, &f->c, "out.shape[0] = 20 differs from x.shape[0] = 10");
 }
 
 static void test_guard_reason_divisible_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.odd);
-  assert_uopc_ok(guard_set_add_divisible(&s, "n", shape(X, 0), 16, &err), err);
-  expect_fails(&s, &c, "n = 33 is not a multiple of 16");
-  assert_uopc_ok(guard_set_add_divisible(&s, NULL, shape(X, 0), 3, &err), err);
-  expect_holds(&s, &c);
-  assert_uopc_ok(guard_set_add_divisible(&s, NULL, shape(X, 0), 5, &err), err);
-  expect_fails(&s, &c, "x.shape[0] = 33 is not a multiple of 5");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.odd);
+  assert_uopc_ok(guard_set_add_divisible(&f->s, "n", shape(X, 0), 16, &err), err);
+  expect_fails(&f->s, &f->c, "n = 33 is not a multiple of 16");
+  assert_uopc_ok(guard_set_add_divisible(&f->s, NULL, shape(X, 0), 3, &err), err);
+  expect_holds(&f->s, &f->c);
+  assert_uopc_ok(guard_set_add_divisible(&f->s, NULL, shape(X, 0), 5, &err), err);
+  expect_fails(&f->s, &f->c, "x.shape[0] = 33 is not a multiple of 5");
 }
 
 /* out = x[1:] * 2: out's extent is n - 1, with n = x.shape[0] bound by the set's earlier guards. */
 static void test_guard_reason_expr_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
   sym_dim n;
   sym_arena *arena;
-  make_views(&v);
-  new_set(&s);
   assert_uopc_ok(sym_dim_init(&n, "n", 1, 16, 1, &err), err);
   assert_uopc_ok(sym_arena_new(&arena, &err), err);
-  make_call(&c, &v.base, &v.odd);
-  assert_uopc_ok(guard_set_add_divisible(&s, "n", shape(X, 0), 16, &err), err);
-  assert_uopc_ok(guard_set_add_bounds(&s, &n, shape(X, 0), &err), err);
+  make_call(&f->c, &f->v.base, &f->v.odd);
+  assert_uopc_ok(guard_set_add_divisible(&f->s, "n", shape(X, 0), 16, &err), err);
+  assert_uopc_ok(guard_set_add_bounds(&f->s, &n, shape(X, 0), &err), err);
   const sym_expr *less = sym_expr_add(arena, sym_expr_dim(arena, &n), sym_expr_const(arena, -1));
   assert_uopc_ok(sym_expr_simplify(arena, less, &less, &err), err);
-  assert_uopc_ok(guard_set_add_expr(&s, shape(OUT, 0), less, &err), err);
-  expect_fails(&s, &c, "out.shape[0] = 20, but n - 1 = 32 on this call");
-  make_call(&c, &v.head, &v.base);
-  expect_holds(&s, &c);
-  guard_set_fini(&s);
+  assert_uopc_ok(guard_set_add_expr(&f->s, shape(OUT, 0), less, &err), err);
+  expect_fails(&f->s, &f->c, "out.shape[0] = 20, but n - 1 = 32 on this call");
+  make_call(&f->c, &f->v.head, &f->v.base);
+  expect_holds(&f->s, &f->c);
   sym_arena_free(arena);
-  release_views(&v);
 }
 
 static void test_guard_reason_aligned_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.shifted);
-  assert_uopc_ok(guard_set_add_aligned(&s, X, 64, &err), err);
-  expect_fails(&s, &c, "x is not aligned to 64 bytes (element 0 is 4 bytes past a 64-byte boundary)");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.shifted);
+  assert_uopc_ok(guard_set_add_aligned(&f->s, X, 64, &err), err);
+  expect_fails(&f->s, &f->c, "x is not aligned to 64 bytes (element 0 is 4 bytes past a 64-byte boundary)");
 }
 
 static void test_guard_reason_disjoint_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.shifted);
-  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
-  expect_fails(&s, &c, "out and x overlap (they share bytes of one buffer)");
-  make_call(&c, &v.base, &v.f64);
-  expect_holds(&s, &c);
+  make_call(&f->c, &f->v.base, &f->v.shifted);
+  assert_uopc_ok(guard_set_add_disjoint(&f->s, OUT, X, &err), err);
+  expect_fails(&f->s, &f->c, "out and x overlap (they share bytes of one buffer)");
+  make_call(&f->c, &f->v.base, &f->v.f64);
+  expect_holds(&f->s, &f->c);
   /* Ranges that touch share no byte: out = base[:19] ends where x = base[19:] starts. */
-  make_call(&c, &v.head, &v.tail);
-  expect_holds(&s, &c);
-  make_call(&c, &v.tail, &v.head);
-  expect_holds(&s, &c);
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.head, &f->v.tail);
+  expect_holds(&f->s, &f->c);
+  make_call(&f->c, &f->v.tail, &f->v.head);
+  expect_holds(&f->s, &f->c);
 }
 
 static void test_guard_reason_dtype_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.f64);
-  assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F32, &err), err);
-  expect_fails(&s, &c, "x has dtype f64, not f32");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.f64);
+  assert_uopc_ok(guard_set_add_dtype(&f->s, X, UOPC_F32, &err), err);
+  expect_fails(&f->s, &f->c, "x has dtype f64, not f32");
 }
 
 static void test_guard_reason_rank_carries_actual_values(void **state) {
-  (void)state;
+  reason_fx *f = *state;
   uopc_error err = {0};
-  reason_views v;
-  guard_set s;
-  guard_call c;
-  make_views(&v);
-  new_set(&s);
-  make_call(&c, &v.base, &v.f64);
-  assert_uopc_ok(guard_set_add_rank(&s, X, 2, &err), err);
-  expect_fails(&s, &c, "x has rank 1, not 2");
-  guard_set_fini(&s);
-  release_views(&v);
+  make_call(&f->c, &f->v.base, &f->v.f64);
+  assert_uopc_ok(guard_set_add_rank(&f->s, X, 2, &err), err);
+  expect_fails(&f->s, &f->c, "x has rank 1, not 2");
 }
 
 /* A guard on an axis the tensor lacks fails; a guard set stops at the first failure. */
@@ -398,16 +348,16 @@ static void test_spec_key_graph_hash_is_structural(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_guard_reason_contiguous_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_range_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_dim_bounds_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_equal_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_divisible_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_expr_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_aligned_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_disjoint_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_dtype_carries_actual_values),
-    cmocka_unit_test(test_guard_reason_rank_carries_actual_values),
+    cmocka_unit_test_setup_teardown(test_guard_reason_contiguous_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_range_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_dim_bounds_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_equal_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_divisible_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_expr_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_aligned_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_disjoint_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_dtype_carries_actual_values, reason_setup, reason_teardown),
+    cmocka_unit_test_setup_teardown(test_guard_reason_rank_carries_actual_values, reason_setup, reason_teardown),
     cmocka_unit_test(test_guard_set_check_stops_at_first_failure),
     cmocka_unit_test(test_guard_set_rejects_bad_guards),
     cmocka_unit_test(test_spec_key_compose_text),
