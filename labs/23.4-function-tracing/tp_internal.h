@@ -106,7 +106,8 @@ int tp_student(tp_ctx *c, tp_site at, int rc, const uopc_error *err);
  * bounds decide the comparison for every call. */
 int tp_compare_record(tp_ctx *c, tp_int a, tp_cmp op, tp_int b, tp_site at, int *truth, uopc_error *err);
 /* tp_break.c: the policy when a traced model reads data: strict, the
- * error UOPC_E_UNSUPPORTED naming what; otherwise tp_break_resume. */
+ * error UOPC_E_UNSUPPORTED naming what and saying the way out (tests look
+ * for "tp_where" and "without strict" in it); otherwise tp_break_resume. */
 int tp_on_break(tp_ctx *c, const char *what, tp_site at, uopc_error *err);
 /* tp_effect.c: UOPC_OK when effect may run in c (eager mode, or a pure
  * callback); UOPC_E_UNSUPPORTED naming the effect otherwise. */

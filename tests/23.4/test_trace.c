@@ -484,6 +484,8 @@ static void test_item_in_strict_mode_names_tp_item_and_the_line(void **state) {
   assert_uopc_code(call_error(f, 8, &err), UOPC_E_UNSUPPORTED, err);
   assert_contains(err.message, "tp_item");
   assert_contains(err.message, site(item_line));
+  assert_contains(err.message, "tp_where");          /* the way out, as tp_internal.h asks */
+  assert_contains(err.message, "without strict");
   assert_int_equal(uopc_counter_get(TP_C_BREAKS), breaks);   /* refused, not broken */
   assert_int_equal(tp_compiled_variant_count(f), 0);
   tp_compiled_free(f);
