@@ -310,6 +310,11 @@ static void test_reuse_decide_refuses_a_buffer_read_later(void **state) {
   assert_uopc_ok(reuse_decide(f.p, 2, t2, &d, &f.err), f.err);   /* t3 may take t2's: its last use */
   assert_int_equal(d.verdict, REUSE_OK);
   assert_uopc_code(reuse_decide(f.p, 1, 99, &d, &f.err), UOPC_E_INVALID, f.err);
+  /* Only a let makes a buffer that could take another's memory: a store is refused. */
+  ir_graph *g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_store(f.p, &f.whole, ir_const(g, 3, UOPC_F32), &f.err), f.err);
+  assert_uopc_code(reuse_decide(f.p, 3, t1, &d, &f.err), UOPC_E_INVALID, f.err);
+  assert_contains(f.err.message, "statement 3 is not a let");
   mv_program_free(f.p);
 }
 
