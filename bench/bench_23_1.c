@@ -12,16 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "bench.h"
 #include "plan.h"
 
 enum { ROWS = 8, REPS = 7 };
 static const int64_t LENGTHS[] = {4096, 65536, 1 << 20};
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 __attribute__((optimize("O3"), noinline))
 static void hand_chain(float *restrict out, const float *restrict a, const float *restrict b,
@@ -61,14 +56,14 @@ static double time_job(job *j, uopc_error *err) {
   int64_t calls = 1;
   double best = 1e300;
   for (double t = 0; t < 2e7; calls *= 2) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int64_t k = 0; k < calls; k++) if (run_once(j, err)) return -1;
-    t = now_ns() - t0;
+    t = bench_now_ns() - t0;
   }
   for (int r = 0; r < REPS; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int64_t k = 0; k < calls; k++) run_once(j, err);
-    double per = (now_ns() - t0) / (double)calls;
+    double per = (bench_now_ns() - t0) / (double)calls;
     if (per < best) best = per;
   }
   return best;

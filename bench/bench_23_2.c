@@ -11,16 +11,11 @@
  * lines; each figure is the best of several repetitions. */
 #include <stdio.h>
 #include <time.h>
+#include "bench.h"
 #include "dispatch.h"
 #include "vcache.h"
 
 enum { REPS = 7, CALLS = 1000000 };
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
 
 typedef void (*fast_fn)(float *, const float *, int64_t);
 typedef void (*generic_fn)(float *, const float *, int64_t, int64_t, int64_t);
@@ -31,12 +26,12 @@ static double best_dispatch(dispatcher *d, uopc_tensor *x, uopc_tensor *out, fas
   float *xp = uopc_tensor_data(x), *op = uopc_tensor_data(out);
   double best = 1e30;
   for (int r = 0; r < REPS; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < calls; i++) {
       if (fn) fn(op, xp, x->shape[0]);
       else dispatch_call(d, x, out, &err);
     }
-    double t = (now_ns() - t0) / calls;
+    double t = (bench_now_ns() - t0) / calls;
     if (t < best) best = t;
   }
   return best;
@@ -97,11 +92,11 @@ static int bench_kernels(int64_t n, uopc_error *err) {
   float *xp = uopc_tensor_data(&x), *op = uopc_tensor_data(&out);
   double tf = 1e30, tg = 1e30;
   for (int r = 0; r < REPS; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     fast(op, xp, n);
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     generic(op, xp, n, 1, 1);
-    double t2 = now_ns();
+    double t2 = bench_now_ns();
     if (t1 - t0 < tf) tf = t1 - t0;
     if (t2 - t1 < tg) tg = t2 - t1;
   }
@@ -138,13 +133,13 @@ static double best_vcache(vcache *c, vcache_variant *v, uopc_tensor *x, uopc_ten
   float *xp = uopc_tensor_data(x), *op = uopc_tensor_data(out);
   double best = 1e30;
   for (int r = 0; r < REPS; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < CALLS; i++) {
       if (which == 0) vcache_call(c, outs, 1, ins, 1, &err);
       else if (which == 1) exec_run(v->exec, outs, 1, ins, 1, &err);
       else fn(op, xp);
     }
-    double t = (now_ns() - t0) / CALLS;
+    double t = (bench_now_ns() - t0) / CALLS;
     if (t < best) best = t;
   }
   return best;

@@ -13,26 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench.h"
 #include "run.h"
 
 enum { REPS = 15 };
 #define BIG ((int64_t)1 << 24)
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
 
 /* One program over one f32 storage `a`: n in [lo, BIG], or n = 2h with h in
  * [1, BIG / 2] when halves is set. */
@@ -87,14 +72,14 @@ static int time_jobs(mv_runner *const *jobs, int m, uopc_tensor *a, float *copy,
   size_t bytes = (size_t)uopc_tensor_numel(a) * sizeof *copy;
   for (int k = -1; k < REPS; k++)
     for (int j = 0; j < m; j++) {
-      double t0 = now_ns();
+      double t0 = bench_now_ns();
       for (int64_t c = 0; c < calls; c++) {
         if (!jobs[j]) memcpy(copy, uopc_tensor_data(a), bytes);
         else if (mv_run(jobs[j], args, 1, NULL, err)) return err->code;
       }
-      if (k >= 0) t[j][k] = (now_ns() - t0) / (double)calls;
+      if (k >= 0) t[j][k] = (bench_now_ns() - t0) / (double)calls;
     }
-  for (int j = 0; j < m; j++) ns[j] = median(t[j], REPS);
+  for (int j = 0; j < m; j++) ns[j] = bench_median(t[j], REPS);
   return UOPC_OK;
 }
 
@@ -190,16 +175,16 @@ static int bench_guard_alone(uopc_error *err) {
   int disjoint[2] = {0, 0};
   for (int k = -1; k < REPS && !rc; k++)
     for (int pair = 0; pair < 2 && !rc; pair++) {
-      double t0 = now_ns();
+      double t0 = bench_now_ns();
       for (int c = 0; c < CALLS && !rc; c++)
         rc = alias_guard_disjoint(&v[2 * pair], &v[2 * pair + 1], &disjoint[pair], err);
-      if (k >= 0) t[pair][k] = (now_ns() - t0) / CALLS;
+      if (k >= 0) t[pair][k] = (bench_now_ns() - t0) / CALLS;
     }
   if (!rc && (!disjoint[0] || disjoint[1]))
     rc = UOPC_FAIL(err, UOPC_E_INVALID, "bench: the guard's answers are not disjoint, overlap");
   if (!rc) {
-    printf("bench 23.3 guard-disjoint n=1 ns=%.1f\n", median(t[0], REPS));
-    printf("bench 23.3 guard-overlap n=1 ns=%.1f\n", median(t[1], REPS));
+    printf("bench 23.3 guard-disjoint n=1 ns=%.1f\n", bench_median(t[0], REPS));
+    printf("bench 23.3 guard-overlap n=1 ns=%.1f\n", bench_median(t[1], REPS));
   }
   for (int k = 0; k < 4; k++) uopc_tensor_release(&v[k]);
   uopc_tensor_release(&a);

@@ -12,25 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench.h"
 #include "tp_compile.h"
 
 enum { REPS = 9, D_IN = 8, D_HID = 16, D_OUT = 4 };
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
 
 static int two_layer(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   (void)user;
@@ -67,17 +52,17 @@ static int model_times(tp_compiled *f, int64_t b, double *captured, double *eage
   double tc[REPS], te[REPS];
   for (int r = -1; r < REPS && !rc; r++) {    /* r = -1: the warm-up (and the trace) */
     uopc_tensor out[1] = {0}, grads[2] = {0};
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     rc = tp_call(f, in, out, grads, err);
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     release(out, 1), release(grads, 2);
     if (!rc) rc = tp_run_eager(two_layer, NULL, in, 4, 1, 0x6, out, grads, err);
-    double t2 = now_ns();
+    double t2 = bench_now_ns();
     release(out, 1), release(grads, 2);
     if (r >= 0) tc[r] = t1 - t0, te[r] = t2 - t1;
   }
   release(t, 4);
-  if (!rc) *captured = median(tc, REPS), *eager = median(te, REPS);
+  if (!rc) *captured = bench_median(tc, REPS), *eager = bench_median(te, REPS);
   return rc;
 }
 
@@ -132,11 +117,11 @@ static int bench_guards(uopc_error *err) {
     double t[REPS];
     int holds = 0;
     for (int r = 0; r < REPS && !rc; r++) {
-      double t0 = now_ns();
+      double t0 = bench_now_ns();
       for (int i = 0; i < CALLS && !rc; i++) rc = tp_variant_holds(&v, &b, &holds, err);
-      t[r] = (now_ns() - t0) / CALLS;
+      t[r] = (bench_now_ns() - t0) / CALLS;
     }
-    if (!rc) printf("bench 23.4 variant-holds-%d-guards n=1 ns=%.1f\n", guards, median(t, REPS));
+    if (!rc) printf("bench 23.4 variant-holds-%d-guards n=1 ns=%.1f\n", guards, bench_median(t, REPS));
   }
   sym_arena_free(ar);
   return rc;
@@ -160,15 +145,15 @@ static int bench_call(uopc_error *err) {
   enum { CALLS = 20000 };
   double t[REPS];
   for (int r = -1; r < REPS && !rc; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < (r < 0 ? 1 : CALLS) && !rc; i++) {
       uopc_tensor out[1] = {0};
       rc = tp_call(f, in, out, NULL, err);
       uopc_tensor_release(&out[0]);
     }
-    if (r >= 0) t[r] = (now_ns() - t0) / CALLS;
+    if (r >= 0) t[r] = (bench_now_ns() - t0) / CALLS;
   }
-  if (!rc) printf("bench 23.4 call-hit-one-guard n=16 ns=%.0f\n", median(t, REPS));
+  if (!rc) printf("bench 23.4 call-hit-one-guard n=16 ns=%.0f\n", bench_median(t, REPS));
   uopc_tensor_release(&x);
   tp_compiled_free(f);
   sym_arena_free(ar);

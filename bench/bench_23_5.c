@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench.h"
 #include "model.h"
 
 enum { CAPACITY = 4096, SHORT = 32, LONG = 512, REPS = 5, BATCH = 4 };
@@ -26,18 +27,10 @@ static const int LENGTHS[] = {1, 32, 128, 256, 512, 768, 1024, 1536, 2048, 2560,
 static const int CAPACITIES[] = {64, 128, 256, 512, 1024, 2048, 4096};
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
 
-static double clock_ns(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-/* Steps are timed in the process's CPU time: on a shared machine, wall time
- * also counts the time other processes held the core, which made the curves
- * jump by 10x between neighbouring points. A compile is timed on the wall:
- * its work is done by gcc, in child processes. */
-static double cpu_ns(void) { return clock_ns(CLOCK_PROCESS_CPUTIME_ID); }
-static double now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+/* Steps are timed in the process's CPU time (bench_cpu_ns): on a shared
+ * machine, wall time also counts the time other processes held the core,
+ * which made the curves jump by 10x between neighbouring points. A compile is
+ * timed on the wall: its work is done by gcc, in child processes. */
 
 typedef struct job {
   kv_model *m;
@@ -58,15 +51,15 @@ static double time_job(job *j, uopc_error *err) {
   int64_t calls = 1;
   double best = 1e300;
   for (double t = 0; t < 4e6; calls *= 2) {
-    double t0 = cpu_ns();
+    double t0 = bench_cpu_ns();
     for (int64_t k = 0; k < calls; k++)
       if (run_once(j, err)) return -1;
-    t = cpu_ns() - t0;
+    t = bench_cpu_ns() - t0;
   }
   for (int r = 0; r < REPS; r++) {
-    double t0 = cpu_ns();
+    double t0 = bench_cpu_ns();
     for (int64_t k = 0; k < calls; k++) run_once(j, err);
-    double per = (cpu_ns() - t0) / (double)calls;
+    double per = (bench_cpu_ns() - t0) / (double)calls;
     if (per < best) best = per;
   }
   return best;
@@ -147,16 +140,16 @@ static int compile_costs(kv_model **m, const kv_model_config *cfg, uopc_error *e
   if (!mkdtemp(dir)) return UOPC_FAIL(err, UOPC_E_IO, "bench 23.5: mkdtemp failed");
   setenv("UOPC_CACHE_DIR", dir, 1);
   int64_t compiles = uopc_counter_get("compiler invocations");
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   int rc = kv_model_new(m, cfg, err);
-  double cold = now_ns() - t0;
+  double cold = bench_now_ns() - t0;
   int64_t cold_compiles = uopc_counter_get("compiler invocations") - compiles;
   if (!rc) {
     kv_model_free(*m);
-    t0 = now_ns();
+    t0 = bench_now_ns();
     rc = kv_model_new(m, cfg, err);
   }
-  double warm = now_ns() - t0;
+  double warm = bench_now_ns() - t0;
   if (!rc) {
     printf("bench 23.5 model-cold n=%lld ns=%.0f\n", (long long)cold_compiles, cold);
     printf("bench 23.5 model-warm n=0 ns=%.0f\n", warm);

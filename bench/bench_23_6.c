@@ -22,14 +22,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench.h"
 #include "guarded_jit.h"
 #include "../uopc/src/internal.h"   /* the size check, measured alone */
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
 
 static int unlink_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st; (void)flag; (void)ftw;
@@ -47,9 +42,9 @@ static double construct_in_child(const char *source, const char *cache_dir) {
     uopc_program_options opts = {.cache_dir = cache_dir};
     uopc_program *p;
     uopc_error err = {0};
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     int rc = uopc_program_new(&p, source, "square_plus_one", "ppp", &opts, &err);
-    double t = rc == UOPC_OK ? now_ns() - t0 : -1;
+    double t = rc == UOPC_OK ? bench_now_ns() - t0 : -1;
     if (write(fds[1], &t, sizeof t) != sizeof t) _exit(1);
     _exit(0);
   }
@@ -103,11 +98,11 @@ static int run_measured(char *const argv[], const char *cwd, cost *c) {
   struct rusage ru;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addchdir_np(&fa, cwd);
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0 || wait4(pid, &status, 0, &ru) != pid) return -1;
-  c->wall = now_ns() - t0;
+  c->wall = bench_now_ns() - t0;
   c->cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
@@ -161,16 +156,6 @@ static int entry_dir_of(const char *cache, char out[PATH_MAX]) {
   return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
 /* One uopc run on a fresh cache under root, and one gcc run in a fresh
  * directory holding kernel.c; each directory is removed after its run. */
 static int cold_pair(const char *root, int r, char **gcc_argv, const char *kernel, cost *u, cost *g) {
@@ -209,8 +194,8 @@ static void bench_cold_uopc_vs_gcc(void) {
     printf("note: bench 23.6 cold_uopc_vs_gcc could not run a compile; skipped\n");
     return;
   }
-  double uwall = median(uw, COLD_RUNS), ucpu = median(uc, COLD_RUNS), gwall = median(gw, COLD_RUNS),
-         gcpu = median(gc, COLD_RUNS);
+  double uwall = bench_median(uw, COLD_RUNS), ucpu = bench_median(uc, COLD_RUNS), gwall = bench_median(gw, COLD_RUNS),
+         gcpu = bench_median(gc, COLD_RUNS);
   printf("bench 23.6 cold_uopc n=1 ns=%.0f (cpu %.1f ms)\n", uwall, ucpu / 1e6);
   printf("bench 23.6 cold_gcc n=1 ns=%.0f (cpu %.1f ms)\n", gwall, gcpu / 1e6);
   printf("ratio 23.6 cold_compile uopc/gcc cpu=%.3f wall=%.3f (goal: <= 1.0; medians of %d new processes)\n",
@@ -262,24 +247,24 @@ static double size_check(const uopc_cache *c) {
   char trash[PATH_MAX];
   for (int i = 0; i < CHECK_RUNS; i++) {
     int fd;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     if (uopc_cache_lock(c->dir, &fd, NULL) != UOPC_OK || uopc_cache_account(c, 1, 4096, NULL, trash, NULL) != UOPC_OK)
       return -1;
     uopc_cache_unlock(fd);
-    t[i] = now_ns() - t0;
+    t[i] = bench_now_ns() - t0;
   }
-  return median(t, CHECK_RUNS);
+  return bench_median(t, CHECK_RUNS);
 }
 
 static double scan_time(const char *dir) {
   double t[5];
   uopc_cache_record r;
   for (int i = 0; i < 5; i++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     if (uopc_cache_scan(dir, &r, NULL) != UOPC_OK) return -1;
-    t[i] = now_ns() - t0;
+    t[i] = bench_now_ns() - t0;
   }
-  return median(t, 5);
+  return bench_median(t, 5);
 }
 
 static void bench_size_check(void) {
@@ -308,12 +293,12 @@ static double per_call(guarded_jit *jit, uopc_tensor *x, uopc_tensor *out, kerne
   uopc_error err;
   float *xp = uopc_tensor_data(x), *op = uopc_tensor_data(out);
   int n = (int)x->shape[0];
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   for (int i = 0; i < iters; i++) {
     if (direct) direct(xp, op, &n);
     else guarded_jit_call(jit, x, out, &err);
   }
-  return (now_ns() - t0) / iters;
+  return (bench_now_ns() - t0) / iters;
 }
 
 static double best_of(int reps, guarded_jit *jit, uopc_tensor *x, uopc_tensor *out, kernel_fn direct, int iters) {
@@ -345,9 +330,9 @@ static void bench_bandwidth(guarded_jit *jit, int64_t n) {
       (void (*)(float *, const float *, const float *, long long))uopc_program_entry(triad);
   double best = 1e30;
   for (int r = 0; r < 5; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     fn(uopc_tensor_data(&out), uopc_tensor_data(&x), uopc_tensor_data(&c), n);
-    double t = now_ns() - t0;
+    double t = bench_now_ns() - t0;
     if (t < best) best = t;
   }
   double kernel_gbs = 8.0 * n / kernel, triad_gbs = 12.0 * n / best;
@@ -377,14 +362,14 @@ static double strided_way(guarded_jit *jit, uopc_tensor *x, uopc_tensor *tmp, uo
   uopc_error err;
   float *dst = uopc_tensor_data(tmp);
   const float *src = uopc_tensor_data(x);
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   for (int i = 0; i < iters; i++) {
     if (way == GATHER_THEN_KERNEL || way == GATHER) gather2(dst, src, x->shape[0]);
     if (way == TENSOR_COPY) uopc_tensor_copy(tmp, x, &err);
     if (way == FALLBACK) guarded_jit_call(jit, x, out, &err);
     if (way == GATHER_THEN_KERNEL || way == KERNEL) guarded_jit_call(jit, tmp, out, &err);
   }
-  return (now_ns() - t0) / iters;
+  return (bench_now_ns() - t0) / iters;
 }
 
 static void bench_copy_vs_strided(guarded_jit *jit) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "bench.h"
 #include "exec.h"
 
 enum { ROWS = 8, REPS = 7 };
@@ -19,12 +20,6 @@ static const int64_t LENGTHS[] = {4096, 65536, 1 << 20};
 enum { STRIDED_ROWS, STRIDED, SUM_ROWS, SUM_COLS, N_CASES };
 static const char *const CASE_NAMES[N_CASES] = {"rows-mul-add", "cols-mul-add", "sum-axis1", "sum-axis0"};
 static const char *const ENTRY_NAMES[N_CASES] = {"rows", "cols", "sum1", "sum0"};
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 /* Extents and strides of one build: dims (dynamic) or constants (fixed). */
 typedef struct sizes { const sym_dim *rows, *n, *s0, *s1; int64_t n_value; } sizes;
@@ -60,15 +55,15 @@ static double time_call(call *c, uopc_error *err) {
   int64_t calls = 1;
   double best = 1e300;
   for (double t = 0; t < 2e7; calls *= 2) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int64_t k = 0; k < calls; k++)
       if (exec_run(c->e, &c->out, 1, c->in, c->n_in, err)) return -1;
-    t = now_ns() - t0;
+    t = bench_now_ns() - t0;
   }
   for (int r = 0; r < REPS; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int64_t k = 0; k < calls; k++) exec_run(c->e, &c->out, 1, c->in, c->n_in, err);
-    double per = (now_ns() - t0) / (double)calls;
+    double per = (bench_now_ns() - t0) / (double)calls;
     if (per < best) best = per;
   }
   return best;
