@@ -137,13 +137,8 @@ static int check_bound(const lower_program *p, const sym_binding *b, uopc_error 
   return UOPC_OK;
 }
 
-int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
-              uopc_error *err) {
-  return exec_bind_lowered(e->low, inputs, n_inputs, b, err);
-}
-
-int exec_bind_lowered(const lower_program *p, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
-                      uopc_error *err) {
+static int bind_lowered(const lower_program *p, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
+                        uopc_error *err) {
   if (n_inputs != p->n_inputs || (n_inputs && !inputs))
     return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' takes %d inputs, not %d", p->entry, p->n_inputs, n_inputs);
   b->count = 0;   /* not sym_binding_init: its memset of every slot (2 KB) is most of a bind */
@@ -156,13 +151,13 @@ int exec_bind_lowered(const lower_program *p, const uopc_tensor *const *inputs, 
   return rc ? rc : check_bound(p, b, err);
 }
 
-int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape, int *rank,
-                      uopc_error *err) {
-  return exec_output_shape_lowered(e->low, k, b, shape, rank, err);
+int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
+              uopc_error *err) {
+  return bind_lowered(e->low, inputs, n_inputs, b, err);
 }
 
-int exec_output_shape_lowered(const lower_program *p, int k, const sym_binding *b, int64_t *shape, int *rank,
-                              uopc_error *err) {
+static int output_shape(const lower_program *p, int k, const sym_binding *b, int64_t *shape, int *rank,
+                        uopc_error *err) {
   const ir_node *n = p->buffers[k].node;
   *rank = n->rank;
   for (int a = 0; a < n->rank; a++) {
@@ -170,6 +165,11 @@ int exec_output_shape_lowered(const lower_program *p, int k, const sym_binding *
     if (rc) return rc;
   }
   return UOPC_OK;
+}
+
+int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape, int *rank,
+                      uopc_error *err) {
+  return output_shape(e->low, k, b, shape, rank, err);
 }
 
 /* ---- Running. */
@@ -182,11 +182,11 @@ static void shape_text(const int64_t *shape, int rank, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, ")");
 }
 
-int exec_check_output_lowered(const lower_program *p, int k, const uopc_tensor *t, const sym_binding *b,
-                              uopc_error *err) {
+static int check_output(const lower_program *p, int k, const uopc_tensor *t, const sym_binding *b,
+                        uopc_error *err) {
   const ir_node *n = p->buffers[k].node;
   int64_t shape[UOPC_MAX_RANK];
-  int rank, rc = exec_output_shape_lowered(p, k, b, shape, &rank, err);
+  int rank, rc = output_shape(p, k, b, shape, &rank, err);
   if (rc) return rc;
   if (!t || !t->storage) return UOPC_FAIL(err, UOPC_E_INVALID, "output %d is NULL or released", k);
   if (t->dtype != n->dtype)
@@ -203,6 +203,15 @@ int exec_check_output_lowered(const lower_program *p, int k, const uopc_tensor *
   if (!uopc_tensor_is_contiguous(t))
     return UOPC_FAIL(err, UOPC_E_LAYOUT, "output %d is not contiguous; the program writes packed rows", k);
   return UOPC_OK;
+}
+
+int exec_check_call_lowered(const lower_program *p, uopc_tensor *const *outputs, int n_outputs,
+                            const uopc_tensor *const *inputs, int n_inputs, sym_binding *b, uopc_error *err) {
+  if (n_outputs != p->n_outputs || !outputs)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' makes %d outputs, not %d", p->entry, p->n_outputs, n_outputs);
+  int rc = bind_lowered(p, inputs, n_inputs, b, err);
+  for (int k = 0; k < n_outputs && !rc; k++) rc = check_output(p, k, outputs[k], b, err);
+  return rc;
 }
 
 static int check_aliases(uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
@@ -254,10 +263,7 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
              int n_inputs, uopc_error *err) {
   const lower_program *p = e->low;
   sym_binding b;
-  if (n_outputs != p->n_outputs || !outputs)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' makes %d outputs, not %d", p->entry, p->n_outputs, n_outputs);
-  int rc = exec_bind(e, inputs, n_inputs, &b, err);
-  for (int k = 0; k < n_outputs && !rc; k++) rc = exec_check_output_lowered(p, k, outputs[k], &b, err);
+  int rc = exec_check_call_lowered(p, outputs, n_outputs, inputs, n_inputs, &b, err);
   if (!rc) rc = check_aliases(outputs, n_outputs, inputs, n_inputs, p, err);
   if (!rc) rc = scratch_for(e, &b, err);
   if (rc) return rc;

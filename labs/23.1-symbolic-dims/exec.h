@@ -56,18 +56,13 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
  * UOPC_E_NOMEM (the temporaries), those of sym_expr_eval. */
 int exec_run_checked(exec *e, void *const *buffers, const int64_t *dims, uopc_error *err);
 
-/* The binder, the output shape and the output check of a lowered program,
- * for runners that call it elsewhere (exec_cuda.h): exec_bind,
- * exec_output_shape and exec_run's check of each output are these on
- * exec_lowered(e). */
-int exec_bind_lowered(const lower_program *p, const uopc_tensor *const *inputs, int n_inputs, sym_binding *b,
-                      uopc_error *err);
-int exec_output_shape_lowered(const lower_program *p, int k, const sym_binding *b, int64_t *shape, int *rank,
-                              uopc_error *err);
-/* Output k is of k's dtype, of its shape under b, and contiguous.
- * Errors: UOPC_E_INVALID (NULL), UOPC_E_DTYPE, UOPC_E_BOUNDS, UOPC_E_LAYOUT. */
-int exec_check_output_lowered(const lower_program *p, int k, const uopc_tensor *t, const sym_binding *b,
-                              uopc_error *err);
+/* exec_run's checks of a call, for runners that call the program elsewhere
+ * (exec_cuda.h): the inputs bound into *b (as exec_bind), and each output of
+ * its dtype, of its shape under b, and contiguous. Errors: those of
+ * exec_bind, UOPC_E_INVALID (the output count, a NULL output), UOPC_E_DTYPE,
+ * UOPC_E_BOUNDS, UOPC_E_LAYOUT. */
+int exec_check_call_lowered(const lower_program *p, uopc_tensor *const *outputs, int n_outputs,
+                            const uopc_tensor *const *inputs, int n_inputs, sym_binding *b, uopc_error *err);
 
 const lower_program *exec_lowered(const exec *e);
 const char *exec_source(const exec *e);

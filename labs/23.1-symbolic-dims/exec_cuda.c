@@ -103,21 +103,11 @@ static int launch_all(exec_cuda *e, const sym_binding *b, void **args, uopc_erro
   return rc;
 }
 
-static int check_call(const exec_cuda *e, uopc_tensor *const *outputs, int n_outputs,
-                      const uopc_tensor *const *inputs, int n_inputs, sym_binding *b, uopc_error *err) {
-  const lower_program *p = e->low;
-  if (n_outputs != p->n_outputs || !outputs)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "'%s' makes %d outputs, not %d", p->entry, p->n_outputs, n_outputs);
-  int rc = exec_bind_lowered(p, inputs, n_inputs, b, err);
-  for (int k = 0; k < n_outputs && !rc; k++) rc = exec_check_output_lowered(p, k, outputs[k], b, err);
-  return rc;
-}
-
 int exec_cuda_run(exec_cuda *e, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
                   int n_inputs, uopc_error *err) {
   const lower_program *p = e->low;
   sym_binding b;
-  int rc = check_call(e, outputs, n_outputs, inputs, n_inputs, &b, err);
+  int rc = exec_check_call_lowered(p, outputs, n_outputs, inputs, n_inputs, &b, err);
   if (rc) return rc;
   int n_ptrs = p->n_outputs + p->n_inputs;
   device_call d = {0, calloc((size_t)n_ptrs + 1, sizeof *d.mem), calloc((size_t)n_ptrs + 1, sizeof *d.bytes)};

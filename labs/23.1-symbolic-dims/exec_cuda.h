@@ -35,8 +35,8 @@ void exec_cuda_free(exec_cuda *e);
 /* Runs the graph on host tensors: the inputs are bound and checked exactly
  * as exec_run does, the outputs must be contiguous and of this call's shape
  * (they may share memory with an input: the device works on copies). Each
- * output's storage version is bumped. Errors: those of exec_bind_lowered and
- * exec_check_output_lowered, UOPC_E_CUDA (an allocation, copy or launch, with
+ * output's storage version is bumped. Errors: those of
+ * exec_check_call_lowered, UOPC_E_CUDA (an allocation, copy or launch, with
  * the driver's message), UOPC_E_OVERFLOW (a thread count past int64). */
 int exec_cuda_run(exec_cuda *e, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,
                   int n_inputs, uopc_error *err);
