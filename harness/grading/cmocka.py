@@ -25,9 +25,10 @@ def run_case(binary, case, rundir, env, timeout, user=None, gpu=False, mounts=No
   return interpret(out, record, case, timeout * sandbox.timeout_scale())
 
 
-def interpret(out, record, case, timeout):
-  text = out.stdout + "\n" + out.stderr
-  messages = case_messages(text, case)
+def ended_early(out, record, text, timeout, messages, exited_hint=""):
+  """The Result of a run that did not end by main returning normally (a timeout, a signal, an
+  exception cmocka caught, a bad or missing hook record), or None: one case and a whole suite
+  are judged alike."""
   if out.timed_out:
     return Result(TIMEOUT, f"no answer after {timeout:g}s", messages)
   if out.signal == 31:   # SIGSYS: the grade hook's seccomp filter
@@ -41,9 +42,17 @@ def interpret(out, record, case, timeout):
   if record.problem:
     return Result(FAIL, f"the grade hook's record is not valid ({record.problem})", messages)
   if record.returned is None:
-    word = f"exit status {out.returncode}"
-    return Result(EXITED, f"the suite ended ({word}) before its main returned: exit(), _exit() or exec in a test?",
+    return Result(EXITED, f"the suite ended (exit status {out.returncode}) before its main returned{exited_hint}",
                   messages)
+  return None
+
+
+def interpret(out, record, case, timeout):
+  text = out.stdout + "\n" + out.stderr
+  messages = case_messages(text, case)
+  early = ended_early(out, record, text, timeout, messages, ": exit(), _exit() or exec in a test?")
+  if early:
+    return early
   ran = RUN_COUNT.search(text)
   if ran and ran.group(1) == "0":
     return Result(FAIL, f"the suite has no case named {case} (grader manifest out of date)")
@@ -90,19 +99,9 @@ def interpret_suite(out, record, timeout):
   text = out.stdout + "\n" + out.stderr
   failed = list(dict.fromkeys(FAILED_CASE.findall(text)))
   messages = [l for case in failed for l in case_messages(text, case)][:MESSAGE_LINES]
-  if out.timed_out:
-    return Result(TIMEOUT, f"no answer after {timeout:g}s", messages)
-  if out.signal == 31:
-    return Result(CRASH, "killed by SIGSYS: it touched the grader's channel or a call the grade forbids", messages)
-  if out.signal:
-    return Result(CRASH, f"killed by {sandbox.signal_name(out.signal)}", messages)
-  caught = EXCEPTION.search(text)
-  if caught:
-    return Result(CRASH, f"{scrub.line(caught.group(1).strip())} (caught by cmocka)", messages)
-  if record.problem:
-    return Result(FAIL, f"the grade hook's record is not valid ({record.problem})", messages)
-  if record.returned is None:
-    return Result(EXITED, f"the suite ended (exit status {out.returncode}) before its main returned", messages)
+  early = ended_early(out, record, text, timeout, messages)
+  if early:
+    return early
   ran = RUN_COUNT.search(text)
   if not ran or ran.group(1) == "0":
     return Result(FAIL, "the suite ran no test case")
