@@ -83,8 +83,15 @@ lab_src = $(foreach f,$(filter-out %/main.c,$(wildcard $(call lab_dir,$(1))/*.c)
 lab_incs = $(foreach l,$(1) $(LAB_DEPS_$(1)),-I$(call lab_dir,$(l)))
 lab_links = $(foreach l,$(1) $(LAB_DEPS_$(1)),-llab$(subst .,_,$(l)))
 
+# Lab code (labs/ and solutions/ alike, in every build and in the grader's) indexes its arrays
+# under -fsanitize=bounds: an index outside an array of known size stops the program with
+# SIGILL (a trap, so no runtime library is loaded) instead of reading or writing its
+# neighbour, which no test of values could see. `make SAN=1 test-c` names the line (SAN=1
+# reports every undefined behaviour, bounds included, with its place, so it replaces the trap).
+LAB_BOUNDS := $(if $(SAN),,-fsanitize=bounds -fsanitize-undefined-trap-on-error)
+
 define LAB_RULES
-$(BUILD)/obj/$(call lab_dir,$(1))/%.o $(BUILD)/obj/solutions/$(notdir $(call lab_dir,$(1)))/%.o: EXTRA_CFLAGS = $(call lab_incs,$(1))
+$(BUILD)/obj/$(call lab_dir,$(1))/%.o $(BUILD)/obj/solutions/$(notdir $(call lab_dir,$(1)))/%.o: EXTRA_CFLAGS = $(call lab_incs,$(1)) $(LAB_BOUNDS)
 $(call lab_lib,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
 	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc -lm
 $(BUILD)/bin/lab-$(1): $(call lab_dir,$(1))/main.c $(call lab_lib,$(1))
@@ -156,7 +163,7 @@ $(foreach l,$(BREAK_LABS),$(eval $(call STUDENT_TEST_RULES,$(l))))
 define BREAK_RULES
 $(BREAK)/$(1)-$(2)/obj/$(4:.c=.o): $(filter %/$(4),$(call lab_src,$(1)))
 	@mkdir -p $$(dir $$@)
-	$$(call say,CC,$$<) $$(CC) $$(CFLAGS) -D$(3) $(call lab_incs,$(1)) -c $$< -o $$@
+	$$(call say,CC,$$<) $$(CC) $$(CFLAGS) $$(LAB_BOUNDS) -D$(3) $(call lab_incs,$(1)) -c $$< -o $$@
 $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so: $(BREAK)/$(1)-$(2)/obj/$(4:.c=.o) $(filter-out %/$(4:.c=.o),$(call lab_objs,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
 	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc
 $(BREAK)/$(1)-$(2)/test_my_guard: $(call student_test,$(1)) $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so

@@ -51,6 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ["universal.rules", "c.rules", "c_like.rules"]   # what `mutate FILE c` applies
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-fPIC", "-Iuopc/include"]
+LAB_BOUNDS = ["-fsanitize=bounds", "-fsanitize-undefined-trap-on-error"]   # the Makefile's, for lab code
 GRADE_SEED, GRADE_LENGTHS = 1, 16     # fixed NumPy draws: a mutant's verdict does not depend on luck
 EQUIVALENTS = ROOT / "tests" / "mutants"
 VERDICT = re.compile(r"^  \d+\.\d+ (\S+)\s+(PASS|FAIL|CRASH|TIMEOUT|EXITED EARLY|SKIPPED|NOT RUN)\b")
@@ -104,7 +105,7 @@ def target(name):
   includes = [f"-I{data['dir']}"] + [f"-I{dirs[d]}" for d in data["deps"]]
   files = sorted(str(p.relative_to(ROOT)) for p in solutions.glob("*.c"))
   handouts = {f: f"{data['dir']}/{Path(f).name}" for f in files if Path(f).name in data.get("student_files", [])}
-  return Target(name, files, includes, [[]], EQUIVALENTS / f"{name}.equivalents", handouts)
+  return Target(name, files, includes, [LAB_BOUNDS], EQUIVALENTS / f"{name}.equivalents", handouts)
 
 
 def refused_by_screen(t, m):

@@ -38,7 +38,9 @@ def ended_early(out, record, text, timeout, messages, exited_hint=""):
     return Result(CRASH, f"killed by {sandbox.signal_name(out.signal)}", messages)
   caught = EXCEPTION.search(text)
   if caught:
-    return Result(CRASH, f"{scrub.line(caught.group(1).strip())} (caught by cmocka)", messages)
+    what = scrub.line(caught.group(1).strip())
+    hint = f"; {sandbox.BOUNDS_TRAP}" if what.startswith("Illegal instruction") else ""
+    return Result(CRASH, f"{what} (caught by cmocka{hint})", messages)
   if record.problem:
     return Result(FAIL, f"the grade hook's record is not valid ({record.problem})", messages)
   if record.returned is None:

@@ -451,8 +451,15 @@ def _read(path):
   return data.decode(errors="replace")
 
 
+# Lab code is built with -fsanitize=bounds in trap mode (the Makefile's LAB_BOUNDS): an index
+# outside an array of known size ends in an illegal instruction, which a student should read as such.
+BOUNDS_TRAP = ("an index outside an array of known size, most likely: lab code is built with "
+               "-fsanitize=bounds, which stops there; `make SAN=1 test-c` names the line")
+
+
 def signal_name(number):
   try:
-    return signal.Signals(number).name
+    name = signal.Signals(number).name
   except ValueError:
     return f"signal {number}"
+  return f"{name} ({BOUNDS_TRAP})" if number == signal.SIGILL else name

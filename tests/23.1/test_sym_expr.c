@@ -140,6 +140,14 @@ static void test_sym_expr_simplify_divides_out_the_divisors_multiples(void **sta
   expect_same(f, sym_expr_mod(a, sym_expr_mul(a, x, c), c), zero);              /* (x*c)%c */
   expect_same(f, sym_expr_floordiv(a, sym_expr_mul(a, x, d), d), x);            /* (x*d)//d */
   expect_same(f, sym_expr_mod(a, sym_expr_mul(a, d, y), d), zero);              /* (d*y)%d */
+  /* a symbolic divisor on either side of the product: (d*e)//d and (d*e)//e */
+  sym_dim de;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&de, "e", 1, DHI, 1, &err), err);
+  const sym_expr *e = sym_expr_dim(a, &de), *de_prod = sym_expr_mul(a, d, e);
+  expect_same(f, sym_expr_floordiv(a, de_prod, d), e);
+  expect_same(f, sym_expr_floordiv(a, de_prod, e), d);
+  expect_same(f, sym_expr_mod(a, de_prod, e), zero);
 }
 
 static void test_sym_expr_simplify_decides_the_quotient_from_bounds(void **state) {
@@ -383,7 +391,7 @@ static void expect_interval(const sym_expr *e, const char *what, int64_t lo, int
   sym_interval r;
   assert_uopc_ok(sym_expr_interval(e, &r, &err), err);
   if (r.lo != lo || r.hi != hi)
-    fail_msg("%s, big in [1, 2^62]: expected [%lld, %lld], got [%lld, %lld]", what, (long long)lo, (long long)hi,
+    fail_msg("%s: expected [%lld, %lld], got [%lld, %lld]", what, (long long)lo, (long long)hi,
              (long long)r.lo, (long long)r.hi);
 }
 
@@ -399,7 +407,13 @@ static void test_sym_expr_interval_saturates_a_product(void **state) {
   (void)state;
   sym_dim big;
   sym_arena *a = big_arena(&big);
-  expect_interval(sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, 4)), "big*4", 4, INT64_MAX);
+  expect_interval(sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, 4)), "big*4 (big in [1, 2^62])", 4, INT64_MAX);
+  /* w in [INT64_MIN, -1]: w*w is positive, and (-1) * INT64_MIN saturates up, not down */
+  sym_dim w;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&w, "w", INT64_MIN, -1, 1, &err), err);
+  const sym_expr *ew = sym_expr_dim(a, &w);
+  expect_interval(sym_expr_mul(a, ew, ew), "w*w for w in [INT64_MIN, -1]", 1, INT64_MAX);
   sym_arena_free(a);
 }
 
@@ -409,9 +423,9 @@ static void test_sym_expr_interval_saturates_a_sum_downward(void **state) {
   sym_arena *a = big_arena(&big);
   const sym_expr *e = sym_expr_add(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4)),
                                    sym_expr_const(a, -1));
-  expect_interval(e, "big*(-4) + (-1)", INT64_MIN, -5);
+  expect_interval(e, "big*(-4) + (-1) (big in [1, 2^62])", INT64_MIN, -5);
   const sym_expr *down = sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4));
-  expect_interval(sym_expr_sub(a, down, sym_expr_const(a, 1)), "big*(-4) - 1", INT64_MIN, -5);
+  expect_interval(sym_expr_sub(a, down, sym_expr_const(a, 1)), "big*(-4) - 1 (big in [1, 2^62])", INT64_MIN, -5);
   sym_arena_free(a);
 }
 
@@ -421,7 +435,7 @@ static void test_sym_expr_interval_saturates_a_difference_upward(void **state) {
   sym_arena *a = big_arena(&big);
   const sym_expr *e = sym_expr_sub(a, sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, 4)),
                                    sym_expr_const(a, -1));
-  expect_interval(e, "big*4 - (-1)", 5, INT64_MAX);
+  expect_interval(e, "big*4 - (-1) (big in [1, 2^62])", 5, INT64_MAX);
   sym_arena_free(a);
 }
 

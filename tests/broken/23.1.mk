@@ -10,7 +10,7 @@ B231_SRC := $(wildcard solutions/23.1-symbolic-dims/*.c) $(B231_GIVEN)
 B231 := $(BROKEN)/23.1-bound-off-by-one
 $(B231)/liblab23_1.so: $(B231_SRC) $(wildcard labs/23.1-symbolic-dims/*.h) $(UOPC_LIB)
 	@mkdir -p $(dir $@)
-	$(call say,LINK,$@) $(CC) $(CFLAGS) -DSYM_DIM_BOUND_OFF_BY_ONE $(call lab_incs,23.1) -shared -o $@ $(B231_SRC) $(LDFLAGS) -luopc -lm
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DSYM_DIM_BOUND_OFF_BY_ONE $(call lab_incs,23.1) -shared -o $@ $(B231_SRC) $(LDFLAGS) -luopc -lm
 $(B231)/test_sym_dim: tests/23.1/test_sym_dim.c $(B231)/liblab23_1.so
 	$(call broken_test_link,23.1)
 BROKEN_BINS += $(B231)/test_sym_dim

@@ -8,7 +8,7 @@ B234_SRC := $(B234_STUDENT) $(filter-out %/main.c $(addprefix labs/23.4-function
   $(wildcard labs/23.4-function-tracing/*.c))
 B234_DEPS := $(B234_SRC) $(wildcard labs/23.4-function-tracing/*.h) $(UOPC_LIB) $(call lab_lib,23.1)
 # The library with the flags in $(1); it finds liblab23_1 in the ordinary lib/.
-b234_lib = @mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(1) $(call lab_incs,23.4) -shared -o $@ $(B234_SRC) $(LDFLAGS) \
+b234_lib = @mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_incs,23.4) -shared -o $@ $(B234_SRC) $(LDFLAGS) \
   -Wl,-rpath,'$$ORIGIN/../../lib' -llab23_1 -luopc -lm
 
 # tp_compare_record that records no guard: the variant traced for n = 4

@@ -7,8 +7,9 @@ the worker protocol (a view round trip, a guard page that faults), the verdict p
 cmocka output and hook records (a forged pass, an early exit, a caught signal, a record that is
 not the hook's),
 the manifest's point check against a README, the broken-variant reader, and one end-to-end
-grade of an adversarial submission: a function that aborts (CRASH), one that loops (TIMEOUT)
-and one that prints cmocka's pass lines and exits (EXITED EARLY), next to a test that passes;
+grade of an adversarial submission: a function that aborts (CRASH), one that loops (TIMEOUT),
+one that prints cmocka's pass lines and exits (EXITED EARLY) and one that writes one element past
+a local array (CRASH, by the build's -fsanitize=bounds, saying so), next to a test that passes;
 and the experiment kind: a student's test earns its points only when it passes on the lab and
 fails on the lab without the guard (one that passes on both, or fails on both, earns nothing).
 """
@@ -181,6 +182,8 @@ EVIL = {  # function -> a line put first in its body
   "sym_scope_prove_lt": "for (volatile int spin = 1; spin;) {}",
   "sym_dim_check": 'if (value == 65) { printf("[       OK ] test_sym_dim_bind_rejects_value_above_hi\\n'
                    '[  PASSED  ] 1 test(s).\\n"); fflush(stdout); _exit(0); }',
+  # one element past a local array: without the build's -fsanitize=bounds it would pass unseen
+  "sym_index_width": "{ volatile int at = 4; int box[4] = {0}; box[at] = 1; (void)box; }",
 }
 
 
@@ -200,6 +203,7 @@ class AdversarialSubmissionTest(unittest.TestCase):
       want = {"sym_expr_eval_reports_unbound_dim": "CRASH",
               "sym_scope_prove_lt_fails_outside_the_loop": "TIMEOUT",
               "sym_dim_bind_rejects_value_above_hi": "EXITED EARLY",
+              "sym_index_width_is_32_when_bounds_allow": "CRASH",
               "sym_dim_bind_accepts_both_bounds": "PASS"}
       manifests = {lab: manifest.load(lab) for lab in manifest.available()}
       with contextlib.redirect_stdout(io.StringIO()):
@@ -207,6 +211,8 @@ class AdversarialSubmissionTest(unittest.TestCase):
                           ResultsFile(None), 0).grade()
       got = {t.id: r.verdict for t, r, _, _ in score.rows}
       self.assertEqual(got, want)
+      bounds = next(r.detail for t, r, _, _ in score.rows if t.id == "sym_index_width_is_32_when_bounds_allow")
+      self.assertIn("fsanitize=bounds", bounds)   # the crash says what most likely caused it
     finally:
       os.environ.pop(sandbox.TIMEOUT_SCALE_ENV, None)
       shutil.rmtree(sub, ignore_errors=True)
