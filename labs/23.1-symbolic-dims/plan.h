@@ -34,9 +34,10 @@ int plan_new(plan **out, const kernel_graph *g, const kernel_node *output,
              const char *name, const uopc_program_options *opts, uopc_error *err);
 void plan_free(plan *p);
 
-/* The student's part: values[k] = the value of the plan's k-th dim under b.
- * Errors: UOPC_E_UNBOUND ("kernel 'add_n' launched with dim 'n' unbound"),
- * UOPC_E_BOUNDS (as sym_dim_check, against the plan's bounds). */
+/* The student's part: values[k] = the value of the plan's k-th dim under b
+ * (b may be NULL: every dim is then unbound). Errors: UOPC_E_UNBOUND
+ * ("kernel 'add_n' launched with dim 'n' unbound"), UOPC_E_BOUNDS (as
+ * sym_dim_check, against the plan's bounds). */
 int plan_resolve_dims(const plan *p, const sym_binding *b, int64_t *values,
                       uopc_error *err);
 

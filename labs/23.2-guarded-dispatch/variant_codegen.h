@@ -42,7 +42,8 @@ int variant_codegen_banner(codegen_text *t, const variant_spec *spec, const char
 /* The generic kernel, `<op>_generic(float *out, const float *x, int64_t n,
  * int64_t out_s0, int64_t x_s0)`, signature "pplll": runtime length and
  * strides (negative included), any alignment, out may be x (no restrict).
- * The caller owns src (variant_source_fini). Errors: UOPC_E_UNSUPPORTED (a
+ * The caller owns src (variant_source_fini) after a success; after an error
+ * src holds nothing (what was made is freed). Errors: UOPC_E_UNSUPPORTED (a
  * graph that is not a pointwise function of one input), UOPC_E_NOMEM. */
 int variant_codegen_generic(variant_source *src, const variant_spec *spec, uopc_error *err);
 

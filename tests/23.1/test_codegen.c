@@ -164,6 +164,21 @@ static int probe_combine(void *ctx, codegen_nest *n, const char *acc, const char
  * there is n - r0 (below 4096), not LANES. r1 < LANES, which the lane index needs, must be proved
  * from r0 + r1 < n and n < r0 + LANES (the block loop's exit), not read off a bound the loop does
  * not have. In the blocks it is the lane loop's own bound. */
+/* Generated code is read by people: each line is indented two spaces per brace still open
+ * before it (a line that starts with '}' closes one first), from the nest's first depth. */
+static void expect_indented_by_braces(const char *text, int depth) {
+  for (const char *line = text; *line;) {
+    const char *end = strchr(line, '\n');
+    int len = end ? (int)(end - line) : (int)strlen(line), indent = 0;
+    while (indent < len && line[indent] == ' ') indent++;
+    if (indent < len && line[indent] == '}') depth--;
+    if (indent != 2 * depth)
+      fail_msg("line \"%.*s\" is indented by %d, expected %d (depth %d)", len, line, indent, 2 * depth, depth);
+    for (int k = indent + (line[indent] == '}'); k < len; k++) depth += (line[k] == '{') - (line[k] == '}');
+    line += len + (end != NULL);
+  }
+}
+
 static void test_codegen_emit_lanes_proves_the_tails_lane_below_lanes(void **state) {
   fixture *f = *state;
   lane_probe p = {.n = sym_expr_dim(f->arena, &f->n)};
@@ -179,6 +194,7 @@ static void test_codegen_emit_lanes_proves_the_tails_lane_below_lanes(void **sta
     if (!p.index_proved[k]) fail_msg("%s: r0 + r1 < n is not proved", k ? "the tail" : "the blocks");
   }
   assert_contains(f->text.data, "for (int32_t r1 = 0; r0 + r1 < n; r1++) {");
+  expect_indented_by_braces(f->text.data, 1);
 }
 
 int main(void) {

@@ -464,6 +464,10 @@ static void test_plan_launch_rejects_unbound_dim(void **state) {
     fail_msg("expected \"kernel 'rowsum_f32_bn' launched with dim 'n' unbound\", got \"%s\"", err.message);
   assert_int_equal(uopc_counter_get("calls rowsum_f32_bn"), calls);
   expect_untouched(out, 0, 8 + TAIL, "unbound launch");
+  /* no binding at all: every dim is unbound, the first one named */
+  assert_uopc_code(plan_launch(f->rowsum, NULL, (plan_buffer){out, 8}, &in, 1, &err), UOPC_E_UNBOUND, err);
+  assert_contains(err.message, "launched with dim '");
+  assert_int_equal(uopc_counter_get("calls rowsum_f32_bn"), calls);
 }
 
 /* A binding made against a wider dim of the same name is checked against

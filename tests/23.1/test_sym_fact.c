@@ -410,12 +410,17 @@ static void test_sym_scope_prove_lt_reports_a_failed_simplification(void **state
   sym_scope_init(&root, NULL, a);
   assert_uopc_ok(sym_scope_open_loop(&loop, &root, a, "j", f->en, &j, &err), err);
   expect_proof(&root, ek, rhs, 0, "no fact in scope");   /* the interval test's nodes, made once */
+  const sym_expr *rhs2 = sym_expr_add(a, f->en, sym_expr_const(a, 2));   /* k + 1 <= N + 2: not made yet */
   fail_calloc = 1;   /* fill the arena: its next new node fails */
   for (int v = 0; v < 100000 && sym_expr_const(a, 1000000 + v); v++) {}
   int proved = -1, rc = sym_scope_prove_lt(&loop, ek, rhs, &proved, &err);
-  fail_calloc = 0;
   assert_int_equal(sym_arena_error(a)->code, UOPC_E_NOMEM);
   if (rc == UOPC_OK) fail_msg("k < N + 1 in the loop j < N with the arena out of memory: expected an error, got UOPC_OK");
+  assert_int_equal(proved, 0);
+  /* where no fact is left to try, the interval test's own failure is the answer */
+  proved = -1, rc = sym_scope_prove_lt(&root, ek, rhs2, &proved, &err);
+  fail_calloc = 0;
+  if (rc == UOPC_OK) fail_msg("k < N + 2 with no fact and the arena out of memory: expected an error, got UOPC_OK");
   assert_int_equal(proved, 0);
 #endif
 }

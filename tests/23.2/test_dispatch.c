@@ -12,6 +12,19 @@
 #include "dispatch.h"
 #include "testutil.h"
 
+#ifndef __SANITIZE_ADDRESS__
+/* Allocation failure on demand: this executable's realloc comes before glibc's for the labs'
+ * libraries too and passes every call through while reallocs_left is negative; otherwise the
+ * call after reallocs_left more fails. AddressSanitizer brings its own allocator: not there. */
+extern void *__libc_realloc(void *p, size_t size);
+static int reallocs_left = -1;
+void *realloc(void *p, size_t size) {
+  if (reallocs_left == 0) return NULL;
+  if (reallocs_left > 0) reallocs_left--;
+  return __libc_realloc(p, size);
+}
+#endif
+
 enum { POISON_TAIL = 16 };
 static const double POISON = -12345.0;
 
@@ -361,6 +374,16 @@ static void test_dispatch_explain_before_any_call_is_an_error(void **state) {
   uopc_error err = {0};
   char text[DISPATCH_EXPLAIN_MAX];
   assert_uopc_code(dispatch_explain(d, text, sizeof text, &err), UOPC_E_INVALID, err);
+  /* a call no variant takes (x is f64: every variant's dtype guard fails) ran nothing, and says no more */
+  uopc_tensor x, out;
+  int64_t n = 32;
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F64, 1, &n, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&out, UOPC_F32, 1, &n, &err), err);
+  assert_int_not_equal(dispatch_call(d, &x, &out, &err), UOPC_OK);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_string_equal(text, "call 1: n = 32, no kernel ran\n");
+  uopc_tensor_release(&x);
+  uopc_tensor_release(&out);
   dispatch_fini(d);
 }
 
@@ -598,6 +621,26 @@ static void test_dispatch_generated_source_banner(void **state) {
   assert_contains(text, "for (int64_t i0 = 0; i0 < n / 16; i0++) {\n    for (int64_t i1 = 0; i1 < 16; i1++) {");
   assert_contains(text, "\n      out[i0 * 16 + i1] = t");   /* the body one level inside both loops */
   assert_contains(text, ";\n    }\n  }\n}\n");
+#ifndef __SANITIZE_ADDRESS__
+  /* The same source again, memory running out at each growth of its text in turn: an error
+   * that leaves nothing held, since the dispatcher frees a source only when it was made. */
+  vcache_variant *v = d->cache.variants[0];
+  variant_spec spec = {&d->graph, d->op, d->op_name, &d->n, v->param, &v->guards, &v->key};
+  uopc_error err = {0};
+  int k = 0, rc = UOPC_E_NOMEM;
+  for (; k < 64 && rc == UOPC_E_NOMEM; k++) {
+    variant_source src;
+    reallocs_left = k;
+    rc = variant_codegen_fast16(&src, &spec, &err);
+    reallocs_left = -1;
+    if (rc == UOPC_E_NOMEM && src.text.data)
+      fail_msg("out of memory at growth %d: the error keeps %zu bytes of source the caller never frees", k,
+               src.text.cap);
+    if (rc == UOPC_OK) variant_source_fini(&src);
+  }
+  assert_uopc_ok(rc, err);
+  assert_true(k > 1);   /* at least one growth failed before the one that had room */
+#endif
   dispatch_fini(d);
 }
 

@@ -175,6 +175,23 @@ static void test_guard_reason_disjoint_carries_actual_values(void **state) {
   expect_holds(&f->s, &f->c);
   make_call(&f->c, &f->v.tail, &f->v.head);
   expect_holds(&f->s, &f->c);
+  /* A view reaches (shape - 1) * |stride| elements past its first: base[::2] ends at element 18,
+   * which base[18:] starts with; base[19::-2] runs down to element 1, which base[:2] holds. */
+  uopc_tensor from18, rev, first2;
+  uopc_error e2 = {0};
+  assert_uopc_ok(uopc_tensor_slice(&from18, &f->v.base, 0, 18, UOPC_SLICE_NONE, 1, &e2), e2);
+  assert_uopc_ok(uopc_tensor_slice(&rev, &f->v.base, 0, 19, UOPC_SLICE_NONE, -2, &e2), e2);
+  assert_uopc_ok(uopc_tensor_slice(&first2, &f->v.base, 0, 0, 2, 1, &e2), e2);
+  assert_int_equal(rev.shape[0], 10);
+  make_call(&f->c, &f->v.strided, &from18);
+  expect_fails(&f->s, &f->c, "out and x overlap (they share bytes of one buffer)");
+  make_call(&f->c, &rev, &first2);
+  expect_fails(&f->s, &f->c, "out and x overlap (they share bytes of one buffer)");
+  make_call(&f->c, &first2, &rev);
+  expect_fails(&f->s, &f->c, "out and x overlap (they share bytes of one buffer)");
+  uopc_tensor_release(&from18);
+  uopc_tensor_release(&rev);
+  uopc_tensor_release(&first2);
 }
 
 static void test_guard_reason_dtype_carries_actual_values(void **state) {
