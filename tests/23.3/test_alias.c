@@ -205,6 +205,8 @@ static void test_alias_two_dim_views_are_decided_by_ranges_or_left_unknown(void 
   /* a[:2] and a[2:4]: rows 0-1 end at element 7, rows 2-3 start at 8. */
   mv_layout top = grid(k(f, 2), k(f, 4), k(f, 4), k(f, 1), k(f, 0)), next = grid(k(f, 2), k(f, 4), k(f, 4), k(f, 1), k(f, 8));
   expect_answer(f, &top, &next, ALIAS_DISJOINT, "ranges", "a[:2] and a[2:4]");
+  alias_result r = decide(f, &top, &next);   /* the reason gives each hull's own ends */
+  assert_string_equal(r.reason, "ranges (a in [0, 7], b in [8, 15])");
   /* a[:, 1] and a[1] share a[1, 1], but rule 4 looks only at each view's first element. */
   mv_layout column = line(n, k(f, 4), k(f, 1)), row = line(k(f, 4), k(f, 1), k(f, 4));
   expect_answer(f, &column, &row, ALIAS_UNKNOWN, "depends on the binding", "a[:, 1] and a[1]");

@@ -266,6 +266,25 @@ static void test_reuse_decide_allows_a_dead_private_buffer(void **state) {
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
   assert_int_equal(d.verdict, REUSE_OK);
   mv_program_free(f.p);
+  /* t1 = a * 2; u = a + 3; t3 = t1 + u[::-1]: another buffer read through any view is no alias of t1 */
+  int u, t3;
+  fx_init(&f, 1, 64);
+  ir_graph *g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_let(f.p, "t1", ir_binary(g, IR_MUL, mv_load(f.p, &f.whole), ir_const(g, 2, UOPC_F32)), &t1,
+                        &f.err), f.err);
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_let(f.p, "u", ir_binary(g, IR_ADD, mv_load(f.p, &f.whole), ir_const(g, 3, UOPC_F32)), &u,
+                        &f.err), f.err);
+  assert_true(u > t1);   /* the other buffer comes after t1 */
+  mv_view vt, vu, ru;
+  mv_view_whole(f.p, t1, &vt);
+  mv_view_whole(f.p, u, &vu);
+  assert_uopc_ok(mv_slice(f.p, &vu, 0, UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1, &ru, &f.err), f.err);
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_let(f.p, "t3", ir_binary(g, IR_ADD, mv_load(f.p, &vt), mv_load(f.p, &ru)), &t3, &f.err), f.err);
+  assert_uopc_ok(reuse_decide(f.p, 2, t1, &d, &f.err), f.err);
+  if (d.verdict != REUSE_OK) fail_msg("t3 = t1 + u[::-1]: t1 should be reusable, got \"%s\"", d.reason);
+  mv_program_free(f.p);
 }
 
 static void test_reuse_decide_refuses_an_escaped_or_external_buffer(void **state) {
