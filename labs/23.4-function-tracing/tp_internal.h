@@ -117,7 +117,8 @@ int tp_effect_check(tp_ctx *c, tp_effect effect, int pure, tp_site at, uopc_erro
  * an op without a rule. */
 int tp_vjp_rule(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at, uopc_error *err);
 /* tp_grad.c: *out = g summed over the axes broadcasting added (leading) or
- * stretched (like's constant-1 extents), so it has like's shape. */
+ * stretched (like's constant-1 extents), so it has like's shape; g itself
+ * when there are none. */
 int tp_unbroadcast(tp_ctx *c, tp_tensor *g, const tp_tensor *like, tp_site at, tp_tensor **out, uopc_error *err);
 /* tp_grad.c: *slot += contribution (*slot NULL: the contribution itself), for
  * a tensor that reaches the loss by more than one path. */

@@ -452,6 +452,10 @@ static void unbroadcast_case(int grank, const int64_t *gs, int lrank, const int6
   assert_uopc_ok(tp_unbroadcast(c, g, like, TP_HERE, &out, &err), err);
   assert_int_equal(tp_status(c), UOPC_OK);
   assert_non_null(out);
+  int same = grank == lrank;
+  for (int a = 0; a < grank && same; a++) same = gs[a] == ls[a];
+  if (same && out != g)   /* nothing was broadcast: no reduction, not even over extents of 1 */
+    fail_msg("unbroadcast of a gradient already of like's shape (rank %d) summed it instead of returning it", grank);
   const uopc_tensor *ov = tp_value(out);
   assert_non_null(ov);
   char name[96];

@@ -540,6 +540,7 @@ static void test_impure_callback_is_rejected_and_pure_runs_at_trace_time(void **
 static void test_effect_check_rejects_each_effect_under_tracer(void **state) {
   (void)state;
   static const tp_effect effects[] = {TP_EFFECT_PRINT, TP_EFFECT_GLOBAL, TP_EFFECT_IMPURE_CALLBACK, TP_EFFECT_RANDOM};
+  static const char *const names[] = {"tp_print", "tp_global", "tp_callback", "tp_rand_like"};
   tctx t;
   tctx_init(&t, TP_TRACE, 1, 64, 4);
   for (int k = 0; k < 4; k++) {
@@ -548,6 +549,9 @@ static void test_effect_check_rejects_each_effect_under_tracer(void **state) {
     if (rc != UOPC_E_UNSUPPORTED)
       fail_msg("effect %d under the tracer: expected UOPC_E_UNSUPPORTED, got %s: %s", (int)effects[k],
                uopc_error_name(rc), err.message);
+    if (!strstr(err.message, names[k]))   /* the error names the operation it refuses */
+      fail_msg("effect %d under the tracer: the message \"%s\" does not name %s", (int)effects[k], err.message,
+               names[k]);
   }
   uopc_error err = {0};
   assert_uopc_ok(tp_effect_check(&t.c, TP_EFFECT_IMPURE_CALLBACK, 1, TP_HERE, &err), err);   /* declared pure */
