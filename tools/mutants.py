@@ -50,7 +50,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ["universal.rules", "c.rules", "c_like.rules"]   # what `mutate FILE c` applies
-CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-fPIC", "-Iuopc/include"]
+CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-fPIC", "-D_FORTIFY_SOURCE=3",
+          "-Iuopc/include"]   # the Makefile's CFLAGS (FORTIFY included) but -g
 LAB_BOUNDS = ["-fsanitize=bounds", "-fsanitize-undefined-trap-on-error"]   # the Makefile's, for lab code
 GRADE_SEED, GRADE_LENGTHS = 1, 16     # fixed NumPy draws: a mutant's verdict does not depend on luck
 EQUIVALENTS = ROOT / "tests" / "mutants"

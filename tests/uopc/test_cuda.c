@@ -513,6 +513,8 @@ static int run_on_fake_driver(const char *path) {
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
 }
 
+static void run_on_a_fake(const char *source_text, const char *soname, const char *env);
+
 /* Builds the fake driver, then runs this binary again with it. */
 static void test_cuda_driver_paths_on_a_fake_driver(void **state) {
   (void)state;
@@ -521,27 +523,82 @@ static void test_cuda_driver_paths_on_a_fake_driver(void **state) {
     print_message("  skipped: %s\n", err.message);
     skip();
   }
+  run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV);
+}
+
+/* ---- a fake NVRTC ------------------------------------------------------------
+ * NVRTC's failures after a compile that succeeded, which a real NVRTC does not
+ * give on demand: a libnvrtc.so of our own, opened first in a fresh process as
+ * the fake driver is, whose nvrtcGetPTXSize fails. */
+#define FAKE_NVRTC_ENV "UOPC_TEST_FAKE_NVRTC"
+
+static const char FAKE_NVRTC[] =
+    "#include <stddef.h>\n"
+    "typedef int nvrtcResult;\n"
+    "static int prog;\n"
+    "const char *nvrtcGetErrorString(nvrtcResult r) { return r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\"; }\n"
+    "nvrtcResult nvrtcVersion(int *major, int *minor) { *major = 12; *minor = 0; return 0; }\n"
+    "nvrtcResult nvrtcCreateProgram(void **p, const char *s, const char *n, int k, const char *const *h,\n"
+    "                               const char *const *i) {\n"
+    "  (void)s; (void)n; (void)k; (void)h; (void)i; *p = &prog; return 0;\n"
+    "}\n"
+    "nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) { (void)p; (void)n; (void)o; return 0; }\n"
+    "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) { (void)p; *n = 1; return 0; }\n"
+    "nvrtcResult nvrtcGetProgramLog(void *p, char *log) { (void)p; log[0] = 0; return 0; }\n"
+    "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) { (void)p; *n = 0; return 6; }\n"
+    "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return 6; }\n"
+    "nvrtcResult nvrtcDestroyProgram(void **p) { *p = 0; return 0; }\n";
+
+/* A PTX that NVRTC cannot size is a failed compile that says so, with NVRTC's own words. */
+static void test_fake_nvrtc_ptx_size_failure_is_a_compile_error(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  uopc_cuda_options opts = {.arch = "sm_80"};
+  assert_uopc_code(uopc_cuda_compile(tagged("fake nvrtc"), "square_plus_one", &opts, ptx, sizeof ptx, &err),
+                   UOPC_E_COMPILE, err);
+  assert_contains(err.message, "nvrtcGetPTXSize failed: FAKE_PTX_SIZE_ERROR");
+}
+
+static int run_on_fake_nvrtc(const char *path) {
+  if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+    fprintf(stderr, "cannot open the fake NVRTC '%s': %s\n", path, dlerror());
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_fake_nvrtc_ptx_size_failure_is_a_compile_error),
+  };
+  return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
+}
+
+/* Builds the fake library from source as soname, then runs this binary again with env naming it. */
+static void run_on_a_fake(const char *source_text, const char *soname, const char *env) {
   char source[PATH_MAX + 16], lib[PATH_MAX + 16], command[3 * PATH_MAX];
-  snprintf(source, sizeof source, "%s/fake_cuda.c", testutil_cache_dir);
-  snprintf(lib, sizeof lib, "%s/libcuda.so.1", testutil_cache_dir);
+  snprintf(source, sizeof source, "%s/fake_%s.c", testutil_cache_dir, soname);
+  snprintf(lib, sizeof lib, "%s/%s", testutil_cache_dir, soname);
   FILE *f = fopen(source, "w");
   assert_non_null(f);
-  fputs(FAKE_DRIVER, f);
+  fputs(source_text, f);
   assert_int_equal(fclose(f), 0);
-  snprintf(command, sizeof command, "gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o '%s' '%s'", lib, source);
+  snprintf(command, sizeof command, "gcc -shared -fPIC -Wl,-soname,%s -o '%s' '%s'", soname, lib, source);
   assert_int_equal(system(command), 0);
   fflush(NULL);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    setenv(FAKE_DRIVER_ENV, lib, 1);
+    setenv(env, lib, 1);
     execl("/proc/self/exe", "test_cuda", (char *)NULL);
     _exit(127);
   }
   int status;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail_msg("the run on the fake driver failed (status %d; its output is above)", status);
+    fail_msg("the run on the fake %s failed (status %d; its output is above)", soname, status);
+}
+
+static void test_cuda_nvrtc_paths_on_a_fake_nvrtc(void **state) {
+  (void)state;
+  run_on_a_fake(FAKE_NVRTC, "libnvrtc.so", FAKE_NVRTC_ENV);
 }
 
 #define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
@@ -549,6 +606,7 @@ static void test_cuda_driver_paths_on_a_fake_driver(void **state) {
 int main(void) {
   const char *fake = getenv(FAKE_DRIVER_ENV);
   if (fake) return run_on_fake_driver(fake);
+  if ((fake = getenv(FAKE_NVRTC_ENV))) return run_on_fake_nvrtc(fake);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
@@ -565,6 +623,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),
     cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
     cmocka_unit_test(test_cuda_driver_paths_on_a_fake_driver),
+    cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),
     cmocka_unit_test(test_cuda_launch_rejects_an_oversized_block_with_the_driver_message),
     cmocka_unit_test(test_cuda_memory_round_trips_bytes),

@@ -169,6 +169,19 @@ static void test_program_compile_error_returns_diagnostics(void **state) {
   assert_contains(err.message, "kernel.c");
 }
 
+/* The smallest kernel: no argument and a body of 20 characters. The call adapter is written after
+ * the source into room counted from their lengths; it must still close. */
+static void test_program_tiny_kernel_without_arguments(void **state) {
+  (void)state;
+  static const char tiny[] = "void f(void) {    }\n";
+  uopc_error err = {0};
+  uopc_program *p = NULL;
+  assert_int_equal(strlen(tiny), 20);
+  assert_uopc_ok(uopc_program_new(&p, tiny, "f", "", NULL, &err), err);
+  uopc_program_call(p, NULL);
+  uopc_program_free(p);
+}
+
 static void test_program_unsafe_cache_dir_is_refused(void **state) {
   (void)state;
   char dir[4200];
@@ -441,6 +454,7 @@ int main(void) {
     cmocka_unit_test(test_program_truncated_entry_is_rebuilt),
     cmocka_unit_test(test_program_build_sweeps_stale_staging_dirs),
     cmocka_unit_test(test_program_compile_error_returns_diagnostics),
+    cmocka_unit_test(test_program_tiny_kernel_without_arguments),
     cmocka_unit_test(test_program_unsafe_cache_dir_is_refused),
     cmocka_unit_test(test_program_shared_cache_dir_advises_a_private_subdirectory),
     cmocka_unit_test(test_program_cache_path_with_spaces_and_metacharacters),

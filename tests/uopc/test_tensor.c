@@ -419,8 +419,17 @@ static void test_tensor_permute_rejects_bad_perm(void **state) {
              UOPC_E_INVALID, &err);
   CHECK_MESSAGE("b.transpose(0, 1, 3)", &err, "perm[2] = 3 outside [0, 3)");
   CHECK_CODE("b.swapaxes(0, 3)", uopc_tensor_transpose(&v, &b, 0, 3, &err), UOPC_E_INVALID, &err);
+  CHECK_CODE("b.transpose(NULL)", uopc_tensor_permute(&v, &b, NULL, &err), UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("b.transpose(NULL)", &err, "perm is NULL for a rank-3 tensor");
   CHECK_I64("failed permutes", "storage refs", uopc_tensor_storage_refs(&b), 1);
   uopc_tensor_release(&b);
+  /* a scalar has no axis to name: NULL is its (empty) permutation */
+  uopc_tensor s;
+  arange(&s, UOPC_F64, 0, NULL);
+  CHECK_OK("s.transpose()", uopc_tensor_permute(&v, &s, NULL, &err), &err);
+  CHECK_I64("s.transpose()", "rank", v.rank, 0);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&s);
 }
 
 /* ---- reshape ------------------------------------------------------------------------ */

@@ -16,7 +16,6 @@
 /* A storage: the public head (its base, see tensor.h) and the private rest. */
 typedef struct storage {
   uopc_storage head;    /* first, so a uopc_storage * is a storage * */
-  size_t nbytes;        /* bytes covered from head.base */
   int refs;             /* atomic: views may be released on any thread */
   int owned;            /* 1: head.base is ours to free; 0: borrowed (wrap) */
   uint64_t version;     /* atomic: writes through any view, 0 when created (23.3) */
@@ -114,11 +113,10 @@ void uopc_tensor_set_layout(uopc_tensor *t, int rank, const int64_t *shape, cons
   memcpy(t->strides, strides, (size_t)rank * sizeof *strides);
 }
 
-static int storage_new(const char *fn, uopc_storage **out, void *base, size_t nbytes, int owned,
-                       uopc_error *err) {
+static int storage_new(const char *fn, uopc_storage **out, void *base, int owned, uopc_error *err) {
   storage *s = malloc(sizeof *s);
   if (!s) return uopc_fail(err, UOPC_E_NOMEM, fn, "out of memory for a storage header");
-  *s = (storage){.head = {.base = base}, .nbytes = nbytes, .refs = 1, .owned = owned};
+  *s = (storage){.head = {.base = base}, .refs = 1, .owned = owned};
   *out = &s->head;
   return UOPC_OK;
 }
@@ -146,7 +144,7 @@ int uopc_tensor_empty(uopc_tensor *out, uopc_dtype dt, int rank, const int64_t *
     return UOPC_FAIL(err, UOPC_E_NOMEM, "out of memory for %llu bytes of shape %s",
                      (unsigned long long)nbytes, uopc_tensor_dims_text(rank, shape).s);
   uopc_storage *s = NULL;
-  if ((rc = storage_new(__func__, &s, base, (size_t)nbytes, 1, err))) {
+  if ((rc = storage_new(__func__, &s, base, 1, err))) {
     free(base);
     return rc;
   }
@@ -158,19 +156,18 @@ int uopc_tensor_empty(uopc_tensor *out, uopc_dtype dt, int rank, const int64_t *
 }
 
 /* For wrap, of a non-empty view: how far below elem0 the lowest addressable
- * byte lies (first <= 0) and how many bytes the view spans, every product
- * checked. */
-static int byte_extent(const char *fn, const uopc_tensor *x, void *elem0, int64_t *first,
-                       int64_t *nbytes, uopc_error *err) {
-  int64_t lo, hi, count, size = (int64_t)uopc_dtype_size(x->dtype);
+ * byte lies (first <= 0), once every byte the view spans is shown to have an
+ * address (every product checked). */
+static int byte_extent(const char *fn, const uopc_tensor *x, void *elem0, int64_t *first, uopc_error *err) {
+  int64_t lo, hi, count, nbytes, size = (int64_t)uopc_dtype_size(x->dtype);
   if (uopc_layout_span(x->rank, x->shape, x->strides, &lo, &hi) < 0)
     return uopc_fail(err, UOPC_E_OVERFLOW, fn, "shape %s with strides %s reaches elements past int64",
                      uopc_tensor_dims_text(x->rank, x->shape).s, uopc_tensor_dims_text(x->rank, x->strides).s);
   uintptr_t addr;
   if (__builtin_sub_overflow(hi, lo, &count) || __builtin_add_overflow(count, 1, &count) ||
-      __builtin_mul_overflow(count, size, nbytes) ||
+      __builtin_mul_overflow(count, size, &nbytes) ||
       __builtin_sub_overflow((uintptr_t)elem0, (uintptr_t)(-lo * size), &addr) ||
-      __builtin_add_overflow(addr, (uintptr_t)*nbytes, &addr))
+      __builtin_add_overflow(addr, (uintptr_t)nbytes, &addr))
     return uopc_fail(err, UOPC_E_OVERFLOW, fn,
                      "shape %s with strides %s spans elements [%lld, %lld] around elem0: "
                      "the byte range overflows", uopc_tensor_dims_text(x->rank, x->shape).s,
@@ -181,17 +178,16 @@ static int byte_extent(const char *fn, const uopc_tensor *x, void *elem0, int64_
 
 int uopc_tensor_wrap(uopc_tensor *out, void *elem0, uopc_dtype dt, int rank,
                      const int64_t *shape, const int64_t *strides, uopc_error *err) {
-  int64_t numel, first = 0, nbytes = 0;
+  int64_t numel, first = 0;
   int rc = check_new(__func__, out, (int)dt, rank, shape, &numel, err);
   if (rc) return rc;
   if (!elem0) return UOPC_FAIL(err, UOPC_E_INVALID, "elem0 is NULL");
   if (rank > 0 && !strides) return UOPC_FAIL(err, UOPC_E_INVALID, "strides is NULL for rank %d", rank);
   uopc_tensor t = {.dtype = dt};
   uopc_tensor_set_layout(&t, rank, shape, strides);
-  /* An empty view addresses nothing: its storage is zero bytes at elem0. */
-  if (numel > 0 && (rc = byte_extent(__func__, &t, elem0, &first, &nbytes, err))) return rc;
-  if ((rc = storage_new(__func__, &t.storage, (unsigned char *)elem0 + first, (size_t)nbytes, 0,
-                        err)))
+  /* An empty view addresses nothing: its storage starts at elem0. */
+  if (numel > 0 && (rc = byte_extent(__func__, &t, elem0, &first, err))) return rc;
+  if ((rc = storage_new(__func__, &t.storage, (unsigned char *)elem0 + first, 0, err)))
     return rc;
   t.offset = -first / (int64_t)uopc_dtype_size(dt);
   *out = t;

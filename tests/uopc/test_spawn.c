@@ -1,0 +1,72 @@
+/* test_spawn.c: the runtime's process spawning (uopc/src/spawn.c, an internal
+ * module): a compiler runs with LC_ALL=C whatever the user's locale, and a
+ * program is found only as a regular executable file. */
+#include <sys/stat.h>
+#include "testutil.h"
+#include "../../uopc/src/internal.h"
+
+/* The child's environment has one LC_ALL, C: the user's is replaced, not shadowed. */
+static void test_spawn_replaces_the_users_lc_all(void **state) {
+  (void)state;
+  char env[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("env", env, &err), err);
+  char *const argv[] = {env, NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  assert_int_equal(setenv("LC_ALL", "xx_XX.UTF-8", 1), 0);
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  unsetenv("LC_ALL");
+  assert_uopc_ok(rc, err);
+  assert_int_equal(res->exit_status, 0);
+  res->output[res->output_len < UOPC_SPAWN_OUTPUT_MAX ? res->output_len : UOPC_SPAWN_OUTPUT_MAX - 1] = '\0';
+  int lines = 0;
+  for (const char *p = res->output; (p = strstr(p, "LC_ALL=")); p++) {
+    if (p != res->output && p[-1] != '\n') continue;   /* only at the start of a line */
+    lines++;
+    if (strncmp(p, "LC_ALL=C\n", 9) != 0) fail_msg("the child's environment holds %.20s", p);
+  }
+  assert_int_equal(lines, 1);
+  free(res);
+}
+
+/* PATH = dir/a:dir/b, where a/probe is a directory (searchable, so access(X_OK) passes) and
+ * b/probe an executable file: the search passes over the directory. */
+static void test_find_program_passes_over_a_directory_of_that_name(void **state) {
+  (void)state;
+  char a[4200], b[4200], dir_probe[4300], file_probe[4300], path[8500], resolved[PATH_MAX], want[PATH_MAX];
+  snprintf(a, sizeof a, "%s/a", testutil_cache_dir);
+  snprintf(b, sizeof b, "%s/b", testutil_cache_dir);
+  snprintf(dir_probe, sizeof dir_probe, "%s/uopc-probe", a);
+  snprintf(file_probe, sizeof file_probe, "%s/uopc-probe", b);
+  assert_int_equal(mkdir(a, 0755), 0);
+  assert_int_equal(mkdir(b, 0755), 0);
+  assert_int_equal(mkdir(dir_probe, 0755), 0);
+  FILE *f = fopen(file_probe, "w");
+  assert_non_null(f);
+  fputs("#!/bin/sh\n", f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(chmod(file_probe, 0755), 0);
+  const char *old = getenv("PATH");
+  char *saved = old ? strdup(old) : NULL;
+  snprintf(path, sizeof path, "%s:%s", a, b);
+  assert_int_equal(setenv("PATH", path, 1), 0);
+  uopc_error err = {0};
+  int rc = uopc_find_program("uopc-probe", resolved, &err);
+  if (saved) setenv("PATH", saved, 1);
+  free(saved);
+  assert_uopc_ok(rc, err);
+  assert_non_null(realpath(file_probe, want));
+  assert_string_equal(resolved, want);
+  /* named by its path, the directory is refused */
+  assert_uopc_code(uopc_find_program(dir_probe, resolved, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "is not an executable file");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
+    cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
+  };
+  return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
+}
