@@ -199,6 +199,17 @@ static void test_cuda_compile_turns_an_sm_arch_into_its_ptx_target(void **state)
   assert_string_equal(sm, compute);
 }
 
+/* Any letter may follow the digits (sm_90a, sm_100f, ...): the compiler, not
+ * the runtime, knows which exist, and says so of one that does not. */
+static void test_cuda_compile_leaves_an_arch_suffix_to_the_compiler(void **state) {
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  int rc = compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", "sm_90z", ptx, &err);
+  assert_uopc_code(rc, UOPC_E_COMPILE, err);
+  assert_contains(err.message, "compute_90z");
+  assert_null(strstr(err.message, "is not sm_NN"));
+}
+
 static void test_cuda_compile_without_gpu_targets_compute_90(void **state) {
   require_no_gpu();
   uopc_error err = {0};
@@ -332,6 +343,23 @@ static void test_cuda_alloc_rejects_zero_bytes_and_null(void **state) {
   assert_uopc_code(uopc_cuda_alloc(NULL, 64, &err), UOPC_E_INVALID, err);
   assert_uopc_code(uopc_cuda_launch(NULL, NULL, NULL, 0, NULL, &err), UOPC_E_INVALID, err);
   assert_uopc_ok(uopc_cuda_free(0, &err), err);  /* like free(NULL) */
+}
+
+/* Copying nothing is nothing, like memcpy of 0 bytes: no pointer is looked at
+ * and no driver asked, GPU or not. One byte needs both pointers. */
+static void test_cuda_copy_of_zero_bytes_is_nothing(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  unsigned char byte = 7;
+  assert_uopc_ok(uopc_cuda_copy_to_device(0, NULL, 0, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_device(0, &byte, 0, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_host(NULL, 0, 0, &err), err);
+  assert_uopc_ok(uopc_cuda_copy_to_host(&byte, 0, 0, &err), err);
+  assert_int_equal(byte, 7);
+  assert_uopc_code(uopc_cuda_copy_to_device(0, &byte, 1, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "dst or src is NULL for 1 bytes");
+  assert_uopc_code(uopc_cuda_copy_to_host(&byte, 0, 1, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "dst or src is NULL for 1 bytes");
 }
 
 /* ---- on a GPU ---------------------------------------------------------------- */
@@ -615,6 +643,7 @@ int main(void) {
     BY_BOTH(test_cuda_compile_syntax_error_gives_diagnostics_and_source_path),
     BY_BOTH(test_cuda_compile_rejects_kernel_that_is_not_extern_c),
     BY_BOTH(test_cuda_compile_turns_an_sm_arch_into_its_ptx_target),
+    BY_BOTH(test_cuda_compile_leaves_an_arch_suffix_to_the_compiler),
     BY_BOTH(test_cuda_compile_without_gpu_targets_compute_90),
     BY_BOTH(test_cuda_compile_reports_a_too_small_ptx_path_buffer),
     BY_BOTH(test_cuda_compile_from_eight_threads_agrees_on_one_entry),
@@ -622,6 +651,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
     cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),
     cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
+    cmocka_unit_test(test_cuda_copy_of_zero_bytes_is_nothing),
     cmocka_unit_test(test_cuda_driver_paths_on_a_fake_driver),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),

@@ -1,6 +1,7 @@
 /* test_driver.c: uopc/driver.h, what every lab driver prints when it stops:
  * a stub's message names the lab once, whatever wrapped it; any other error
- * says the lab, the code, the function and the message. */
+ * says the lab, the code, the function and the message; each code by its
+ * own name. */
 #include "uopc/uopc.h"
 #include "uopc/driver.h"
 #include "testutil.h"
@@ -32,10 +33,32 @@ static void test_driver_failure_of_an_error_says_lab_code_and_where(void **state
   assert_string_equal(err.where, __func__);
 }
 
+/* Every code has its own name, spelled as in error.h; a code outside the
+ * enum is "UOPC_E_?". */
+static void test_error_names_spell_every_code(void **state) {
+  (void)state;
+  static const char *const names[UOPC_E_COUNT] = {
+    [UOPC_OK] = "UOPC_OK", [UOPC_E_INVALID] = "UOPC_E_INVALID", [UOPC_E_BOUNDS] = "UOPC_E_BOUNDS",
+    [UOPC_E_DTYPE] = "UOPC_E_DTYPE", [UOPC_E_LAYOUT] = "UOPC_E_LAYOUT", [UOPC_E_OVERFLOW] = "UOPC_E_OVERFLOW",
+    [UOPC_E_ALIAS] = "UOPC_E_ALIAS", [UOPC_E_UNBOUND] = "UOPC_E_UNBOUND", [UOPC_E_NOMEM] = "UOPC_E_NOMEM",
+    [UOPC_E_IO] = "UOPC_E_IO", [UOPC_E_UNSAFE_CACHE] = "UOPC_E_UNSAFE_CACHE", [UOPC_E_COMPILE] = "UOPC_E_COMPILE",
+    [UOPC_E_LOAD] = "UOPC_E_LOAD", [UOPC_E_NO_CUDA] = "UOPC_E_NO_CUDA", [UOPC_E_CUDA] = "UOPC_E_CUDA",
+    [UOPC_E_GUARD] = "UOPC_E_GUARD", [UOPC_E_LIMIT] = "UOPC_E_LIMIT", [UOPC_E_UNSUPPORTED] = "UOPC_E_UNSUPPORTED",
+    [UOPC_E_NOT_IMPLEMENTED] = "UOPC_E_NOT_IMPLEMENTED",
+  };
+  for (int code = 0; code < UOPC_E_COUNT; code++) {
+    assert_non_null(names[code]);   /* the table above names every code */
+    assert_string_equal(uopc_error_name(code), names[code]);
+  }
+  assert_string_equal(uopc_error_name(-1), "UOPC_E_?");
+  assert_string_equal(uopc_error_name(UOPC_E_COUNT), "UOPC_E_?");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_driver_failure_of_a_stub_names_the_lab_once),
     cmocka_unit_test(test_driver_failure_of_an_error_says_lab_code_and_where),
+    cmocka_unit_test(test_error_names_spell_every_code),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,8 @@
  * new processes: a value the runtime cannot use (UOPC_DEBUG=banana, an
  * UOPC_COUNTERS_JSON path it cannot write) is warned about once on stderr,
  * naming the variable and the value, and never changes the exit status. */
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include "uopc/uopc.h"
 #include "testutil.h"
@@ -55,6 +57,10 @@ static void test_debug_level_that_is_not_a_number_is_warned_about_once(void **st
   assert_contains(err, "UOPC_DEBUG='2x' is not a level");
   assert_int_equal(run_with("UOPC_DEBUG", "-1", read_the_level_twice, err, sizeof err), 0);
   assert_contains(err, "UOPC_DEBUG='-1' is not a level");
+  /* past INT_MAX: as an int it would be 3 */
+  assert_int_equal(run_with("UOPC_DEBUG", "4294967299", read_the_level_twice, err, sizeof err), 0);
+  assert_string_equal(err, "uopc: warning: UOPC_DEBUG='4294967299' is not a level (0 to 4); "
+                           "debug output stays off\n");
 }
 
 static void test_debug_level_that_is_a_number_is_read_silently(void **state) {
@@ -85,6 +91,32 @@ static void test_counters_json_path_that_cannot_be_written_is_warned_about(void 
   assert_int_equal(lines_in(err), 1);
 }
 
+/* The path is a directory: the temporary file is written beside it, and
+ * removed when it cannot be renamed over the directory. */
+static void test_counters_json_path_that_is_a_directory_leaves_no_file_behind(void **state) {
+  (void)state;
+  char dir[4200], path[4300], err[4096], want[8800];
+  snprintf(dir, sizeof dir, "%s/counters", testutil_cache_dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/counters.json", dir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  assert_int_equal(run_with("UOPC_COUNTERS_JSON", path, count_one, err, sizeof err), 0);
+  snprintf(want, sizeof want, "uopc: warning: UOPC_COUNTERS_JSON='%s': cannot write counters to '%s': "
+           "Is a directory; the counters were not written\n", path, path);
+  assert_string_equal(err, want);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  struct dirent *e;
+  int entries = 0;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+      if (strcmp(e->d_name, "counters.json")) print_error("left behind: %s\n", e->d_name);
+      entries++;
+    }
+  closedir(d);
+  assert_int_equal(entries, 1);
+}
+
 static void test_counters_json_path_that_can_be_written_gets_the_counters(void **state) {
   (void)state;
   char path[4200], err[4096], text[4096] = {0};
@@ -104,6 +136,7 @@ int main(void) {
     cmocka_unit_test(test_debug_level_that_is_not_a_number_is_warned_about_once),
     cmocka_unit_test(test_debug_level_that_is_a_number_is_read_silently),
     cmocka_unit_test(test_counters_json_path_that_cannot_be_written_is_warned_about),
+    cmocka_unit_test(test_counters_json_path_that_is_a_directory_leaves_no_file_behind),
     cmocka_unit_test(test_counters_json_path_that_can_be_written_gets_the_counters),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);

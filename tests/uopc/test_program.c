@@ -329,6 +329,33 @@ static void test_program_warnings_are_kept_in_compile_log(void **state) {
   uopc_program_free(p);
 }
 
+/* A log longer than a message is cut to fit, and the cut is marked: the
+ * message's last line is "..." and the kept compile.log holds every error. */
+static void test_program_long_compile_log_is_cut_with_a_mark(void **state) {
+  (void)state;
+  char source[4096] = "void broken(float *x) {\n";
+  for (int i = 0; i < 60; i++)
+    snprintf(source + strlen(source), sizeof source - strlen(source), "  x[%d] = undeclared_%d;\n", i, i);
+  strcat(source, "}\n");
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_code(uopc_program_new(&p, source, "broken", "p", NULL, &err), UOPC_E_COMPILE, err);
+  assert_int_equal(strlen(err.message), UOPC_ERROR_MESSAGE_MAX - 1);
+  assert_string_equal(err.message + UOPC_ERROR_MESSAGE_MAX - 5, "\n...");
+  assert_null(strstr(err.message, "undeclared_59"));
+  const char *at = strstr(err.message, "full log in "), *end = at ? strstr(at, ":\n") : NULL;
+  assert_non_null(end);
+  char log_path[PATH_MAX];
+  snprintf(log_path, sizeof log_path, "%.*s", (int)(end - at - 12), at + 12);
+  char *dir = strrchr(log_path, '/');
+  assert_non_null(dir);
+  assert_string_equal(dir, "/compile.log");
+  *dir = '\0';
+  char *text = read_entry_file(log_path, "compile.log");
+  assert_contains(text, "undeclared_59");
+  free(text);
+}
+
 /* A settings line that does not fit a short buffer: a compiler at a long path
  * and long flags still give a manifest with every line whole. */
 static void test_program_manifest_holds_long_settings_whole(void **state) {
@@ -394,15 +421,15 @@ static void test_program_native_target_hashes_the_cpu_model_and_features(void **
   uopc_program_free(p);
 }
 
-/* An ELF's .comment is found by its name in the section-name table; a name
- * offset past that table's end names nothing, whatever bytes follow it. */
-static void test_compiler_version_in_reads_names_inside_the_name_table_only(void **state) {
-  (void)state;
+/* A shared object of the given class whose .comment, in the 64-bit layout,
+ * says "GCC: real"; a second section named by an offset past the end of the
+ * section-name table (20 bytes) holds "GCC: past the table". */
+static void write_fake_elf(const char *path, unsigned char elf_class) {
   unsigned char elf[400] = {0};
   Elf64_Ehdr eh = {.e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_shoff = 144,
                    .e_ehsize = sizeof eh, .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 4, .e_shstrndx = 1};
   memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_CLASS] = elf_class;
   eh.e_ident[EI_DATA] = ELFDATA2LSB;
   eh.e_ident[EI_VERSION] = EV_CURRENT;
   memcpy(elf, &eh, sizeof eh);
@@ -414,12 +441,47 @@ static void test_compiler_version_in_reads_names_inside_the_name_table_only(void
                       {.sh_name = 24, .sh_type = SHT_PROGBITS, .sh_offset = 112, .sh_size = 20},
                       {.sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = 132, .sh_size = 10}};
   memcpy(elf + 144, sh, sizeof sh);
-  char path[PATH_MAX + 16], version[64] = "?";
-  snprintf(path, sizeof path, "%s/fake.so", testutil_cache_dir);
   uopc_error err = {0};
   assert_uopc_ok(uopc_write_file(path, elf, sizeof elf, &err), err);
+}
+
+/* An ELF's .comment is found by its name in the section-name table; a name
+ * offset past that table's end names nothing, whatever bytes follow it. */
+static void test_compiler_version_in_reads_names_inside_the_name_table_only(void **state) {
+  (void)state;
+  char path[PATH_MAX + 16], version[64] = "?";
+  snprintf(path, sizeof path, "%s/fake.so", testutil_cache_dir);
+  write_fake_elf(path, ELFCLASS64);
   uopc_compiler_version_in(path, version, sizeof version);
   assert_string_equal(version, "GCC: real");
+}
+
+/* A 32-bit ELF's headers have another layout: the same bytes marked 32-bit
+ * are not read as 64-bit headers, and name no version. */
+static void test_compiler_version_in_reads_no_32_bit_elf(void **state) {
+  (void)state;
+  char path[PATH_MAX + 16], version[64] = "?";
+  snprintf(path, sizeof path, "%s/fake32.so", testutil_cache_dir);
+  write_fake_elf(path, ELFCLASS32);
+  uopc_compiler_version_in(path, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
+/* A description that does not fit says how long a path fits: the size less
+ * 64 bytes, room enough for " (<size> bytes, mtime <s>.<ns>)". */
+static void test_compiler_describe_file_refuses_a_path_longer_than_fits(void **state) {
+  (void)state;
+  char path[PATH_MAX + 32], out[PATH_MAX + 128], want[2 * PATH_MAX];
+  snprintf(path, sizeof path, "%s/a-compiler-with-a-long-name", testutil_cache_dir);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(path, "", 0, &err), err);
+  size_t fits = strlen(path) + 64;
+  assert_uopc_ok(uopc_compiler_describe_file(path, out, fits, &err), err);
+  if (strncmp(out + strlen(path), " (0 bytes, mtime ", 17) != 0) fail_msg("unexpected description '%s'", out);
+  size_t short_size = strlen(path) + 20;
+  assert_uopc_code(uopc_compiler_describe_file(path, out, short_size, &err), UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "compiler path '%s' is longer than %zu bytes", path, short_size - 64);
+  assert_string_equal(err.message, want);
 }
 
 static void test_counters_json_is_written_at_exit(void **state) {
@@ -463,9 +525,12 @@ int main(void) {
     cmocka_unit_test(test_program_scalar_arguments_reach_the_kernel),
     cmocka_unit_test(test_program_manifest_names_compiler_version_and_settings),
     cmocka_unit_test(test_program_warnings_are_kept_in_compile_log),
+    cmocka_unit_test(test_program_long_compile_log_is_cut_with_a_mark),
     cmocka_unit_test(test_program_manifest_holds_long_settings_whole),
     cmocka_unit_test(test_program_native_target_hashes_the_cpu_model_and_features),
     cmocka_unit_test(test_compiler_version_in_reads_names_inside_the_name_table_only),
+    cmocka_unit_test(test_compiler_version_in_reads_no_32_bit_elf),
+    cmocka_unit_test(test_compiler_describe_file_refuses_a_path_longer_than_fits),
     cmocka_unit_test(test_counters_json_is_written_at_exit),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
