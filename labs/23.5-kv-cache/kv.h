@@ -33,7 +33,8 @@ void kv_cache_free(kv_cache *c);
  * the length: kv_advance does, once every layer is written. The write is
  * recorded: layer l's K and V versions move (uopc_tensor_bump_version).
  * Errors, each leaving the cache unchanged, versions included:
- * UOPC_E_INVALID (layer or row out of range, NULL), UOPC_E_DTYPE,
+ * UOPC_E_INVALID (NULL, or a layer or row out of range, the value then the
+ * range: "kv: layer -1 outside [0, 2)"), UOPC_E_DTYPE,
  * UOPC_E_BOUNDS (k or v not (heads, head_dim)); for a NULL, mistyped or
  * misshapen k or v the message says which, "key" or "value". UOPC_E_LIMIT
  * (the row is full: length[b] == capacity; the message names the row, its

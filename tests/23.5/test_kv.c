@@ -202,8 +202,10 @@ static void test_kv_append_rejects_bad_layer_row_shape_and_dtype(void **state) {
   versions before = versions_of(&f);
   uopc_error e = {0};
   assert_uopc_code(kv_append(&f.c, -1, 0, &k, &v, &e), UOPC_E_INVALID, e);
+  assert_contains(e.message, "layer -1 outside [0, 2)");   /* the value, then the range */
   assert_uopc_code(kv_append(&f.c, LAYERS, 0, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_append(&f.c, 0, -1, &k, &v, &e), UOPC_E_INVALID, e);
+  assert_contains(e.message, "row -1 outside [0, 3)");
   assert_uopc_code(kv_append(&f.c, 0, BATCH, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_append(NULL, 0, 0, &k, &v, &e), UOPC_E_INVALID, e);
   assert_uopc_code(kv_append(&f.c, 0, 1, NULL, &v, &e), UOPC_E_INVALID, e);
