@@ -410,6 +410,15 @@ static void test_dispatch_explain_names_the_failed_divisibility_guard(void **sta
   assert_contains(text, "call 2: n = 33, generic (square_plus_one_generic)\n"
                         "  square_plus_one_fast16 rejected: guard 'n = x.shape[0] is a multiple of 16' failed: "
                         "n = 33 is not a multiple of 16\n");
+  /* The same into 60 bytes inside a larger array: its first 59 characters, and no byte outside moves. */
+  char boxed[100];
+  memset(boxed, '#', sizeof boxed);
+  assert_uopc_ok(dispatch_explain(d, boxed + 20, 60, &err), err);
+  if (strlen(boxed + 20) != 59 || strncmp(boxed + 20, text, 59) != 0)
+    fail_msg("explained into 60 bytes: expected the first 59 characters of \"%s\", got \"%.60s\"", text,
+             boxed + 20);
+  for (int i = 0; i < 100; i++)
+    if ((i < 20 || i >= 80) && boxed[i] != '#') fail_msg("explained into bytes [20, 80): byte %d changed", i);
   dispatch_fini(d);
 }
 

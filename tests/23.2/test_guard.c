@@ -208,6 +208,13 @@ static void test_guard_reason_rank_carries_actual_values(void **state) {
   make_call(&f->c, &f->v.base, &f->v.f64);
   assert_uopc_ok(guard_set_add_rank(&f->s, X, 2, &err), err);
   expect_fails(&f->s, &f->c, "x has rank 1, not 2");
+  /* A guard corrupted to no kind at all fails closed: the fast kernel never runs on a guess. */
+  assert_uopc_ok(guard_set_add_range(&f->s, NULL, shape(X, 0), 1, 100, &err), err);
+  expect_holds(&f->s, &f->c);
+  f->s.guards[f->s.count - 1].kind = (guard_kind)99;
+  int holds = 1;
+  assert_uopc_ok(guard_check(&f->s, f->s.count - 1, &f->c, &holds, NULL, &err), err);
+  if (holds) fail_msg("a guard of kind 99 held: a corrupted guard must fail");
 }
 
 /* A guard on an axis the tensor lacks fails; a guard set stops at the first failure. */
