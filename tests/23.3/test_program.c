@@ -89,13 +89,28 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   ir_graph *g = mv_begin(f.p, &f.err);
   mv_view head = slice(&f, 1, UOPC_SLICE_NONE, 1);
   assert_uopc_code(mv_store(f.p, &head, mv_load(f.p, &f.whole), &f.err), UOPC_E_INVALID, f.err);
-  assert_non_null(strstr(f.err.message, "does not broadcast"));
+  assert_string_equal(f.err.message, "store into a[1:]: a value of shape (n) does not broadcast to the view's shape "
+                                     "(n - 1)");
   assert_int_equal(mv_program_stmt_count(f.p), 0);
   assert_null(mv_open_graph(f.p));                /* the statement is dropped */
   assert_int_equal(mv_program_storage(f.p, f.a)->version, 0);
+  /* shapes whose text is long: the message still closes each one */
+  sym_dim wide[3];
+  const sym_expr *wide_shape[3];
+  for (int k = 0; k < 3; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "a_rather_long_name_of_dim_%c", 'x' + k);
+    assert_uopc_ok(sym_dim_init(&wide[k], name, 1, 8, 1, &f.err), f.err);
+    wide_shape[k] = sym_expr_dim(mv_program_arena(f.p), &wide[k]);
+  }
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_code(mv_store(f.p, &head, ir_input(g, "v", UOPC_F32, 3, wide_shape), &f.err), UOPC_E_INVALID, f.err);
+  assert_contains(f.err.message, "(a_rather_long_name_of_dim_x, a_rather_long_name_of_dim_y, "
+                                 "a_rather_long_name_of_dim_z)");
   /* a dtype that differs */
   g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &f.whole, ir_const(g, 1, UOPC_F64), &f.err), UOPC_E_DTYPE, f.err);
+  assert_string_equal(f.err.message, "store into a (f32) of a f64 value (cast it first)");
   /* a broadcast view: its elements collide */
   const sym_expr *shape[2] = {sym_expr_const(mv_program_arena(f.p), 4), f.n_e};
   mv_view b;
@@ -297,6 +312,13 @@ static void test_reuse_decide_refuses_an_escaped_or_external_buffer(void **state
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
   assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
   assert_non_null(strstr(d.reason, "'t1'"));
+  mv_program_free(f.p);
+  /* escaped and read later: the alias proof fails first, and its reason is the one given */
+  fx_init(&f, 1, 64);
+  reuse_program(&f, 1, 1, 0, &t1, &t2);
+  assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
+  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
+  assert_string_equal(d.reason, "a view of 't1' outlives the program");
   assert_uopc_ok(reuse_decide(f.p, 0, f.a, &d, &f.err), f.err);   /* the caller's tensor */
   assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
   assert_non_null(strstr(d.reason, "'a'"));
