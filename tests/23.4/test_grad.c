@@ -563,6 +563,10 @@ static void test_accumulate_fills_an_empty_slot_then_adds(void **state) {
     assert_true(fabs(at(tp_value(slot), i) - 12.0 * (double)(i + 1)) < 1e-5);   /* a + b + a */
     assert_true(fabs(at(tp_value(a), i) - (double)(i + 1)) < 1e-6);             /* a itself unchanged */
   }
+  /* no slot to add into, or nothing to add: refused, nothing touched */
+  assert_uopc_code(tp_accumulate(c, NULL, a, TP_HERE, &err), UOPC_E_INVALID, err);
+  assert_uopc_code(tp_accumulate(c, &slot, NULL, TP_HERE, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "accumulate: NULL slot or contribution");
   uopc_tensor_release(&av), uopc_tensor_release(&bv);
   tp_ctx_free(c);
 }

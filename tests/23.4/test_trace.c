@@ -286,6 +286,8 @@ static void test_compare_decided_by_the_bounds_records_no_guard(void **state) {
   assert_false(tp_eq(&t.c, n, tp_int_const(&t.c, 0)));
   assert_true(tp_compare_at(&t.c, n, TP_NE, tp_int_const(&t.c, 100), TP_HERE));
   assert_true(tp_gt(&t.c, two_n, tp_int_const(&t.c, 1)));                              /* 2n in [2, 128] */
+  assert_false(tp_eq(&t.c, n, tp_int_const(&t.c, 70)));                /* n - 70 in [-69, -6]: never 0 */
+  assert_true(tp_compare_at(&t.c, n, TP_NE, tp_int_const(&t.c, 65), TP_HERE));   /* n - 65 in [-64, -1] */
   assert_true(tp_lt(&t.c, tp_int_const(&t.c, 3), tp_int_const(&t.c, 5)));              /* nothing symbolic */
   assert_ctx_ok(&t);
   assert_int_equal(t.c.n_guards, 0);
