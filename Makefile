@@ -245,7 +245,7 @@ test-grader: setup
 #                                  a stratified draw: N mutants of each file (SAMPLE ignored);
 #                                  every file below BAR % (default 90) is named
 # make mutants-uopc [SAMPLE=N] ...  mutants of uopc/src/*.c through tests/uopc and tests/faults
-# make mutants-ci                  one mutant of every solution file (23.1-23.5) and the first few of 23.6 and uopc (CI)
+# make mutants-ci                  one mutant of every solution file (23.1-23.5) and of every uopc source (CI)
 # SAMPLE=0 runs every mutant (hours); the default is 40. Equivalent survivors are listed, with
 # their reason, in tests/mutants/<LAB>.equivalents.
 MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(MIN),--min $(MIN)) \
