@@ -471,12 +471,14 @@ static void test_cuda_memory_round_trips_bytes(void **state) {
 #define FAKE_DRIVER_ENV "UOPC_TEST_FAKE_DRIVER"
 
 static const char FAKE_DRIVER[] =
+    "#include <stdlib.h>\n"
     "typedef int CUresult;\n"
     "int fake_loads, fake_unloads;\n"
+    "unsigned fake_launch[7];  /* the last launch's grid, block and shared bytes */\n"
     "static int ctx, mod, fn;\n"
     "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
     "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
-    "CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
+    "CUresult cuDeviceGetCount(int *n) { *n = getenv(\"UOPC_TEST_FAKE_NO_DEVICE\") ? 0 : 1; return 0; }\n"
     "CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
     "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 0; return 0; }\n"
     "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx; return 0; }\n"
@@ -487,7 +489,13 @@ static const char FAKE_DRIVER[] =
     "}\n"
     "CUresult cuModuleUnload(void *m) { if (m == &mod) fake_unloads++; return 0; }\n"
     "CUresult cuModuleGetFunction(void **f, void *m, const char *s) { (void)m; (void)s; *f = &fn; return 0; }\n"
-    "CUresult cuLaunchKernel(void) { return 0; }\n"
+    "CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
+    "                        unsigned bz, unsigned shared, void *stream, void **args, void **extra) {\n"
+    "  (void)f; (void)stream; (void)args; (void)extra;\n"
+    "  unsigned got[7] = {gx, gy, gz, bx, by, bz, shared};\n"
+    "  for (int i = 0; i < 7; i++) fake_launch[i] = got[i];\n"
+    "  return 0;\n"
+    "}\n"
     "CUresult cuMemAlloc_v2(void) { return 2; }\n"
     "CUresult cuMemFree_v2(void) { return 0; }\n"
     "CUresult cuMemcpyHtoD_v2(void) { return 0; }\n"
@@ -527,6 +535,45 @@ static void test_fake_driver_program_free_unloads_its_module(void **state) {
   assert_int_equal(*unloads, 1);
 }
 
+/* A launch hands the driver the grid, block and shared bytes as given, in order, and runs kernel 0;
+ * a kernel index past the program's kernels is refused before the driver is asked. */
+static void test_fake_driver_launch_passes_the_shape_through(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  unsigned *launch = dlsym(fake_driver, "fake_launch");
+  assert_non_null(launch);
+  assert_uopc_ok(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), err);
+  int64_t calls = uopc_counter_get("calls square_plus_one");
+  unsigned grid[3] = {2, 3, 5}, block[3] = {7, 11, 13};
+  unsigned long long none = 0;
+  void *args[] = {&none, &none, &none};
+  assert_uopc_ok(uopc_cuda_launch(p, grid, block, 17, args, &err), err);
+  static const unsigned want[7] = {2, 3, 5, 7, 11, 13, 17};
+  for (int i = 0; i < 7; i++)
+    if (launch[i] != want[i]) fail_msg("launch argument %d: %u, expected %u", i, launch[i], want[i]);
+  assert_int_equal(delta("calls square_plus_one", calls), 1);
+  memset(launch, 0, 7 * sizeof *launch);
+  assert_uopc_code(uopc_cuda_launch_kernel(p, 1, grid, block, 17, args, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "kernel 1 of a program of 1");
+  assert_uopc_code(uopc_cuda_launch_kernel(p, -1, grid, block, 17, args, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "kernel -1 of a program of 1");
+  assert_int_equal(launch[0], 0);  /* the driver was not asked */
+  assert_int_equal(delta("calls square_plus_one", calls), 1);
+  uopc_cuda_program_free(p);
+}
+
+/* A driver that loads but sees no device: unavailable, saying so, and no program. */
+static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  assert_uopc_code(uopc_cuda_available(&err), UOPC_E_NO_CUDA, err);
+  assert_string_equal(err.message, "no CUDA device: the driver sees none");
+  assert_uopc_code(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), UOPC_E_NO_CUDA, err);
+  assert_null(p);
+}
+
 /* The fresh process's part: the fake driver is loaded first. */
 static int run_on_fake_driver(const char *path) {
   fake_driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -534,14 +581,19 @@ static int run_on_fake_driver(const char *path) {
     fprintf(stderr, "cannot open the fake driver '%s': %s\n", path, dlerror());
     return 1;
   }
+  if (getenv("UOPC_TEST_FAKE_NO_DEVICE")) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_without_a_device_is_no_cuda)};
+    return cmocka_run_group_tests_name("on a fake driver without a device", tests, NULL, NULL);
+  }
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fake_driver_compile_targets_the_devices_arch),
     cmocka_unit_test(test_fake_driver_program_free_unloads_its_module),
+    cmocka_unit_test(test_fake_driver_launch_passes_the_shape_through),
   };
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
 }
 
-static void run_on_a_fake(const char *source_text, const char *soname, const char *env);
+static void run_on_a_fake(const char *source_text, const char *soname, const char *env, const char *also);
 
 /* Builds the fake driver, then runs this binary again with it. */
 static void test_cuda_driver_paths_on_a_fake_driver(void **state) {
@@ -551,7 +603,12 @@ static void test_cuda_driver_paths_on_a_fake_driver(void **state) {
     print_message("  skipped: %s\n", err.message);
     skip();
   }
-  run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV);
+  run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, NULL);
+}
+
+static void test_cuda_driver_without_a_device_on_a_fake_driver(void **state) {
+  (void)state;
+  run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_NO_DEVICE");
 }
 
 /* ---- a fake NVRTC ------------------------------------------------------------
@@ -599,8 +656,9 @@ static int run_on_fake_nvrtc(const char *path) {
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
 }
 
-/* Builds the fake library from source as soname, then runs this binary again with env naming it. */
-static void run_on_a_fake(const char *source_text, const char *soname, const char *env) {
+/* Builds the fake library from source as soname, then runs this binary again with env naming it
+ * (and the variable also set, when not NULL). */
+static void run_on_a_fake(const char *source_text, const char *soname, const char *env, const char *also) {
   char source[PATH_MAX + 16], lib[PATH_MAX + 16], command[3 * PATH_MAX];
   snprintf(source, sizeof source, "%s/fake_%s.c", testutil_cache_dir, soname);
   snprintf(lib, sizeof lib, "%s/%s", testutil_cache_dir, soname);
@@ -615,6 +673,7 @@ static void run_on_a_fake(const char *source_text, const char *soname, const cha
   assert_true(pid >= 0);
   if (pid == 0) {
     setenv(env, lib, 1);
+    if (also) setenv(also, "1", 1);
     execl("/proc/self/exe", "test_cuda", (char *)NULL);
     _exit(127);
   }
@@ -626,7 +685,7 @@ static void run_on_a_fake(const char *source_text, const char *soname, const cha
 
 static void test_cuda_nvrtc_paths_on_a_fake_nvrtc(void **state) {
   (void)state;
-  run_on_a_fake(FAKE_NVRTC, "libnvrtc.so", FAKE_NVRTC_ENV);
+  run_on_a_fake(FAKE_NVRTC, "libnvrtc.so", FAKE_NVRTC_ENV, NULL);
 }
 
 #define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
@@ -653,6 +712,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
     cmocka_unit_test(test_cuda_copy_of_zero_bytes_is_nothing),
     cmocka_unit_test(test_cuda_driver_paths_on_a_fake_driver),
+    cmocka_unit_test(test_cuda_driver_without_a_device_on_a_fake_driver),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),
     cmocka_unit_test(test_cuda_launch_rejects_an_oversized_block_with_the_driver_message),

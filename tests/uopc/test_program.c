@@ -3,6 +3,8 @@
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
 #include <elf.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -421,6 +423,75 @@ static void test_program_native_target_hashes_the_cpu_model_and_features(void **
   uopc_program_free(p);
 }
 
+/* Writes text into path; 0 when it could not. */
+static int write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return 0;
+  int ok = fputs(text, f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
+/* The child's part of the test below; its exit status is 0, 77 (no namespaces here) or 1. */
+static int native_key_under_a_fake_cpuinfo(const char *fake, const char *want) {
+  char map[64];
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return 77;
+  snprintf(map, sizeof map, "%d %d 1\n", (int)uid, (int)uid);
+  if (!write_text("/proc/self/setgroups", "deny") || !write_text("/proc/self/uid_map", map)) return 77;
+  snprintf(map, sizeof map, "%d %d 1\n", (int)gid, (int)gid);
+  if (!write_text("/proc/self/gid_map", map)) return 77;
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount(fake, "/proc/cpuinfo", NULL, MS_BIND, NULL) != 0)
+    return 77;
+  uopc_program_options opts = {.march_native = 1};
+  uopc_program *p;
+  uopc_error err = {0};
+  if (uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err) != UOPC_OK) {
+    fprintf(stderr, "uopc_program_new: %s\n", err.message);
+    return 1;
+  }
+  char *text = read_entry_file(uopc_program_dir(p), "manifest");
+  int ok = text && strstr(text, want);
+  if (!ok) fprintf(stderr, "expected \"%s\" in the manifest:\n%s\n", want, text ? text : "(none)");
+  free(text);
+  uopc_program_free(p);
+  return ok ? 0 : 1;
+}
+
+/* An Arm CPU, which has no "model name" or "flags": its "Features" and "CPU part" lines are the ones
+ * hashed. The test's own /proc/cpuinfo (a bind mount in a user namespace) says so on any machine. */
+static void test_program_native_target_hashes_arm_features_and_part(void **state) {
+  (void)state;
+  static const char cpuinfo[] =
+      "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32\n"
+      "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n";
+  char fake[4200], hex[65], want[256];
+  snprintf(fake, sizeof fake, "%s/cpuinfo", testutil_cache_dir);
+  assert_true(write_text(fake, cpuinfo));
+  uopc_hash *h;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_hash_new(&h, &err), err);
+  uopc_hash_str(h, "cpuinfo", "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32\n");
+  uopc_hash_str(h, "cpuinfo", "CPU part\t: 0xd0c\n");
+  uopc_hash_finish(h, hex);
+  struct utsname u;
+  assert_int_equal(uname(&u), 0);
+  snprintf(want, sizeof want, "\ntarget=%s native cpu %.16s\n", u.machine, hex);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(native_key_under_a_fake_cpuinfo(fake, want));
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    print_message("  skipped: no user and mount namespaces here to give the test its own /proc/cpuinfo\n");
+    skip();
+  }
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* A shared object of the given class whose .comment, in the 64-bit layout,
  * says "GCC: real"; a second section named by an offset past the end of the
  * section-name table (20 bytes) holds "GCC: past the table". */
@@ -528,6 +599,7 @@ int main(void) {
     cmocka_unit_test(test_program_long_compile_log_is_cut_with_a_mark),
     cmocka_unit_test(test_program_manifest_holds_long_settings_whole),
     cmocka_unit_test(test_program_native_target_hashes_the_cpu_model_and_features),
+    cmocka_unit_test(test_program_native_target_hashes_arm_features_and_part),
     cmocka_unit_test(test_compiler_version_in_reads_names_inside_the_name_table_only),
     cmocka_unit_test(test_compiler_version_in_reads_no_32_bit_elf),
     cmocka_unit_test(test_compiler_describe_file_refuses_a_path_longer_than_fits),

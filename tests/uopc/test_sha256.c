@@ -50,11 +50,23 @@ static void test_sha256_file_reports_a_missing_file(void **state) {
   assert_contains(err.message, "/nonexistent/uopc-input");
 }
 
+/* A directory opens but cannot be read: an error naming it, not the hash of nothing. */
+static void test_sha256_file_reports_a_read_error(void **state) {
+  (void)state;
+  char hex[65] = "unchanged", want[4200];
+  uopc_error err = {0};
+  assert_uopc_code(uopc_hash_file(testutil_cache_dir, hex, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot read '%s': Is a directory", testutil_cache_dir);
+  assert_string_equal(err.message, want);
+  assert_string_equal(hex, "unchanged");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_sha256_file_matches_fips_examples),
     cmocka_unit_test(test_sha256_fields_are_labelled_and_length_prefixed),
     cmocka_unit_test(test_sha256_file_reports_a_missing_file),
+    cmocka_unit_test(test_sha256_file_reports_a_read_error),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -1,9 +1,25 @@
 /* test_spawn.c: the runtime's process spawning (uopc/src/spawn.c, an internal
  * module): a compiler runs with LC_ALL=C whatever the user's locale, and a
  * program is found only as a regular executable file. */
+#include <errno.h>
 #include <sys/stat.h>
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
+
+#ifndef __SANITIZE_ADDRESS__
+/* malloc fails once when asked, so that a test reaches a NOMEM path; glibc's own allocator
+ * answers every other call (under AddressSanitizer, whose malloc this would bypass, it is not built). */
+void *__libc_malloc(size_t n);
+static int fail_next_malloc;
+void *malloc(size_t n) {
+  if (fail_next_malloc) {
+    fail_next_malloc = 0;
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_malloc(n);
+}
+#endif
 
 /* The child's environment has one LC_ALL, C: the user's is replaced, not shadowed. */
 static void test_spawn_replaces_the_users_lc_all(void **state) {
@@ -27,6 +43,57 @@ static void test_spawn_replaces_the_users_lc_all(void **state) {
     if (strncmp(p, "LC_ALL=C\n", 9) != 0) fail_msg("the child's environment holds %.20s", p);
   }
   assert_int_equal(lines, 1);
+  free(res);
+}
+
+/* No memory for the child's environment: the program is named, nothing is started. */
+static void test_spawn_without_memory_names_the_program(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  print_message("  skipped: malloc cannot be made to fail under AddressSanitizer\n");
+  skip();
+#else
+  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  uopc_error err = {0};
+  fail_next_malloc = 1;
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  fail_next_malloc = 0;
+  free(res);
+  assert_uopc_code(rc, UOPC_E_NOMEM, err);
+  assert_string_equal(err.message, "no memory to start '/nonexistent/uopc-probe'");
+#endif
+}
+
+/* Runs sh -c script and returns what it captured. */
+static uopc_spawn_result *run_sh(const char *script) {
+  char sh[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("sh", sh, &err), err);
+  char *const argv[] = {sh, "-c", (char *)script, NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  assert_uopc_ok(uopc_spawn(argv, NULL, res, &err), err);
+  assert_int_equal(res->exit_status, 0);
+  return res;
+}
+
+/* The output buffer keeps UOPC_SPAWN_OUTPUT_MAX - 1 bytes and its NUL: that many is whole,
+ * one more is truncated to them. */
+static void test_spawn_keeps_output_up_to_the_buffer_less_its_nul(void **state) {
+  (void)state;
+  uopc_spawn_result *res = run_sh("yes x | head -c 16383");
+  assert_int_equal(res->output_len, UOPC_SPAWN_OUTPUT_MAX - 1);
+  assert_int_equal(res->truncated, 0);
+  assert_int_equal(res->output[16382], 'x');  /* "x\n" repeated: byte 16382 is an x */
+  assert_int_equal(res->output[16383], '\0');
+  free(res);
+  res = run_sh("yes x | head -c 16385");
+  assert_int_equal(res->output_len, UOPC_SPAWN_OUTPUT_MAX - 1);
+  assert_int_equal(res->truncated, 1);
+  assert_int_equal(res->output[16382], 'x');
+  assert_int_equal(res->output[16383], '\0');
   free(res);
 }
 
@@ -66,6 +133,8 @@ static void test_find_program_passes_over_a_directory_of_that_name(void **state)
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
+    cmocka_unit_test(test_spawn_without_memory_names_the_program),
+    cmocka_unit_test(test_spawn_keeps_output_up_to_the_buffer_less_its_nul),
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
