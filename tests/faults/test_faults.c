@@ -5,6 +5,7 @@
  * cache's size limit and statistics must never fail a build at all. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/wait.h>
 #include "uopc/uopc.h"
 #include "uopc/fault.h"
@@ -243,6 +244,18 @@ static void test_fault_eviction_rename_fails_and_the_entry_stays_whole(void **st
   assert_total_matches_disk();
 }
 
+/* A site past the table is ignored, armed or hit: arming it writes nothing (INT_MAX, far past the
+ * table, would fault on a write) and leaves every real site unarmed. */
+static void test_fault_arm_ignores_a_site_out_of_range(void **state) {
+  (void)state;
+  uopc_fault_site far = (uopc_fault_site)INT_MAX;
+  uopc_fault_arm(far, 1);
+  uopc_fault_arm(UOPC_FAULT_SITES, 1);
+  assert_int_equal(uopc_fault_hit(far), 0);
+  assert_int_equal(uopc_fault_hit(UOPC_FAULT_SITES), 0);
+  for (int site = 0; site < UOPC_FAULT_SITES; site++) assert_int_equal(uopc_fault_hit((uopc_fault_site)site), 0);
+}
+
 int main(void) {
   if (getenv(STATS_CHILD_ENV)) return stats_write_fails_once();
   const struct CMUnitTest tests[] = {
@@ -258,6 +271,7 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_stats_write_fails_and_the_build_goes_on, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_failure_is_told_at_debug_level_2, fresh),
     cmocka_unit_test_setup(test_fault_eviction_rename_fails_and_the_entry_stays_whole, fresh),
+    cmocka_unit_test(test_fault_arm_ignores_a_site_out_of_range),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

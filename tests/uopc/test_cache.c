@@ -418,6 +418,68 @@ static void test_cache_discard_of_a_gone_entry_keeps_the_total(void **state) {
   assert_total_matches_disk(testutil_cache_dir);
 }
 
+/* ---- files ------------------------------------------------------------------------ */
+
+static char *read_all(const char *path, size_t *n) {
+  char *data = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_read_file(path, &data, n, &err), err);
+  return data;
+}
+
+/* The last write of a file can be a single byte: write() returning 1 is progress, not a failure. */
+static void test_cache_write_file_writes_a_one_byte_file(void **state) {
+  (void)state;
+  char path[PATH_MAX + 8];
+  snprintf(path, sizeof path, "%s/one", testutil_cache_dir);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(path, "x", 1, &err), err);
+  size_t n;
+  char *data = read_all(path, &n);
+  assert_int_equal(n, 1);
+  assert_memory_equal(data, "x", 1);
+  free(data);
+}
+
+/* With stdin closed, open() returns descriptor 0, a valid one: the file is still written. */
+static void test_cache_write_file_writes_through_descriptor_0(void **state) {
+  (void)state;
+  char path[PATH_MAX + 8];
+  snprintf(path, sizeof path, "%s/on-fd-0", testutil_cache_dir);
+  uopc_error err = {0};
+  int saved = dup(0);
+  assert_true(saved > 0);
+  close(0);
+  int rc = uopc_write_file(path, "zero", 4, &err);
+  assert_int_equal(dup2(saved, 0), 0);   /* stdin back before any assertion can stop the test */
+  close(saved);
+  assert_uopc_ok(rc, err);
+  size_t n;
+  char *data = read_all(path, &n);
+  assert_int_equal(n, 4);
+  assert_memory_equal(data, "zero", 4);
+  free(data);
+}
+
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+  if (d) closedir(d);
+  return n;
+}
+
+/* Every miss looks in tmp/ for stale staging directories; the directory it reads is closed again,
+ * so a process that builds many kernels does not run out of descriptors. */
+static void test_cache_builds_leave_no_descriptor_open(void **state) {
+  (void)state;
+  assert_int_equal(build_tag("fds-first", NULL, NULL), 0);   /* tmp/ exists from here on */
+  int before = open_fds();
+  assert_int_equal(build_tag("fds-a", NULL, NULL), 0);
+  assert_int_equal(build_tag("fds-b", NULL, NULL), 0);
+  assert_int_equal(open_fds(), before);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
@@ -434,6 +496,9 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_without_stats_file_is_counted_once, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_record_read_leaves_garbled_values_at_zero, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_discard_of_a_gone_entry_keeps_the_total, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_write_file_writes_a_one_byte_file, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_write_file_writes_through_descriptor_0, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_builds_leave_no_descriptor_open, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

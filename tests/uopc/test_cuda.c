@@ -4,6 +4,7 @@
  * and skip without one, printing why. */
 #include "uopc/uopc.h"
 #include "../testutil.h"
+#include "../../uopc/src/internal.h"
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -172,6 +173,34 @@ static void test_cuda_compile_rejects_kernel_that_is_not_extern_c(void **state) 
   assert_uopc_code(compile(forced(state), mangled, "mangled", NULL, ptx, &err), UOPC_E_COMPILE, err);
   assert_contains(err.message, "no kernel 'mangled'");
   assert_contains(err.message, "extern \"C\"");
+}
+
+/* Both PTX back ends' check finds ".entry <name>" followed by "(", " " or the end of the line (a
+ * kernel's parameters can start on the next line), and nothing that only begins with the name. */
+static void test_cuda_ptx_check_finds_the_entry_before_a_parenthesis_space_or_line_end(void **state) {
+  (void)state;
+  static const struct { const char *line; int code; } cases[] = {
+    {".visible .entry scale(\n", UOPC_OK},
+    {".visible .entry scale (\n", UOPC_OK},
+    {".visible .entry scale\n(\n", UOPC_OK},
+    {".visible .entry scale2(\n", UOPC_E_COMPILE},
+    {".visible .func scale(\n", UOPC_E_COMPILE},
+  };
+  static uopc_build b = {.entry = "scale"};
+  const uopc_backend *backends[] = {&uopc_backend_nvrtc, &uopc_backend_nvcc};
+  char path[PATH_MAX + 16], log[256];
+  snprintf(path, sizeof path, "%s/check.ptx", testutil_cache_dir);
+  for (size_t k = 0; k < 2; k++)
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+      uopc_error err = {0};
+      assert_uopc_ok(uopc_write_file(path, cases[i].line, strlen(cases[i].line), &err), err);
+      *log = '\0';
+      int rc = backends[k]->verify(&b, path, log, sizeof log, &err);
+      if (rc != cases[i].code) fail_msg("%s on '%s': expected %d, got %d", backends[k]->name, cases[i].line,
+                                        cases[i].code, rc);
+      assert_string_equal(log, rc ? "the PTX has no kernel 'scale': declare it extern \"C\" __global__, "
+                                    "so that its name is not mangled" : "");
+    }
 }
 
 /* PTX is always for a virtual arch: sm_80 is compiled as compute_80, and
@@ -708,6 +737,7 @@ int main(void) {
     BY_BOTH(test_cuda_compile_from_eight_threads_agrees_on_one_entry),
     cmocka_unit_test(test_cuda_compile_nvrtc_and_nvcc_use_different_entries),
     cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
+    cmocka_unit_test(test_cuda_ptx_check_finds_the_entry_before_a_parenthesis_space_or_line_end),
     cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),
     cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
     cmocka_unit_test(test_cuda_copy_of_zero_bytes_is_nothing),

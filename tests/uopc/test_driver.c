@@ -54,11 +54,27 @@ static void test_error_names_spell_every_code(void **state) {
   assert_string_equal(uopc_error_name(UOPC_E_COUNT), "UOPC_E_?");
 }
 
+/* What a failure makes a driver exit with: 3 for a stub, 2 when the machine failed the run (compiler,
+ * loader, files, memory, CUDA), 1 when the lab's own check did. */
+static void test_error_exit_status_sorts_every_code(void **state) {
+  (void)state;
+  static const int runtime[] = {UOPC_E_COMPILE, UOPC_E_LOAD, UOPC_E_IO, UOPC_E_UNSAFE_CACHE,
+                                UOPC_E_NOMEM, UOPC_E_NO_CUDA, UOPC_E_CUDA};
+  for (int code = 0; code < UOPC_E_COUNT; code++) {
+    int want = code == UOPC_E_NOT_IMPLEMENTED ? UOPC_EXIT_NOT_IMPLEMENTED : UOPC_EXIT_CHECK;
+    for (size_t i = 0; i < sizeof runtime / sizeof *runtime; i++)
+      if (code == runtime[i]) want = UOPC_EXIT_RUNTIME;
+    if (uopc_error_exit_status(code) != want)
+      fail_msg("%s: exit status %d, expected %d", uopc_error_name(code), uopc_error_exit_status(code), want);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_driver_failure_of_a_stub_names_the_lab_once),
     cmocka_unit_test(test_driver_failure_of_an_error_says_lab_code_and_where),
     cmocka_unit_test(test_error_names_spell_every_code),
+    cmocka_unit_test(test_error_exit_status_sorts_every_code),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -538,6 +539,84 @@ static void test_compiler_version_in_reads_no_32_bit_elf(void **state) {
   assert_string_equal(version, "");
 }
 
+/* A 64-bit ELF of three sections (none, the name table, .comment) with its section headers at shoff;
+ * the caller places the names, the comment and the headers' bytes. */
+static void fake_elf_header(unsigned char *elf, Elf64_Off shoff) {
+  Elf64_Ehdr eh = {.e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_shoff = shoff,
+                   .e_ehsize = sizeof eh, .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 3, .e_shstrndx = 1};
+  memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  memcpy(elf, &eh, sizeof eh);
+}
+
+static void version_of(const char *name, const unsigned char *elf, size_t n, char *version, size_t size) {
+  char path[PATH_MAX + 16];
+  uopc_error err = {0};
+  snprintf(path, sizeof path, "%s/%s", testutil_cache_dir, name);
+  assert_uopc_ok(uopc_write_file(path, elf, n, &err), err);
+  uopc_compiler_version_in(path, version, size);
+}
+
+/* A .comment whose bytes end at the file's last byte lies wholly inside the file, and is read. */
+static void test_compiler_version_in_reads_a_comment_that_ends_the_file(void **state) {
+  (void)state;
+  unsigned char elf[286] = {0};   /* header, 3 section headers at 64, names at 256, comment at 276 */
+  fake_elf_header(elf, 64);
+  Elf64_Shdr sh[3] = {{0},
+                      {.sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = 256, .sh_size = 20},
+                      {.sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = 276, .sh_size = 10}};
+  memcpy(elf + 64, sh, sizeof sh);
+  memcpy(elf + 256, "\0.shstrtab\0.comment\0", 20);
+  memcpy(elf + 276, "GCC: last", 10);
+  char version[64] = "?";
+  version_of("last.so", elf, sizeof elf, version, sizeof version);
+  assert_string_equal(version, "GCC: last");
+}
+
+/* A section header cut short by the end of the file is not read, even when the fields that place
+ * its bytes (name, offset, size: its first 40 bytes) are inside the file. */
+static void test_compiler_version_in_skips_a_section_header_cut_short(void **state) {
+  (void)state;
+  unsigned char elf[264] = {0};   /* names at 64, comment at 84, headers at 96: the third has 40 bytes */
+  fake_elf_header(elf, 96);
+  memcpy(elf + 64, "\0.shstrtab\0.comment\0", 20);
+  memcpy(elf + 84, "GCC: cut", 9);
+  Elf64_Shdr sh[3] = {{0},
+                      {.sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = 64, .sh_size = 20},
+                      {.sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = 84, .sh_size = 9}};
+  memcpy(elf + 96, sh, 2 * sizeof *sh + 40);
+  char version[64] = "?";
+  version_of("cut.so", elf, sizeof elf, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
+/* Reading the version frees the artifact's bytes it read: after a first call has filled malloc's
+ * caches, a second one leaves the heap's bytes in use exactly as they were. */
+static void test_compiler_version_in_keeps_no_memory(void **state) {
+  (void)state;
+  char path[PATH_MAX + 16], version[64];
+  snprintf(path, sizeof path, "%s/fake.so", testutil_cache_dir);
+  write_fake_elf(path, ELFCLASS64);
+  uopc_compiler_version_in(path, version, sizeof version);
+  size_t before = mallinfo2().uordblks;
+  uopc_compiler_version_in(path, version, sizeof version);
+  assert_int_equal(mallinfo2().uordblks, before);
+  assert_string_equal(version, "GCC: real");
+}
+
+/* Entry names are C identifiers: digits after the first character, any of 0-9. */
+static void test_build_check_names_takes_every_digit_after_the_first_character(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_build_check_names(SQUARE, "k0123456789", &err), err);
+  assert_uopc_code(uopc_build_check_names(SQUARE, "0k", &err), UOPC_E_INVALID, err);
+  char want[128];
+  snprintf(want, sizeof want, "entry '0k' is not a C identifier of at most %d characters", UOPC_ENTRY_MAX);
+  assert_string_equal(err.message, want);
+}
+
 /* A description that does not fit says how long a path fits: the size less
  * 64 bytes, room enough for " (<size> bytes, mtime <s>.<ns>)". */
 static void test_compiler_describe_file_refuses_a_path_longer_than_fits(void **state) {
@@ -603,6 +682,10 @@ int main(void) {
     cmocka_unit_test(test_compiler_version_in_reads_names_inside_the_name_table_only),
     cmocka_unit_test(test_compiler_version_in_reads_no_32_bit_elf),
     cmocka_unit_test(test_compiler_describe_file_refuses_a_path_longer_than_fits),
+    cmocka_unit_test(test_compiler_version_in_reads_a_comment_that_ends_the_file),
+    cmocka_unit_test(test_compiler_version_in_skips_a_section_header_cut_short),
+    cmocka_unit_test(test_compiler_version_in_keeps_no_memory),
+    cmocka_unit_test(test_build_check_names_takes_every_digit_after_the_first_character),
     cmocka_unit_test(test_counters_json_is_written_at_exit),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
