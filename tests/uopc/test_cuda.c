@@ -6,6 +6,7 @@
 #include "../testutil.h"
 #include "../../uopc/src/internal.h"
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -624,6 +625,24 @@ static int run_on_fake_driver(const char *path) {
 
 static void run_on_a_fake(const char *source_text, const char *soname, const char *env, const char *also);
 
+/* Runs this binary again with name1=value1 (and name2=value2 unless NULL) in its environment. */
+static void rerun_with(const char *what, const char *name1, const char *value1, const char *name2,
+                       const char *value2) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv(name1, value1, 1);
+    if (name2) setenv(name2, value2, 1);
+    execl("/proc/self/exe", "test_cuda", (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("the run with %s failed (status %d; its output is above)", what, status);
+}
+
 /* Builds the fake driver, then runs this binary again with it. */
 static void test_cuda_driver_paths_on_a_fake_driver(void **state) {
   (void)state;
@@ -642,8 +661,8 @@ static void test_cuda_driver_without_a_device_on_a_fake_driver(void **state) {
 
 /* ---- a fake NVRTC ------------------------------------------------------------
  * NVRTC's failures after a compile that succeeded, which a real NVRTC does not
- * give on demand: a libnvrtc.so of our own, opened first in a fresh process as
- * the fake driver is, whose nvrtcGetPTXSize fails. */
+ * give on demand: a libnvrtc.so of our own, in a fresh process whose CUDA_HOME
+ * names its directory, whose nvrtcGetPTXSize fails. */
 #define FAKE_NVRTC_ENV "UOPC_TEST_FAKE_NVRTC"
 
 static const char FAKE_NVRTC[] =
@@ -675,6 +694,11 @@ static void test_fake_nvrtc_ptx_size_failure_is_a_compile_error(void **state) {
 }
 
 static int run_on_fake_nvrtc(const char *path) {
+  char home[PATH_MAX];   /* the fake's toolkit: path is <home>/lib64/libnvrtc.so, which CUDA_HOME puts first */
+  snprintf(home, sizeof home, "%s", path);
+  *strrchr(home, '/') = '\0';
+  *strrchr(home, '/') = '\0';
+  setenv("CUDA_HOME", home, 1);
   if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
     fprintf(stderr, "cannot open the fake NVRTC '%s': %s\n", path, dlerror());
     return 1;
@@ -690,31 +714,53 @@ static int run_on_fake_nvrtc(const char *path) {
 static void run_on_a_fake(const char *source_text, const char *soname, const char *env, const char *also) {
   char source[PATH_MAX + 16], lib[PATH_MAX + 16], command[3 * PATH_MAX];
   snprintf(source, sizeof source, "%s/fake_%s.c", testutil_cache_dir, soname);
-  snprintf(lib, sizeof lib, "%s/%s", testutil_cache_dir, soname);
+  snprintf(lib, sizeof lib, "%s/lib64", testutil_cache_dir);   /* a toolkit's layout, for CUDA_HOME */
+  if (mkdir(lib, 0700) != 0) assert_int_equal(errno, EEXIST);
+  snprintf(lib, sizeof lib, "%s/lib64/%s", testutil_cache_dir, soname);
   FILE *f = fopen(source, "w");
   assert_non_null(f);
   fputs(source_text, f);
   assert_int_equal(fclose(f), 0);
   snprintf(command, sizeof command, "gcc -shared -fPIC -Wl,-soname,%s -o '%s' '%s'", soname, lib, source);
   assert_int_equal(system(command), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    setenv(env, lib, 1);
-    if (also) setenv(also, "1", 1);
-    execl("/proc/self/exe", "test_cuda", (char *)NULL);
-    _exit(127);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail_msg("the run on the fake %s failed (status %d; its output is above)", soname, status);
+  rerun_with(soname, env, lib, also, also ? "1" : NULL);
 }
 
 static void test_cuda_nvrtc_paths_on_a_fake_nvrtc(void **state) {
   (void)state;
   run_on_a_fake(FAKE_NVRTC, "libnvrtc.so", FAKE_NVRTC_ENV, NULL);
+}
+
+/* ---- where NVRTC is looked for ---------------------------------------------
+ * $CUDA_HOME/lib64 first, when set: a toolkit it names that has no libnvrtc
+ * is passed over for the loader's, in a fresh process (NVRTC is opened once). */
+#define CUDA_HOME_CHILD_ENV "UOPC_TEST_CUDA_HOME_CHILD"
+
+static void test_nvrtc_past_a_cuda_home_without_it_compiles(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char ptx[PATH_MAX];
+  uopc_cuda_options opts = {.arch = "sm_80"};
+  int rc = uopc_cuda_compile(tagged("past CUDA_HOME"), "square_plus_one", &opts, ptx, sizeof ptx, &err);
+  if (rc == UOPC_E_NO_CUDA) {
+    print_message("  skipped: %s\n", err.message);
+    skip();
+  }
+  assert_uopc_ok(rc, err);
+}
+
+static int run_past_a_cuda_home(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_nvrtc_past_a_cuda_home_without_it_compiles),
+  };
+  return cmocka_run_group_tests_name("with CUDA_HOME naming no toolkit", tests, NULL, NULL);
+}
+
+static void test_cuda_nvrtc_is_found_past_a_cuda_home_without_it(void **state) {
+  (void)state;
+  char home[PATH_MAX + 32];
+  snprintf(home, sizeof home, "%s/no-toolkit-here", testutil_cache_dir);
+  rerun_with("CUDA_HOME without NVRTC", "CUDA_HOME", home, CUDA_HOME_CHILD_ENV, "1");
 }
 
 #define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
@@ -723,6 +769,7 @@ int main(void) {
   const char *fake = getenv(FAKE_DRIVER_ENV);
   if (fake) return run_on_fake_driver(fake);
   if ((fake = getenv(FAKE_NVRTC_ENV))) return run_on_fake_nvrtc(fake);
+  if (getenv(CUDA_HOME_CHILD_ENV)) return run_past_a_cuda_home();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
@@ -744,6 +791,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_driver_paths_on_a_fake_driver),
     cmocka_unit_test(test_cuda_driver_without_a_device_on_a_fake_driver),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
+    cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),
     BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),
     cmocka_unit_test(test_cuda_launch_rejects_an_oversized_block_with_the_driver_message),
     cmocka_unit_test(test_cuda_memory_round_trips_bytes),

@@ -84,12 +84,13 @@ static int try_nvrtc(const char *path) {
   return 1;
 }
 
-/* The loader's own search first (LD_LIBRARY_PATH, ld.so.cache), then the
- * toolkit that $CUDA_HOME names, then the default install. */
+/* The toolkit that $CUDA_HOME names first (a user who sets it chose that
+ * one), then the loader's own search (LD_LIBRARY_PATH, ld.so.cache), then
+ * the default install. */
 static void open_nvrtc(void) {
   static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"};
   const char *home = getenv("CUDA_HOME");
-  const char *dirs[] = {"", home && *home ? home : NULL, "/usr/local/cuda"};
+  const char *dirs[] = {home && *home ? home : NULL, "", "/usr/local/cuda"};
   char path[PATH_MAX];
   for (size_t d = 0; d < 3; d++)
     for (size_t n = 0; dirs[d] && n < 3; n++) {
@@ -97,7 +98,7 @@ static void open_nvrtc(void) {
       if ((nvrtc.loaded = try_nvrtc(path))) return;
     }
   snprintf(nvrtc.reason, sizeof nvrtc.reason, "libnvrtc not found (tried libnvrtc.so, "
-           ".so.13 and .so.12 on the loader's path, in $CUDA_HOME/lib64 and /usr/local/cuda/lib64)");
+           ".so.13 and .so.12 in $CUDA_HOME/lib64, on the loader's path and in /usr/local/cuda/lib64)");
 }
 
 static int nvrtc_ready(void) {
