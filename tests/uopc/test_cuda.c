@@ -502,8 +502,10 @@ static void test_cuda_memory_round_trips_bytes(void **state) {
 
 static const char FAKE_DRIVER[] =
     "#include <stdlib.h>\n"
+    "#include <string.h>\n"
     "typedef int CUresult;\n"
     "int fake_loads, fake_unloads;\n"
+    "char fake_function[64];  /* the last name cuModuleGetFunction was asked for */\n"
     "unsigned fake_launch[7];  /* the last launch's grid, block and shared bytes */\n"
     "static int ctx, mod, fn;\n"
     "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
@@ -518,10 +520,13 @@ static const char FAKE_DRIVER[] =
     "  (void)i; (void)n; (void)o; (void)v; fake_loads++; *m = &mod; return 0;\n"
     "}\n"
     "CUresult cuModuleUnload(void *m) { if (m == &mod) fake_unloads++; return 0; }\n"
-    "CUresult cuModuleGetFunction(void **f, void *m, const char *s) { (void)m; (void)s; *f = &fn; return 0; }\n"
+    "CUresult cuModuleGetFunction(void **f, void *m, const char *s) {\n"
+    "  (void)m; strncpy(fake_function, s, sizeof fake_function - 1); *f = &fn; return 0;\n"
+    "}\n"
     "CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
     "                        unsigned bz, unsigned shared, void *stream, void **args, void **extra) {\n"
-    "  (void)f; (void)stream; (void)args; (void)extra;\n"
+    "  (void)stream; (void)args; (void)extra;\n"
+    "  if (f != &fn) return 400;  /* CUDA_ERROR_INVALID_HANDLE: not a function this driver gave */\n"
     "  unsigned got[7] = {gx, gy, gz, bx, by, bz, shared};\n"
     "  for (int i = 0; i < 7; i++) fake_launch[i] = got[i];\n"
     "  return 0;\n"
@@ -558,7 +563,10 @@ static void test_fake_driver_program_free_unloads_its_module(void **state) {
   int *loads = dlsym(fake_driver, "fake_loads"), *unloads = dlsym(fake_driver, "fake_unloads");
   assert_non_null(loads);
   assert_non_null(unloads);
+  char *function = dlsym(fake_driver, "fake_function");
+  assert_non_null(function);
   assert_uopc_ok(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), err);
+  assert_string_equal(function, "square_plus_one");  /* the kernel was looked up at load */
   assert_int_equal(*loads, 1);
   assert_int_equal(*unloads, 0);
   uopc_cuda_program_free(p);
@@ -667,17 +675,27 @@ static void test_cuda_driver_without_a_device_on_a_fake_driver(void **state) {
 
 static const char FAKE_NVRTC[] =
     "#include <stddef.h>\n"
+    "#include <string.h>\n"
     "typedef int nvrtcResult;\n"
-    "static int prog;\n"
-    "const char *nvrtcGetErrorString(nvrtcResult r) { return r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\"; }\n"
+    "static int prog, failed;\n"
+    "static const char long_log[] = \"0123456789abcdefghijklmnopqrstuvwxyzABCD\";  /* 40 bytes */\n"
+    "const char *nvrtcGetErrorString(nvrtcResult r) {\n"
+    "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\";\n"
+    "}\n"
     "nvrtcResult nvrtcVersion(int *major, int *minor) { *major = 12; *minor = 0; return 0; }\n"
     "nvrtcResult nvrtcCreateProgram(void **p, const char *s, const char *n, int k, const char *const *h,\n"
     "                               const char *const *i) {\n"
     "  (void)s; (void)n; (void)k; (void)h; (void)i; *p = &prog; return 0;\n"
     "}\n"
-    "nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) { (void)p; (void)n; (void)o; return 0; }\n"
-    "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) { (void)p; *n = 1; return 0; }\n"
-    "nvrtcResult nvrtcGetProgramLog(void *p, char *log) { (void)p; log[0] = 0; return 0; }\n"
+    "nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) {\n"
+    "  (void)p; failed = n == 1 && !strcmp(o[0], \"--fake-fail\"); return failed ? 3 : 0;\n"
+    "}\n"
+    "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) {\n"
+    "  (void)p; *n = failed ? sizeof long_log : 1; return 0;\n"
+    "}\n"
+    "nvrtcResult nvrtcGetProgramLog(void *p, char *log) {\n"
+    "  (void)p; if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
+    "}\n"
     "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) { (void)p; *n = 0; return 6; }\n"
     "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return 6; }\n"
     "nvrtcResult nvrtcDestroyProgram(void **p) { *p = 0; return 0; }\n";
@@ -693,6 +711,24 @@ static void test_fake_nvrtc_ptx_size_failure_is_a_compile_error(void **state) {
   assert_contains(err.message, "nvrtcGetPTXSize failed: FAKE_PTX_SIZE_ERROR");
 }
 
+/* A failed compile's log holds NVRTC's verdict, then as much of the program's log as fits: cut at the
+ * caller's size, and not a byte past it. */
+static void test_fake_nvrtc_long_log_is_cut_at_the_callers_size(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  struct { char log[40], guard[64]; } out;   /* guard: what lies past the caller's buffer */
+  char ptx[sizeof testutil_cache_dir + 32];
+  memset(out.guard, 'G', sizeof out.guard);
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  const char *const options[] = {"--fake-fail"};
+  assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, options, ptx, out.log, sizeof out.log, &err),
+                   UOPC_E_COMPILE);
+  /* "FAKE_COMPILE_ERROR\n" is 19 bytes: 20 of the log's 40 fit before the NUL */
+  assert_string_equal(out.log, "FAKE_COMPILE_ERROR\n0123456789abcdefghij");
+  for (size_t i = 0; i < sizeof out.guard; i++)
+    if (out.guard[i] != 'G') fail_msg("byte %zu past the log's 40 was written", i);
+}
+
 static int run_on_fake_nvrtc(const char *path) {
   char home[PATH_MAX];   /* the fake's toolkit: path is <home>/lib64/libnvrtc.so, which CUDA_HOME puts first */
   snprintf(home, sizeof home, "%s", path);
@@ -705,6 +741,7 @@ static int run_on_fake_nvrtc(const char *path) {
   }
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fake_nvrtc_ptx_size_failure_is_a_compile_error),
+    cmocka_unit_test(test_fake_nvrtc_long_log_is_cut_at_the_callers_size),
   };
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
 }
@@ -763,6 +800,50 @@ static void test_cuda_nvrtc_is_found_past_a_cuda_home_without_it(void **state) {
   rerun_with("CUDA_HOME without NVRTC", "CUDA_HOME", home, CUDA_HOME_CHILD_ENV, "1");
 }
 
+/* ---- NVRTC on the loader's path, through a symbolic link ---------------------
+ * With CUDA_HOME naming no toolkit, the loader's NVRTC (LD_LIBRARY_PATH) comes
+ * before /usr/local/cuda's; the identity names the file that the link
+ * libnvrtc.so resolves to, whose name carries the version. */
+#define LOADER_NVRTC_ENV "UOPC_TEST_LOADER_NVRTC"
+
+static void test_nvrtc_on_the_loader_path_is_named_by_its_real_file(void **state) {
+  (void)state;
+  const char *dir = getenv(LOADER_NVRTC_ENV);
+  char want[PATH_MAX + 64];
+  snprintf(want, sizeof want, "nvrtc 12.0 %s/libnvrtc.so.12.0.7 (", dir);
+  const char *identity = uopc_nvrtc_identity();
+  if (strncmp(identity, want, strlen(want)) != 0)
+    fail_msg("identity '%s', expected it to begin '%s'", identity, want);
+}
+
+static int run_on_loader_nvrtc(const char *dir) {
+  char home[PATH_MAX + 32];
+  snprintf(home, sizeof home, "%s/no-toolkit-here", dir);
+  setenv("CUDA_HOME", home, 1);
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_nvrtc_on_the_loader_path_is_named_by_its_real_file),
+  };
+  return cmocka_run_group_tests_name("with the fake NVRTC on the loader's path", tests, NULL, NULL);
+}
+
+static void test_cuda_nvrtc_on_the_loader_path_comes_before_usr_local_cuda(void **state) {
+  (void)state;
+  char dir[PATH_MAX], source[PATH_MAX + 32], command[4 * PATH_MAX + 128];
+  snprintf(source, sizeof source, "%s/loader", testutil_cache_dir);
+  if (mkdir(source, 0700) != 0) assert_int_equal(errno, EEXIST);
+  assert_non_null(realpath(source, dir));   /* as realpath gives the library's name back */
+  snprintf(source, sizeof source, "%s/fake_nvrtc.c", dir);
+  FILE *f = fopen(source, "w");
+  assert_non_null(f);
+  fputs(FAKE_NVRTC, f);
+  assert_int_equal(fclose(f), 0);
+  snprintf(command, sizeof command,
+           "gcc -shared -fPIC -Wl,-soname,libnvrtc.so.12 -o '%s/libnvrtc.so.12.0.7' '%s' && "
+           "ln -sf libnvrtc.so.12.0.7 '%s/libnvrtc.so'", dir, source, dir);
+  assert_int_equal(system(command), 0);
+  rerun_with("the fake NVRTC on LD_LIBRARY_PATH", LOADER_NVRTC_ENV, dir, "LD_LIBRARY_PATH", dir);
+}
+
 #define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
 
 int main(void) {
@@ -770,6 +851,7 @@ int main(void) {
   if (fake) return run_on_fake_driver(fake);
   if ((fake = getenv(FAKE_NVRTC_ENV))) return run_on_fake_nvrtc(fake);
   if (getenv(CUDA_HOME_CHILD_ENV)) return run_past_a_cuda_home();
+  if ((fake = getenv(LOADER_NVRTC_ENV))) return run_on_loader_nvrtc(fake);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
@@ -792,6 +874,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_driver_without_a_device_on_a_fake_driver),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),
+    cmocka_unit_test(test_cuda_nvrtc_on_the_loader_path_comes_before_usr_local_cuda),
     BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),
     cmocka_unit_test(test_cuda_launch_rejects_an_oversized_block_with_the_driver_message),
     cmocka_unit_test(test_cuda_memory_round_trips_bytes),

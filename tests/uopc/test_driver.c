@@ -31,6 +31,11 @@ static void test_driver_failure_of_an_error_says_lab_code_and_where(void **state
   snprintf(want, sizeof want, "lab 23.1: UOPC_E_BOUNDS in %s: dim 'n' = 65 outside [1, 64]", err.where);
   assert_string_equal(line, want);
   assert_string_equal(err.where, __func__);
+  /* cleared, the error says nothing, where included */
+  uopc_error_clear(&err);
+  assert_int_equal(err.code, UOPC_OK);
+  assert_string_equal(err.where, "");
+  assert_string_equal(err.message, "");
 }
 
 /* Every code has its own name, spelled as in error.h; a code outside the

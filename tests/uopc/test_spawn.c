@@ -66,6 +66,19 @@ static void test_spawn_without_memory_names_the_program(void **state) {
 #endif
 }
 
+/* A program that cannot be started is named in the message, with the reason (argv[1] is an argument). */
+static void test_spawn_of_a_missing_program_names_it_and_why(void **state) {
+  (void)state;
+  char *const argv[] = {"/nonexistent/uopc-probe", "an-argument", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  uopc_error err = {0};
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  free(res);
+  assert_uopc_code(rc, UOPC_E_IO, err);
+  assert_string_equal(err.message, "cannot start '/nonexistent/uopc-probe': No such file or directory");
+}
+
 /* Runs sh -c script and returns what it captured. */
 static uopc_spawn_result *run_sh(const char *script) {
   char sh[PATH_MAX];
@@ -134,6 +147,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
     cmocka_unit_test(test_spawn_without_memory_names_the_program),
+    cmocka_unit_test(test_spawn_of_a_missing_program_names_it_and_why),
     cmocka_unit_test(test_spawn_keeps_output_up_to_the_buffer_less_its_nul),
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
   };

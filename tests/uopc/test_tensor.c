@@ -938,9 +938,18 @@ static void test_tensor_get_set_convert_through_double(void **state) {
   uopc_tensor_set(&l, 1, -(double)(INT64_C(1) << 53));
   CHECK_I64("int64 saturates", "element 0", (int64_t)((int64_t *)uopc_tensor_data(&l))[0], INT64_MAX);
   CHECK_VALUES("int64 stores", &l, (double)INT64_MAX, -(double)(INT64_C(1) << 53));
+  /* np.array([2.5, 0, -0.0, nan]).astype(bool) is [True, False, False, True]: read back as 1 and 0 */
+  uopc_tensor b;
+  CHECK_OK("np.zeros(4, np.bool_)", uopc_tensor_empty(&b, UOPC_BOOL, 1, DIMS(4), &err), &err);
+  uopc_tensor_set(&b, 0, 2.5);
+  uopc_tensor_set(&b, 1, 0);
+  uopc_tensor_set(&b, 2, -0.0);
+  uopc_tensor_set(&b, 3, NAN);
+  CHECK_VALUES("bool stores", &b, 1, 0, 0, 1);
   uopc_tensor_release(&i);
   uopc_tensor_release(&f);
   uopc_tensor_release(&l);
+  uopc_tensor_release(&b);
 }
 
 int main(void) {
