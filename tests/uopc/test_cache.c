@@ -8,6 +8,9 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -97,7 +100,7 @@ static void test_cache_parse_size_takes_digits_and_binary_suffixes(void **state)
 
 static void test_cache_parse_size_rejects_what_is_not_a_size(void **state) {
   (void)state;
-  static const char *const bad[] = {"", "2GB", "-1", "1.5G", "G", "12 M", "lots"};
+  static const char *const bad[] = {"", "2GB", "-1", "1.5G", "G", "12 M", "lots", "4096B", "1."};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     int64_t got;
     uopc_error err = {0};
@@ -202,6 +205,13 @@ static void test_cache_eviction_spares_the_entry_just_published(void **state) {
   assert_int_equal(access(a, F_OK), -1);
   assert_int_equal(access(b, F_OK), 0);
   assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+  /* a second eviction adds to the first in the record */
+  int64_t evictions = uopc_counter_get(UOPC_C_CACHE_EVICTIONS);
+  assert_int_equal(build_tag("spare-c", NULL, NULL), 0);
+  assert_int_equal(access(b, F_OK), -1);
+  assert_int_equal(uopc_counter_get(UOPC_C_CACHE_EVICTIONS) - evictions, 1);
+  assert_int_equal(record_of(testutil_cache_dir).events[UOPC_CACHE_EVICTIONS], 2);
   assert_total_matches_disk(testutil_cache_dir);
 }
 
@@ -352,6 +362,51 @@ static void test_cache_stats_print_as_ccache_does(void **state) {
   free(text);
 }
 
+/* Holds the cache's lock while it interrupts the reader's wait for it with signals, then
+ * writes a record of 7 hits and lets go. */
+typedef struct holder { pthread_t reader; sem_t locked; int failed; } holder;
+
+static void *hold_the_lock(void *arg) {
+  holder *h = arg;
+  int fd;
+  uopc_error err = {0};
+  h->failed = uopc_cache_lock(testutil_cache_dir, &fd, &err) != UOPC_OK;
+  sem_post(&h->locked);
+  if (h->failed) return NULL;
+  for (int k = 0; k < 10; k++) {
+    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    pthread_kill(h->reader, SIGUSR1);
+  }
+  uopc_cache_record r = {.known = 1};
+  r.events[UOPC_CACHE_HITS] = 7;
+  h->failed = uopc_cache_record_write(testutil_cache_dir, &r, &err) != UOPC_OK;
+  uopc_cache_unlock(fd);
+  return NULL;
+}
+
+static void on_signal(int sig) { (void)sig; }
+
+/* A signal that interrupts the wait for the shared lock (a handler without SA_RESTART: flock
+ * fails with EINTR) is not the lock: the statistics are read once the writer has let go. */
+static void test_cache_stats_print_waits_out_a_signal_for_the_lock(void **state) {
+  (void)state;
+  struct sigaction sa = {.sa_handler = on_signal}, old;
+  sigemptyset(&sa.sa_mask);
+  assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+  holder h = {.reader = pthread_self()};
+  assert_int_equal(sem_init(&h.locked, 0, 0), 0);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, hold_the_lock, &h), 0);
+  while (sem_wait(&h.locked) != 0) {}
+  char *text = printed(testutil_cache_dir, 500LL << 20);
+  pthread_join(t, NULL);
+  sigaction(SIGUSR1, &old, NULL);
+  sem_destroy(&h.locked);
+  assert_false(h.failed);
+  assert_contains(text, "\nhits                       7\n");
+  free(text);
+}
+
 /* make cache-stats on a fresh clone: no cache directory yet, nothing created. */
 static void test_cache_stats_print_a_cache_not_created_yet(void **state) {
   (void)state;
@@ -493,6 +548,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_statistics_match_the_counted_events, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_as_ccache_does, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_a_cache_not_created_yet, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_waits_out_a_signal_for_the_lock, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_without_stats_file_is_counted_once, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_record_read_leaves_garbled_values_at_zero, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_discard_of_a_gone_entry_keeps_the_total, setup, teardown),

@@ -131,7 +131,35 @@ static void test_counters_json_path_that_can_be_written_gets_the_counters(void *
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   text[n] = '\0';
-  assert_contains(text, "\"env test calls\": 1");
+  /* the whole file: the runtime's five counters, first one included, then the child's */
+  assert_string_equal(text, "{\n  \"programs constructed\": 0,\n  \"compiler invocations\": 0,\n"
+                            "  \"disk cache hits\": 0,\n  \"disk cache misses\": 0,\n"
+                            "  \"corrupted entries rebuilt\": 0,\n  \"env test calls\": 1\n}\n");
+}
+
+/* Builds a program whose source is new (a comment names the level), so that the compiler runs. */
+static void build_at_level(void) {
+  char source[256];
+  snprintf(source, sizeof source, "/* level %s */\nvoid tiny(void) {}\n", getenv("UOPC_DEBUG"));
+  uopc_program *p;
+  uopc_error err = {0};
+  int rc = uopc_program_new(&p, source, "tiny", "", NULL, &err);
+  if (rc == UOPC_OK) uopc_program_free(p);
+  exit(rc);
+}
+
+/* The kernel's source is printed at level 4 only: level 3 shows the compile, not the source,
+ * and level 0 prints nothing at all. */
+static void test_debug_level_4_alone_prints_the_source_compiled(void **state) {
+  (void)state;
+  char err[16384];
+  assert_int_equal(run_with("UOPC_DEBUG", "0", build_at_level, err, sizeof err), 0);
+  assert_string_equal(err, "");
+  assert_int_equal(run_with("UOPC_DEBUG", "3", build_at_level, err, sizeof err), 0);
+  assert_contains(err, "uopc: compiling tiny with ");
+  if (strstr(err, "source of")) fail_msg("UOPC_DEBUG=3 printed the source:\n%s", err);
+  assert_int_equal(run_with("UOPC_DEBUG", "4", build_at_level, err, sizeof err), 0);
+  assert_contains(err, "uopc: source of tiny:\n/* level 4 */\nvoid tiny(void) {}\n\n");
 }
 
 int main(void) {
@@ -141,6 +169,7 @@ int main(void) {
     cmocka_unit_test(test_counters_json_path_that_cannot_be_written_is_warned_about),
     cmocka_unit_test(test_counters_json_path_that_is_a_directory_leaves_no_file_behind),
     cmocka_unit_test(test_counters_json_path_that_can_be_written_gets_the_counters),
+    cmocka_unit_test(test_debug_level_4_alone_prints_the_source_compiled),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
