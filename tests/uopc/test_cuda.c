@@ -793,10 +793,23 @@ static int run_past_a_cuda_home(void) {
   return cmocka_run_group_tests_name("with CUDA_HOME naming no toolkit", tests, NULL, NULL);
 }
 
+/* The toolkit named is no toolkit: its lib64/libnvrtc.so is a library without NVRTC's functions,
+ * and it has no libnvrtc.so.13 or .so.12. Both are passed over. */
 static void test_cuda_nvrtc_is_found_past_a_cuda_home_without_it(void **state) {
   (void)state;
-  char home[PATH_MAX + 32];
-  snprintf(home, sizeof home, "%s/no-toolkit-here", testutil_cache_dir);
+  char home[PATH_MAX + 32], lib[PATH_MAX + 64], source[PATH_MAX + 64], command[3 * PATH_MAX];
+  snprintf(home, sizeof home, "%s/not-a-toolkit", testutil_cache_dir);
+  snprintf(lib, sizeof lib, "%s/lib64", home);
+  assert_int_equal(mkdir(home, 0700), 0);
+  assert_int_equal(mkdir(lib, 0700), 0);
+  snprintf(source, sizeof source, "%s/not_nvrtc.c", home);
+  snprintf(lib, sizeof lib, "%s/lib64/libnvrtc.so", home);
+  FILE *f = fopen(source, "w");
+  assert_non_null(f);
+  fputs("int not_nvrtc = 1;\n", f);
+  assert_int_equal(fclose(f), 0);
+  snprintf(command, sizeof command, "gcc -shared -fPIC -o '%s' '%s'", lib, source);
+  assert_int_equal(system(command), 0);
   rerun_with("CUDA_HOME without NVRTC", "CUDA_HOME", home, CUDA_HOME_CHILD_ENV, "1");
 }
 
