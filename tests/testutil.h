@@ -46,6 +46,14 @@ static inline int testutil_remove_cache(void **state) {
   return 0;
 }
 
+/* A test that makes glibc's allocator fail, or reads its totals, cannot run under
+ * AddressSanitizer, which brings its own allocator: it skips, saying which part it needed. */
+#define testutil_skip_under_asan(what)                                                         \
+  do {                                                                                         \
+    print_message("  skipped: needs %s, which AddressSanitizer's allocator does not give\n", what); \
+    skip();                                                                                    \
+  } while (0)
+
 /* Fails the test with the error's code and message when rc is not UOPC_OK. */
 #define assert_uopc_ok(rc, err)                                                              \
   do {                                                                                       \

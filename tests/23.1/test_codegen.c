@@ -47,8 +47,7 @@ static void test_codegen_printf_reports_out_of_memory(void **state) {
   fixture *f = *state;
 #ifdef __SANITIZE_ADDRESS__
   (void)f;
-  print_message("  skipped: realloc cannot be made to fail under AddressSanitizer (it brings its own allocator)\n");
-  skip();
+  testutil_skip_under_asan("glibc's realloc, made to fail");
 #else
   assert_uopc_ok(codegen_printf(&f->text, &f->err, "kept"), f->err);
   fail_realloc = 1;   /* 2000 more characters need a bigger buffer */

@@ -512,8 +512,7 @@ static void test_sym_expr_simplify_reports_an_exhausted_arena(void **state) {
   fixture *f = *state;
 #ifdef __SANITIZE_ADDRESS__
   (void)f;
-  print_message("  skipped: calloc cannot be made to fail under AddressSanitizer (it brings its own allocator)\n");
-  skip();
+  testutil_skip_under_asan("glibc's calloc, made to fail");
 #else
   sym_arena *a;
   uopc_error err = {0};
@@ -537,8 +536,7 @@ static void test_sym_expr_simplify_reports_an_exhausted_arena(void **state) {
 static void test_sym_simplify_divmod_reports_an_exhausted_arena(void **state) {
   (void)state;
 #ifdef __SANITIZE_ADDRESS__
-  print_message("  skipped: calloc cannot be made to fail under AddressSanitizer (it brings its own allocator)\n");
-  skip();
+  testutil_skip_under_asan("glibc's calloc, made to fail");
 #else
   sym_arena *a;
   sym_dim v;

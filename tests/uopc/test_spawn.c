@@ -50,8 +50,7 @@ static void test_spawn_replaces_the_users_lc_all(void **state) {
 static void test_spawn_without_memory_names_the_program(void **state) {
   (void)state;
 #ifdef __SANITIZE_ADDRESS__
-  print_message("  skipped: malloc cannot be made to fail under AddressSanitizer\n");
-  skip();
+  testutil_skip_under_asan("glibc's malloc, made to fail");
 #else
   char *const argv[] = {"/nonexistent/uopc-probe", NULL};
   uopc_spawn_result *res = calloc(1, sizeof *res);
