@@ -746,20 +746,35 @@ static int run_on_fake_nvrtc(const char *path) {
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
 }
 
-/* Builds the fake library from source as soname, then runs this binary again with env naming it
- * (and the variable also set, when not NULL). */
-static void run_on_a_fake(const char *source_text, const char *soname, const char *env, const char *also) {
-  char source[PATH_MAX + 16], lib[PATH_MAX + 16], command[3 * PATH_MAX];
-  snprintf(source, sizeof source, "%s/fake_%s.c", testutil_cache_dir, soname);
-  snprintf(lib, sizeof lib, "%s/lib64", testutil_cache_dir);   /* a toolkit's layout, for CUDA_HOME */
-  if (mkdir(lib, 0700) != 0) assert_int_equal(errno, EEXIST);
-  snprintf(lib, sizeof lib, "%s/lib64/%s", testutil_cache_dir, soname);
+/* dir/file, a shared library of source_text (named soname unless NULL), built by gcc spawned
+ * without a shell; dir is made when missing, its parent must exist. */
+static void build_library(const char *dir, const char *file, const char *soname, const char *source_text) {
+  char gcc[PATH_MAX], source[PATH_MAX + 64], lib[PATH_MAX + 64], name[128];
+  uopc_error err = {0};
+  if (mkdir(dir, 0700) != 0) assert_int_equal(errno, EEXIST);
+  snprintf(source, sizeof source, "%s/%s.c", dir, file);
+  snprintf(lib, sizeof lib, "%s/%s", dir, file);
   FILE *f = fopen(source, "w");
   assert_non_null(f);
   fputs(source_text, f);
   assert_int_equal(fclose(f), 0);
-  snprintf(command, sizeof command, "gcc -shared -fPIC -Wl,-soname,%s -o '%s' '%s'", soname, lib, source);
-  assert_int_equal(system(command), 0);
+  assert_uopc_ok(uopc_find_program("gcc", gcc, &err), err);
+  snprintf(name, sizeof name, "-Wl,-soname,%s", soname ? soname : "");
+  char *argv[] = {gcc, "-shared", "-fPIC", "-o", lib, source, soname ? name : NULL, NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  assert_uopc_ok(uopc_spawn(argv, NULL, res, &err), err);
+  if (res->exit_status != 0) fail_msg("gcc failed on %s: %.*s", source, (int)res->output_len, res->output);
+  free(res);
+}
+
+/* Builds the fake library from source as soname, in lib64/ (a toolkit's layout, for CUDA_HOME),
+ * then runs this binary again with env naming it (and the variable also set, when not NULL). */
+static void run_on_a_fake(const char *source_text, const char *soname, const char *env, const char *also) {
+  char dir[PATH_MAX + 16], lib[PATH_MAX + 64];
+  snprintf(dir, sizeof dir, "%s/lib64", testutil_cache_dir);
+  snprintf(lib, sizeof lib, "%s/%s", dir, soname);
+  build_library(dir, soname, soname, source_text);
   rerun_with(soname, env, lib, also, also ? "1" : NULL);
 }
 
@@ -797,19 +812,11 @@ static int run_past_a_cuda_home(void) {
  * and it has no libnvrtc.so.13 or .so.12. Both are passed over. */
 static void test_cuda_nvrtc_is_found_past_a_cuda_home_without_it(void **state) {
   (void)state;
-  char home[PATH_MAX + 32], lib[PATH_MAX + 64], source[PATH_MAX + 64], command[3 * PATH_MAX];
+  char home[PATH_MAX + 32], lib[PATH_MAX + 64];
   snprintf(home, sizeof home, "%s/not-a-toolkit", testutil_cache_dir);
   snprintf(lib, sizeof lib, "%s/lib64", home);
   assert_int_equal(mkdir(home, 0700), 0);
-  assert_int_equal(mkdir(lib, 0700), 0);
-  snprintf(source, sizeof source, "%s/not_nvrtc.c", home);
-  snprintf(lib, sizeof lib, "%s/lib64/libnvrtc.so", home);
-  FILE *f = fopen(source, "w");
-  assert_non_null(f);
-  fputs("int not_nvrtc = 1;\n", f);
-  assert_int_equal(fclose(f), 0);
-  snprintf(command, sizeof command, "gcc -shared -fPIC -o '%s' '%s'", lib, source);
-  assert_int_equal(system(command), 0);
+  build_library(lib, "libnvrtc.so", NULL, "int not_nvrtc = 1;\n");
   rerun_with("CUDA_HOME without NVRTC", "CUDA_HOME", home, CUDA_HOME_CHILD_ENV, "1");
 }
 
@@ -841,19 +848,14 @@ static int run_on_loader_nvrtc(const char *dir) {
 
 static void test_cuda_nvrtc_on_the_loader_path_comes_before_usr_local_cuda(void **state) {
   (void)state;
-  char dir[PATH_MAX], source[PATH_MAX + 32], command[4 * PATH_MAX + 128];
-  snprintf(source, sizeof source, "%s/loader", testutil_cache_dir);
-  if (mkdir(source, 0700) != 0) assert_int_equal(errno, EEXIST);
-  assert_non_null(realpath(source, dir));   /* as realpath gives the library's name back */
-  snprintf(source, sizeof source, "%s/fake_nvrtc.c", dir);
-  FILE *f = fopen(source, "w");
-  assert_non_null(f);
-  fputs(FAKE_NVRTC, f);
-  assert_int_equal(fclose(f), 0);
-  snprintf(command, sizeof command,
-           "gcc -shared -fPIC -Wl,-soname,libnvrtc.so.12 -o '%s/libnvrtc.so.12.0.7' '%s' && "
-           "ln -sf libnvrtc.so.12.0.7 '%s/libnvrtc.so'", dir, source, dir);
-  assert_int_equal(system(command), 0);
+  char dir[PATH_MAX], path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/loader", testutil_cache_dir);
+  if (mkdir(path, 0700) != 0) assert_int_equal(errno, EEXIST);
+  assert_non_null(realpath(path, dir));   /* as realpath gives the library's name back */
+  build_library(dir, "libnvrtc.so.12.0.7", "libnvrtc.so.12", FAKE_NVRTC);
+  snprintf(path, sizeof path, "%s/libnvrtc.so", dir);
+  if (unlink(path) != 0) assert_int_equal(errno, ENOENT);
+  assert_int_equal(symlink("libnvrtc.so.12.0.7", path), 0);
   rerun_with("the fake NVRTC on LD_LIBRARY_PATH", LOADER_NVRTC_ENV, dir, "LD_LIBRARY_PATH", dir);
 }
 
