@@ -244,12 +244,14 @@ test-grader: setup
 # make mutants LAB=23.N PER_FILE=N [SEED=S] [BAR=PCT]
 #                                  a stratified draw: N mutants of each file (SAMPLE ignored);
 #                                  every file below BAR % (default 90) is named
+# make mutants LAB=23.N FILES=a.c,b.c PER_FILE=N
+#                                  only those files: a deeper draw of the ones below the bar
 # make mutants-uopc [SAMPLE=N] ...  mutants of uopc/src/*.c through tests/uopc and tests/faults
 # make mutants-ci                  one mutant of every solution file (23.1-23.5) and of every uopc source (CI)
 # SAMPLE=0 runs every mutant (hours); the default is 40. Equivalent survivors are listed, with
 # their reason, in tests/mutants/<LAB>.equivalents.
 MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) $(if $(MIN),--min $(MIN)) \
-  $(if $(PER_FILE),--per-file $(PER_FILE)) $(if $(BAR),--bar $(BAR))
+  $(if $(PER_FILE),--per-file $(PER_FILE)) $(if $(BAR),--bar $(BAR)) $(if $(FILES),--files $(FILES))
 .PHONY: mutants mutants-uopc mutants-ci
 
 mutants: setup
