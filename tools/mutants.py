@@ -87,6 +87,11 @@ class Target:
   variants: list       # extra flags of each build the tests use (the runtime's fault build)
   equivalents: Path
   handouts: dict = field(default_factory=dict)   # solution file -> the student file of labs/ it is graded against
+  mutated: list = None # the files mutants are drawn from (FILES=); all of them build each mutant's lab
+
+  def __post_init__(self):
+    if self.mutated is None:
+      self.mutated = list(self.files)
 
 
 # ---- the mutants -----------------------------------------------------------------------------
@@ -179,7 +184,7 @@ def generate(path):
 
 
 def universe(t):
-  return [m for f in t.files for m in generate(f)]
+  return [m for f in t.mutated for m in generate(f)]
 
 
 def draw_order(mutants, seed):
@@ -556,7 +561,7 @@ def only(t, names):
   if unknown:
     raise SystemExit(f"mutants: {t.name} has no file {', '.join(unknown)}"
                      f" (its files: {', '.join(Path(f).name for f in t.files)})")
-  t.files = [f for f in t.files if Path(f).name in wanted]
+  t.mutated = [f for f in t.files if Path(f).name in wanted]
   return t
 
 
@@ -593,18 +598,18 @@ def main(argv=None):
   if args.recheck:
     mutants = recheck(args.recheck, mutants)
     args.sample, args.per_file = len(mutants), None
-  print(f"mutants {t.name}: {total} mutants of {len(t.files)} files; sample {sample_text(args)},"
+  print(f"mutants {t.name}: {total} mutants of {len(t.mutated)} files; sample {sample_text(args)},"
         f" seed {args.seed}, {args.jobs} at a time", flush=True)
   mutants = draw_order(mutants, args.seed)
   tally, objects = Tally(), Objects(t)
   if args.per_file:   # the same order restricted to each file: a file's draw does not depend on the others
-    chosen = [m for f in t.files
+    chosen = [m for f in t.mutated
               for m in pick(t, [m for m in mutants if m.file == f], args.per_file, args.jobs, objects, equivalents, tally,
                                 screened=True)]
   else:
     chosen = pick(t, mutants, args.sample, args.jobs, objects, equivalents, tally)
   run_all(t, chosen, args.jobs, tally)
-  mine = [e for e in equivalents if e[0] in t.files]   # with --files, the other files' entries are not judged
+  mine = [e for e in equivalents if e[0] in t.mutated]   # with --files, the other files' entries are not judged
   return report(t, tally, stale_entries(mine, everything), args, total)
 
 
