@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -516,6 +517,84 @@ static void test_cache_write_file_writes_through_descriptor_0(void **state) {
   free(data);
 }
 
+/* A write refused for good (EPERM, from a memfd sealed against writing) fails the file at once:
+ * only EINTR is tried again. In a child, which a loop of retries would keep until its alarm. */
+static void test_cache_write_file_fails_on_a_write_refused_for_good(void **state) {
+  (void)state;
+  int sealed = memfd_create("sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  assert_true(sealed >= 0);
+  assert_int_equal(fcntl(sealed, F_ADD_SEALS, F_SEAL_WRITE), 0);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", sealed);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(2);
+    uopc_error err = {0};
+    char want[128];
+    snprintf(want, sizeof want, "cannot write '%s': Operation not permitted", path);
+    int rc = uopc_write_file(path, "abc", 3, &err);
+    if (rc != UOPC_E_IO || strcmp(err.message, want) != 0) fprintf(stderr, "%s: %s\n", uopc_error_name(rc), err.message);
+    _exit(rc == UOPC_E_IO && strcmp(err.message, want) == 0 ? 0 : 1);
+  }
+  close(sealed);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A description longer than a manifest holds is cut: the manifest is its first 65535 bytes. */
+static void test_cache_publish_cuts_a_long_manifest_at_64_KiB(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  enum { LONG = 70000, MANIFEST_BYTES = 65535 };
+  uopc_cache c;
+  uopc_error err = {0};
+  char staging[PATH_MAX], artifact[PATH_MAX], path[PATH_MAX + 128];
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  snprintf(path, sizeof path, "%s/kernel.so", staging);
+  assert_uopc_ok(uopc_write_file(path, "abc", 3, &err), err);
+  char *description = malloc(LONG + 1);
+  assert_non_null(description);
+  memset(description, 'd', LONG);
+  description[LONG] = '\0';
+  int rc = uopc_cache_publish(&c, staging, "long", key, "kernel.so", description, artifact, &err);
+  free(description);
+  assert_uopc_ok(rc, err);
+  snprintf(path, sizeof path, "%s/long-%s/manifest", testutil_cache_dir, key);
+  size_t n;
+  char *text = read_all(path, &n);
+  assert_int_equal(n, MANIFEST_BYTES);
+  char head[256];
+  snprintf(head, sizeof head, "key=%s\nentry=long\nartifact=kernel.so\nartifact_size=3\n", key);
+  assert_memory_equal(text, head, strlen(head));
+  assert_int_equal(text[n - 1], 'd');
+  free(text);
+}
+
+/* An entry's size is what st_blocks gives for its directory and for the regular files in it;
+ * a subdirectory or a symlink inside adds nothing. (On tmpfs a directory has no blocks.) */
+static void test_cache_tree_size_counts_the_directory_and_its_files(void **state) {
+  (void)state;
+  char dir[PATH_MAX + 8], file[PATH_MAX + 16], sub[PATH_MAX + 16], link[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s/sized", testutil_cache_dir);
+  snprintf(file, sizeof file, "%s/file", dir);
+  snprintf(sub, sizeof sub, "%s/sub", dir);
+  snprintf(link, sizeof link, "%s/link", dir);
+  uopc_error err = {0};
+  static char bytes[5000];
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_uopc_ok(uopc_write_file(file, bytes, sizeof bytes, &err), err);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(symlink("file", link), 0);
+  struct stat d, f;
+  assert_int_equal(stat(dir, &d), 0);
+  assert_int_equal(stat(file, &f), 0);
+  assert_true(f.st_blocks > 0);
+  assert_int_equal(uopc_cache_tree_size(dir), ((int64_t)d.st_blocks + f.st_blocks) * 512);
+}
+
 static int open_fds(void) {
   DIR *d = opendir("/proc/self/fd");
   int n = 0;
@@ -555,6 +634,9 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_write_file_writes_a_one_byte_file, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_writes_through_descriptor_0, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_builds_leave_no_descriptor_open, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_write_file_fails_on_a_write_refused_for_good, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_publish_cuts_a_long_manifest_at_64_KiB, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_tree_size_counts_the_directory_and_its_files, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,11 @@
  * its own and a read sums them, so these tests count from many threads at
  * once and compare exact totals, also after threads have exited, across the
  * 256-counter blocks of a thread's table, and through a reset. */
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <time.h>
 #include "testutil.h"
 #include "uopc/uopc.h"
 
@@ -163,6 +166,83 @@ static void test_counters_exited_thread_keeps_no_memory(void **state) {
 #endif
 }
 
+/* A name goes into the JSON file escaped: a quote, a backslash, and a control character as \u00XX. */
+static void test_counters_json_escapes_quotes_backslashes_and_control_characters(void **state) {
+  (void)state;
+  uopc_counter_add("test \"json\"\t\\", 3);
+  char path[4096 + 16];
+  snprintf(path, sizeof path, "%s/counters.json", testutil_cache_dir);
+  uopc_error err;
+  uopc_error_clear(&err);
+  assert_uopc_ok(uopc_counters_write_json(path, &err), err);
+  char text[65536];
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  assert_contains(text, ",\n  \"test \\\"json\\\"\\u0009\\\\\": 3");
+}
+
+/* A stream whose first write waits at a gate: uopc_counters_print holds the registry's lock
+ * while it writes, so a reader of a counter must wait for the gate too. */
+typedef struct gate { sem_t inside, open, read; int held; int64_t value; } gate;
+
+static ssize_t write_after_the_gate(void *cookie, const char *buf, size_t n) {
+  gate *g = cookie;
+  (void)buf;
+  if (!g->held) {
+    g->held = 1;
+    sem_post(&g->inside);
+    while (sem_wait(&g->open) != 0) {}
+  }
+  return (ssize_t)n;
+}
+
+static void *print_through_the_gate(void *arg) {
+  FILE *f = fopencookie(arg, "w", (cookie_io_functions_t){.write = write_after_the_gate});
+  setvbuf(f, NULL, _IONBF, 0);
+  uopc_counters_print(f);
+  fclose(f);
+  return NULL;
+}
+
+static void *read_gated(void *arg) {
+  gate *g = arg;
+  g->value = uopc_counter_get("test gated");
+  sem_post(&g->read);
+  return NULL;
+}
+
+static void test_counters_get_waits_for_the_registry_lock(void **state) {
+  (void)state;
+  uopc_counter_add("test gated", 4);
+  gate g = {.held = 0};
+  sem_init(&g.inside, 0, 0);
+  sem_init(&g.open, 0, 0);
+  sem_init(&g.read, 0, 0);
+  pthread_t printer, reader;
+  assert_int_equal(pthread_create(&printer, NULL, print_through_the_gate, &g), 0);
+  while (sem_wait(&g.inside) != 0) {}   /* the printer holds the lock from here until the gate opens */
+  assert_int_equal(pthread_create(&reader, NULL, read_gated, &g), 0);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += 250 * 1000000L;   /* a quarter of a second: a read that does not wait is done by then */
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  int early;
+  while ((early = sem_timedwait(&g.read, &until)) != 0 && errno == EINTR) {}
+  sem_post(&g.open);
+  pthread_join(printer, NULL);
+  pthread_join(reader, NULL);
+  sem_destroy(&g.inside);
+  sem_destroy(&g.open);
+  sem_destroy(&g.read);
+  assert_int_not_equal(early, 0);
+  assert_int_equal(g.value, 4);
+}
+
+static int fresh_with_dir(void **state) { return fresh(state) || testutil_fresh_cache(state); }
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_counters_sum_eight_threads_exactly, fresh),
@@ -171,6 +251,9 @@ int main(void) {
     cmocka_unit_test_setup(test_counters_past_one_block_of_cells, fresh),
     cmocka_unit_test_setup(test_counters_reset_zeroes_the_first_counter_too, fresh),
     cmocka_unit_test_setup(test_counters_exited_thread_keeps_no_memory, fresh),
+    cmocka_unit_test_setup_teardown(test_counters_json_escapes_quotes_backslashes_and_control_characters, fresh_with_dir,
+                                    testutil_remove_cache),
+    cmocka_unit_test_setup(test_counters_get_waits_for_the_registry_lock, fresh),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

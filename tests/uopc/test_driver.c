@@ -74,12 +74,20 @@ static void test_error_exit_status_sorts_every_code(void **state) {
   }
 }
 
+/* A caller that wants no message passes NULL: failing still returns the code, and clearing does nothing. */
+static void test_error_fail_and_clear_take_a_null_error(void **state) {
+  (void)state;
+  assert_int_equal(UOPC_FAIL(NULL, UOPC_E_BOUNDS, "n = %d", 65), UOPC_E_BOUNDS);
+  uopc_error_clear(NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_driver_failure_of_a_stub_names_the_lab_once),
     cmocka_unit_test(test_driver_failure_of_an_error_says_lab_code_and_where),
     cmocka_unit_test(test_error_names_spell_every_code),
     cmocka_unit_test(test_error_exit_status_sorts_every_code),
+    cmocka_unit_test(test_error_fail_and_clear_take_a_null_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

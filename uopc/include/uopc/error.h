@@ -44,7 +44,7 @@ int uopc_fail(uopc_error *err, int code, const char *where, const char *fmt, ...
 /* The same with the function's name filled in. */
 #define UOPC_FAIL(err, code, ...) uopc_fail((err), (code), __func__, __VA_ARGS__)
 
-/* Resets err to UOPC_OK with an empty message. */
+/* Resets err (when not NULL) to UOPC_OK with an empty message. */
 void uopc_error_clear(uopc_error *err);
 
 /* The code's stable upper-case name, "UOPC_E_BOUNDS"; "UOPC_E_?" if unknown. */
