@@ -494,7 +494,8 @@ static void test_cuda_memory_round_trips_bytes(void **state) {
 
 /* ---- a fake driver ---------------------------------------------------------
  * The driver's paths on a machine without a GPU: a libcuda.so.1 of our own,
- * whose device has compute capability 8.0 and whose modules are counted. It is
+ * of CUDA 12.8, whose device has compute capability 8.0, whose modules are
+ * counted and whose "device memory" is 64 bytes of its own. It is
  * opened by path in a fresh process (the driver is opened once per process)
  * before the runtime asks for "libcuda.so.1", which the loader then answers
  * with the library of that soname already loaded. */
@@ -503,13 +504,17 @@ static void test_cuda_memory_round_trips_bytes(void **state) {
 static const char FAKE_DRIVER[] =
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
+    "#include <unistd.h>\n"
     "typedef int CUresult;\n"
     "int fake_loads, fake_unloads;\n"
+    "char fake_evict[4096];  /* a path cuModuleGetFunction removes (then fails), once */\n"
+    "unsigned char fake_memory[64];  /* what cuMemcpyHtoD wrote, for cuMemcpyDtoH */\n"
+    "unsigned long long fake_htod_dst;  /* the last cuMemcpyHtoD's device address */\n"
     "char fake_function[64];  /* the last name cuModuleGetFunction was asked for */\n"
     "unsigned fake_launch[7];  /* the last launch's grid, block and shared bytes */\n"
     "static int ctx, mod, fn;\n"
     "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
-    "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
+    "CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n"
     "CUresult cuDeviceGetCount(int *n) { *n = getenv(\"UOPC_TEST_FAKE_NO_DEVICE\") ? 0 : 1; return 0; }\n"
     "CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
     "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 0; return 0; }\n"
@@ -517,11 +522,15 @@ static const char FAKE_DRIVER[] =
     "CUresult cuCtxSetCurrent(void *c) { return c == &ctx ? 0 : 201; }\n"
     "CUresult cuCtxSynchronize(void) { return 0; }\n"
     "CUresult cuModuleLoadDataEx(void **m, const void *i, unsigned n, int *o, void **v) {\n"
-    "  (void)i; (void)n; (void)o; (void)v; fake_loads++; *m = &mod; return 0;\n"
+    "  (void)n; (void)o; (void)v;\n"
+    "  if (strstr(i, \"too_new\")) return 222;  /* CUDA_ERROR_UNSUPPORTED_PTX_VERSION */\n"
+    "  fake_loads++; *m = &mod; return 0;\n"
     "}\n"
     "CUresult cuModuleUnload(void *m) { if (m == &mod) fake_unloads++; return 0; }\n"
     "CUresult cuModuleGetFunction(void **f, void *m, const char *s) {\n"
-    "  (void)m; strncpy(fake_function, s, sizeof fake_function - 1); *f = &fn; return 0;\n"
+    "  (void)m; strncpy(fake_function, s, sizeof fake_function - 1);\n"
+    "  if (*fake_evict) { unlink(fake_evict); *fake_evict = 0; return 1; }\n"
+    "  *f = &fn; return 0;\n"
     "}\n"
     "CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
     "                        unsigned bz, unsigned shared, void *stream, void **args, void **extra) {\n"
@@ -533,8 +542,14 @@ static const char FAKE_DRIVER[] =
     "}\n"
     "CUresult cuMemAlloc_v2(void) { return 2; }\n"
     "CUresult cuMemFree_v2(void) { return 0; }\n"
-    "CUresult cuMemcpyHtoD_v2(void) { return 0; }\n"
-    "CUresult cuMemcpyDtoH_v2(void) { return 0; }\n"
+    "CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {\n"
+    "  if (n > sizeof fake_memory) return 1;\n"
+    "  fake_htod_dst = d; memcpy(fake_memory, s, n); return 0;\n"
+    "}\n"
+    "CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {\n"
+    "  (void)s; if (n > sizeof fake_memory) return 1;\n"
+    "  memcpy(d, fake_memory, n); return 0;\n"
+    "}\n"
     "CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = \"FAKE\"; return 0; }\n"
     "CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = \"fake\"; return 0; }\n"
     /* NVRTC opens libcuda.so.1 too, and asks it for this table: none here */
@@ -601,6 +616,57 @@ static void test_fake_driver_launch_passes_the_shape_through(void **state) {
   uopc_cuda_program_free(p);
 }
 
+/* Entry evicted between the build and the load: the module loaded before the
+ * kernel lookup failed is unloaded before the one built again is loaded. */
+static void test_fake_driver_reload_after_an_eviction_unloads_the_first_module(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  char ptx[PATH_MAX];
+  int *loads = dlsym(fake_driver, "fake_loads"), *unloads = dlsym(fake_driver, "fake_unloads");
+  char *evict = dlsym(fake_driver, "fake_evict");
+  assert_true(loads && unloads && evict);
+  /* the entry the program will load: the same source, entry and (device) arch */
+  assert_uopc_ok(uopc_cuda_compile(tagged("evicted"), "square_plus_one", NULL, ptx, sizeof ptx, &err), err);
+  snprintf(evict, 4096, "%s", ptx);
+  int loads0 = *loads, unloads0 = *unloads;
+  assert_uopc_ok(uopc_cuda_program_new(&p, tagged("evicted"), "square_plus_one", NULL, &err), err);
+  assert_string_equal(evict, "");  /* the fake did evict it */
+  assert_true(file_exists(ptx));   /* built again */
+  assert_int_equal(*loads - loads0, 2);
+  assert_int_equal(*unloads - unloads0, 1);
+  uopc_cuda_program_free(p);
+  assert_int_equal(*unloads - unloads0, 2);
+}
+
+/* PTX the driver is too old for: the message names the driver's CUDA version (12080 is 12.8). */
+static void test_fake_driver_ptx_newer_than_the_driver_says_to_update_it(void **state) {
+  (void)state;
+  static const char too_new[] = "extern \"C\" __global__ void too_new() {}\n";
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  assert_uopc_code(uopc_cuda_program_new(&p, too_new, "too_new", NULL, &err), UOPC_E_CUDA, err);
+  assert_null(p);
+  assert_contains(err.message, "failed: FAKE (fake): the driver (CUDA 12.8) is older than the compiler "
+                               "that wrote it; update the driver");
+}
+
+/* Copies reach the driver: bytes to the device address given, and back. */
+static void test_fake_driver_copies_hand_the_bytes_to_the_driver(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  unsigned char *memory = dlsym(fake_driver, "fake_memory");
+  unsigned long long *dst = dlsym(fake_driver, "fake_htod_dst");
+  assert_true(memory && dst);
+  const unsigned char in[8] = {1, 2, 3, 5, 8, 13, 21, 34};
+  unsigned char out[8] = {0};
+  assert_uopc_ok(uopc_cuda_copy_to_device(0x1000, in, sizeof in, &err), err);
+  assert_true(*dst == 0x1000);
+  assert_memory_equal(memory, in, sizeof in);
+  assert_uopc_ok(uopc_cuda_copy_to_host(out, 0x1000, sizeof out, &err), err);
+  assert_memory_equal(out, in, sizeof in);
+}
+
 /* A driver that loads but sees no device: unavailable, saying so, and no program. */
 static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
   (void)state;
@@ -627,6 +693,9 @@ static int run_on_fake_driver(const char *path) {
     cmocka_unit_test(test_fake_driver_compile_targets_the_devices_arch),
     cmocka_unit_test(test_fake_driver_program_free_unloads_its_module),
     cmocka_unit_test(test_fake_driver_launch_passes_the_shape_through),
+    cmocka_unit_test(test_fake_driver_reload_after_an_eviction_unloads_the_first_module),
+    cmocka_unit_test(test_fake_driver_ptx_newer_than_the_driver_says_to_update_it),
+    cmocka_unit_test(test_fake_driver_copies_hand_the_bytes_to_the_driver),
   };
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
 }
@@ -859,6 +928,46 @@ static void test_cuda_nvrtc_on_the_loader_path_comes_before_usr_local_cuda(void 
   rerun_with("the fake NVRTC on LD_LIBRARY_PATH", LOADER_NVRTC_ENV, dir, "LD_LIBRARY_PATH", dir);
 }
 
+/* ---- libnvrtc.so.12 alone in CUDA_HOME -------------------------------------
+ * A CUDA 12 toolkit may ship only the versioned name: every name is tried in
+ * $CUDA_HOME/lib64, the last (.so.12) too, before the loader's own search. */
+#define CUDA_HOME_NVRTC12_ENV "UOPC_TEST_CUDA_HOME_NVRTC12"
+
+static void test_nvrtc_so_12_in_cuda_home_is_the_one_loaded(void **state) {
+  (void)state;
+  char home[PATH_MAX], want[PATH_MAX + 64];
+  assert_non_null(realpath(getenv("CUDA_HOME"), home));
+  snprintf(want, sizeof want, "nvrtc 12.0 %s/lib64/libnvrtc.so.12 (", home);
+  const char *identity = uopc_nvrtc_identity();
+  if (strncmp(identity, want, strlen(want)) != 0)
+    fail_msg("identity '%s', expected it to begin '%s'", identity, want);
+}
+
+/* internal.h's contract: 1 (not merely true) once NVRTC loaded. */
+static void test_nvrtc_ready_is_1_once_loaded(void **state) {
+  (void)state;
+  assert_int_equal(uopc_nvrtc_ready(), 1);
+  assert_string_equal(uopc_nvrtc_why_not(), "");
+}
+
+static int run_on_cuda_home_nvrtc12(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_nvrtc_so_12_in_cuda_home_is_the_one_loaded),
+    cmocka_unit_test(test_nvrtc_ready_is_1_once_loaded),
+  };
+  return cmocka_run_group_tests_name("with only libnvrtc.so.12 in CUDA_HOME", tests, NULL, NULL);
+}
+
+static void test_cuda_nvrtc_so_12_alone_in_cuda_home_is_found(void **state) {
+  (void)state;
+  char home[PATH_MAX + 32], lib[PATH_MAX + 64];
+  snprintf(home, sizeof home, "%s/toolkit-12", testutil_cache_dir);
+  snprintf(lib, sizeof lib, "%s/lib64", home);
+  assert_int_equal(mkdir(home, 0700), 0);
+  build_library(lib, "libnvrtc.so.12", "libnvrtc.so.12", FAKE_NVRTC);
+  rerun_with("only libnvrtc.so.12 in CUDA_HOME", "CUDA_HOME", home, CUDA_HOME_NVRTC12_ENV, "1");
+}
+
 #define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
 
 int main(void) {
@@ -867,6 +976,7 @@ int main(void) {
   if ((fake = getenv(FAKE_NVRTC_ENV))) return run_on_fake_nvrtc(fake);
   if (getenv(CUDA_HOME_CHILD_ENV)) return run_past_a_cuda_home();
   if ((fake = getenv(LOADER_NVRTC_ENV))) return run_on_loader_nvrtc(fake);
+  if (getenv(CUDA_HOME_NVRTC12_ENV)) return run_on_cuda_home_nvrtc12();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
@@ -890,6 +1000,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),
     cmocka_unit_test(test_cuda_nvrtc_on_the_loader_path_comes_before_usr_local_cuda),
+    cmocka_unit_test(test_cuda_nvrtc_so_12_alone_in_cuda_home_is_found),
     BY_BOTH(test_cuda_launch_square_plus_one_matches_host_and_stays_in_bounds),
     cmocka_unit_test(test_cuda_launch_rejects_an_oversized_block_with_the_driver_message),
     cmocka_unit_test(test_cuda_memory_round_trips_bytes),

@@ -142,6 +142,8 @@ static void test_tensor_empty_rejects_bad_arguments(void **state) {
   CHECK_CODE("dtype 9", uopc_tensor_empty(&t, (uopc_dtype)9, 1, DIMS(2), &err), UOPC_E_INVALID, &err);
   CHECK_MESSAGE("dtype 9", &err, "dtype 9");
   CHECK_CODE("out NULL", uopc_tensor_empty(NULL, UOPC_F32, 1, DIMS(2), &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "out is NULL");
+  assert_string_equal(err.where, "uopc_tensor_empty");
   assert_null(t.storage);  /* a failed call leaves a released tensor */
   uopc_tensor_release(&t);
 }
@@ -311,6 +313,20 @@ static void test_tensor_slice_rejects_step_zero_and_bad_axis(void **state) {
   CHECK_CODE("slice axis -1", uopc_tensor_slice(&v, &a, -1, 0, 1, 1, &err), UOPC_E_INVALID, &err);
   CHECK_I64("failed slices", "storage refs", uopc_tensor_storage_refs(&a), 1);
   uopc_tensor_release(&a);
+}
+
+/* out is cleared whichever side of x it lies on in memory: here below it. */
+static void test_tensor_failed_view_clears_an_out_at_a_lower_address_than_x(void **state) {
+  (void)state;
+  uopc_tensor pair[2], zero;
+  uopc_error err;
+  arange(&pair[1], UOPC_F64, 1, DIMS(4));
+  memset(&pair[0], 0xab, sizeof pair[0]);  /* an uninitialised out */
+  memset(&zero, 0, sizeof zero);
+  CHECK_CODE("a[::0]", uopc_tensor_slice(&pair[0], &pair[1], 0, NONE, NONE, 0, &err), UOPC_E_INVALID, &err);
+  assert_memory_equal(&pair[0], &zero, sizeof zero);
+  CHECK_I64("a failed slice", "storage refs", uopc_tensor_storage_refs(&pair[1]), 1);
+  uopc_tensor_release(&pair[1]);
 }
 
 static void test_tensor_failed_view_leaves_out_released(void **state) {
@@ -684,9 +700,26 @@ static void test_tensor_wrap_rejects_bad_arguments(void **state) {
   uopc_error err;
   CHECK_CODE("elem0 NULL", uopc_tensor_wrap(&t, NULL, UOPC_F64, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
   CHECK_CODE("strides NULL", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(4), NULL, &err), UOPC_E_INVALID, &err);
+  CHECK_MESSAGE("strides NULL", &err, "strides is NULL for rank 1");
+  CHECK_CODE("out NULL", uopc_tensor_wrap(NULL, buf, UOPC_F64, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "out is NULL");
+  assert_string_equal(err.where, "uopc_tensor_wrap");
   CHECK_CODE("shape (-1,)", uopc_tensor_wrap(&t, buf, UOPC_F64, 1, DIMS(-1), DIMS(1), &err), UOPC_E_INVALID, &err);
   CHECK_CODE("dtype 5", uopc_tensor_wrap(&t, buf, (uopc_dtype)5, 1, DIMS(4), DIMS(1), &err), UOPC_E_INVALID, &err);
   assert_null(t.storage);
+}
+
+/* A scalar has no strides to give: rank 0 takes strides NULL (and shape NULL). */
+static void test_tensor_wrap_of_a_scalar_needs_no_strides(void **state) {
+  (void)state;
+  double scalar = 2.5;
+  uopc_tensor t;
+  uopc_error err;
+  CHECK_OK("wrap np.float64(2.5)", uopc_tensor_wrap(&t, &scalar, UOPC_F64, 0, NULL, NULL, &err), &err);
+  CHECK_VIEW("wrap np.float64(2.5)", &t, 0, NULL, NULL, 0);
+  assert_ptr_equal(uopc_tensor_data(&t), &scalar);
+  CHECK_VALUES("wrap np.float64(2.5)", &t, 2.5);
+  uopc_tensor_release(&t);
 }
 
 static void test_tensor_wrap_new_round_trips_through_a_heap_handle(void **state) {
@@ -836,6 +869,25 @@ static void test_tensor_copy_onto_the_same_view_changes_nothing(void **state) {
   uopc_tensor_release(&x);
 }
 
+static void test_tensor_copy_rejects_a_null_or_released_tensor(void **state) {
+  (void)state;
+  uopc_tensor x, y, released = {0};
+  uopc_error err;
+  arange(&x, UOPC_F32, 1, DIMS(2));
+  arange(&y, UOPC_F32, 1, DIMS(2));
+  CHECK_CODE("out[...] = released", uopc_tensor_copy(&x, &released, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is NULL or released");
+  CHECK_CODE("released[...] = x", uopc_tensor_copy(&released, &y, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "out is NULL or released");
+  CHECK_CODE("out[...] = NULL", uopc_tensor_copy(&x, NULL, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is NULL or released");
+  CHECK_CODE("NULL[...] = x", uopc_tensor_copy(NULL, &y, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "out is NULL or released");
+  CHECK_I64("refused copies", "version of x", (int64_t)uopc_tensor_version(&x), 2);  /* arange's 2 sets */
+  uopc_tensor_release(&x);
+  uopc_tensor_release(&y);
+}
+
 static void test_tensor_copy_rejects_dtype_and_shape_mismatch(void **state) {
   (void)state;
   uopc_tensor f, d, g;
@@ -914,6 +966,22 @@ static void test_tensor_same_view_compares_layout_and_address(void **state) {
   for (size_t i = 0; i < sizeof all_views / sizeof *all_views; i++) uopc_tensor_release(all_views[i]);
 }
 
+/* No view is the same as anything: a NULL or released tensor (two zeroed ones included). */
+static void test_tensor_same_view_of_a_null_or_released_tensor_is_0(void **state) {
+  (void)state;
+  uopc_tensor x, released = {0}, also_released = {0};
+  arange(&x, UOPC_F32, 0, NULL);
+  assert_int_equal(uopc_tensor_same_view(&released, &also_released), 0);
+  assert_int_equal(uopc_tensor_same_view(&released, &released), 0);
+  assert_int_equal(uopc_tensor_same_view(&x, &released), 0);
+  assert_int_equal(uopc_tensor_same_view(&released, &x), 0);
+  assert_int_equal(uopc_tensor_same_view(NULL, &x), 0);
+  assert_int_equal(uopc_tensor_same_view(&x, NULL), 0);
+  assert_int_equal(uopc_tensor_same_view(NULL, NULL), 0);
+  assert_int_equal(uopc_tensor_same_view(&x, &x), 1);
+  uopc_tensor_release(&x);
+}
+
 static void test_tensor_get_set_convert_through_double(void **state) {
   (void)state;
   uopc_tensor i, f, l;
@@ -969,6 +1037,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_slice_huge_step_keeps_one_element),
     cmocka_unit_test(test_tensor_slice_rejects_step_zero_and_bad_axis),
     cmocka_unit_test(test_tensor_failed_view_leaves_out_released),
+    cmocka_unit_test(test_tensor_failed_view_clears_an_out_at_a_lower_address_than_x),
     cmocka_unit_test(test_tensor_select_negative_index_counts_from_end),
     cmocka_unit_test(test_tensor_select_twice_gives_rank_0),
     cmocka_unit_test(test_tensor_select_out_of_range_is_bounds_error),
@@ -988,6 +1057,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_wrap_allows_empty),
     cmocka_unit_test(test_tensor_wrap_rejects_overflowing_span),
     cmocka_unit_test(test_tensor_wrap_rejects_bad_arguments),
+    cmocka_unit_test(test_tensor_wrap_of_a_scalar_needs_no_strides),
     cmocka_unit_test(test_tensor_wrap_new_round_trips_through_a_heap_handle),
     cmocka_unit_test(test_tensor_may_overlap_disjoint_halves_vs_overlapping_slices),
     cmocka_unit_test(test_tensor_may_overlap_compares_addresses_across_wraps),
@@ -996,10 +1066,12 @@ int main(void) {
     cmocka_unit_test(test_tensor_copy_between_wraps_of_one_buffer_is_out_of_place),
     cmocka_unit_test(test_tensor_copy_strided_into_packed),
     cmocka_unit_test(test_tensor_copy_onto_the_same_view_changes_nothing),
+    cmocka_unit_test(test_tensor_copy_rejects_a_null_or_released_tensor),
     cmocka_unit_test(test_tensor_copy_rejects_dtype_and_shape_mismatch),
     cmocka_unit_test(test_tensor_is_contiguous_ignores_unit_dims),
     cmocka_unit_test(test_tensor_is_aligned_checks_element_0),
     cmocka_unit_test(test_tensor_same_view_compares_layout_and_address),
+    cmocka_unit_test(test_tensor_same_view_of_a_null_or_released_tensor_is_0),
     cmocka_unit_test(test_tensor_get_set_convert_through_double),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
