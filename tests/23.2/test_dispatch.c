@@ -450,6 +450,28 @@ static void test_dispatch_explain_names_the_failed_alignment_guard(void **state)
   dispatch_fini(d);
 }
 
+/* The seed's corrupted guard, caught by explain: a fast variant whose compiled
+ * plan rejects every call while its guards hold. The call runs generic (the
+ * limit leaves no place for a second fast variant), and explain, which checks
+ * the recorded call against the guards themselves, says they disagree. */
+static void test_dispatch_explain_names_a_variant_rejected_while_its_guards_hold(void **state) {
+  (void)state;
+  dispatch_options o = {.max_variants = 2};
+  dispatcher *d = new_dispatcher(&o);
+  uopc_error err = {0};
+  char text[DISPATCH_EXPLAIN_MAX];
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_FAST);
+  d->cache.variants[0]->plan.never = 1;   /* the corruption: the compiled form fails every call */
+  assert_int_equal(run_case(d, 32, 0, 1, 0), DISPATCH_PATH_GENERIC);
+  assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
+  assert_string_equal(text, "call 2: n = 32, generic (square_plus_one_generic)\n"
+                            "  square_plus_one_fast16 rejected, yet all its guards hold on this call\n"
+                            "  a new fast variant was wanted, but the variant limit (2) is reached: "
+                            "ran the generic variant\n"
+                            "  all 6 guards of square_plus_one_generic held; it was built by this call\n");
+  dispatch_fini(d);
+}
+
 /* With no fast variant yet, explain says why the call cannot have one. */
 static void test_dispatch_explain_first_call_generic(void **state) {
   (void)state;
@@ -857,6 +879,7 @@ int main(void) {
     cmocka_unit_test(test_dispatch_explain_names_the_failed_contiguity_guard),
     cmocka_unit_test(test_dispatch_explain_names_the_failed_alignment_guard),
     cmocka_unit_test(test_dispatch_explain_rederives_rejections),
+    cmocka_unit_test(test_dispatch_explain_names_a_variant_rejected_while_its_guards_hold),
     cmocka_unit_test(test_dispatch_explain_first_call_generic),
     cmocka_unit_test(test_dispatch_variant_limit_runs_generic),
     cmocka_unit_test(test_dispatch_variant_limit_fails_by_option),

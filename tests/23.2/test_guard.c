@@ -244,6 +244,16 @@ static void test_guard_set_check_stops_at_first_failure(void **state) {
   assert_uopc_ok(guard_check(&s, 3, &c, &failed, &why, &err), err);
   assert_int_equal(failed, 0);
   assert_string_equal(why.text, "x has no axis for 'out.shape[0] == x.shape[0]' (rank 0)");
+  /* a range's site is checked the same way; a dtype guard has no site, so a scalar out is no reason */
+  assert_uopc_ok(guard_set_add_range(&s, NULL, shape(X, 0), 1, 8, &err), err);
+  assert_uopc_ok(guard_check(&s, 4, &c, &failed, &why, &err), err);
+  assert_int_equal(failed, 0);
+  assert_string_equal(why.text, "x has no axis for 'x.shape[0] in [1, 8]' (rank 0)");
+  assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F64, &err), err);
+  make_call(&c, &scalar, &v);
+  assert_uopc_ok(guard_check(&s, 5, &c, &failed, &why, &err), err);
+  assert_int_equal(failed, 0);
+  assert_string_equal(why.text, "x has dtype f32, not f64");
   guard_set_fini(&s);
   uopc_tensor_release(&v);
   uopc_tensor_release(&scalar);
