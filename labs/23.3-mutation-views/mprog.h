@@ -149,7 +149,8 @@ const ir_node *mv_load(mv_program *p, const mv_view *v);
  * does). Checks, in order: mv_check_value (an open statement without error,
  * value a node of its graph);
  * value's dtype is the target's (UOPC_E_DTYPE); value broadcasts to the
- * target's shape (UOPC_E_INVALID, naming both shapes); the target has no
+ * target's shape (UOPC_E_INVALID, naming both shapes, each "(n, m - 1)"
+ * and cut after its first 127 characters); the target has no
  * broadcast step, whose elements would collide (UOPC_E_ALIAS). Then the
  * store consumes M<k> of the target's storage and produces M<k+1>
  * (version_in = k, version_out = k + 1, the storage's version k + 1) and is

@@ -107,6 +107,27 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   assert_uopc_code(mv_store(f.p, &head, ir_input(g, "v", UOPC_F32, 3, wide_shape), &f.err), UOPC_E_INVALID, f.err);
   assert_contains(f.err.message, "(a_rather_long_name_of_dim_x, a_rather_long_name_of_dim_y, "
                                  "a_rather_long_name_of_dim_z)");
+  /* shapes whose text reaches the cut: each is given whole up to 127 characters (mprog.h) */
+  sym_dim tall[8];
+  const sym_expr *view_shape[4], *value_shape[4];
+  for (int k = 0; k < 8; k++) {   /* names of 30 characters: "(" + 4 names + 3 ", " is 127 */
+    char name[32];
+    snprintf(name, sizeof name, "%s_name_of_a_dimension_pad%02d", k < 4 ? "into" : "from", k);
+    assert_uopc_ok(sym_dim_init(&tall[k], name, 1, 8, 1, &f.err), f.err);
+    (k < 4 ? view_shape : value_shape)[k % 4] = sym_expr_dim(mv_program_arena(f.p), &tall[k]);
+  }
+  int w;
+  mv_view tall_whole;
+  assert_uopc_ok(mv_storage_new(f.p, "w", UOPC_F32, 4, view_shape, &w, &f.err), f.err);
+  mv_view_whole(f.p, w, &tall_whole);
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_code(mv_store(f.p, &tall_whole, ir_input(g, "v", UOPC_F32, 4, value_shape), &f.err), UOPC_E_INVALID,
+                   f.err);
+  assert_string_equal(f.err.message,
+                      "store into w: a value of shape (from_name_of_a_dimension_pad04, from_name_of_a_dimension_pad05,"
+                      " from_name_of_a_dimension_pad06, from_name_of_a_dimension_pad07 does not broadcast to the"
+                      " view's shape (into_name_of_a_dimension_pad00, into_name_of_a_dimension_pad01,"
+                      " into_name_of_a_dimension_pad02, into_name_of_a_dimension_pad03");
   /* a dtype that differs */
   g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &f.whole, ir_const(g, 1, UOPC_F64), &f.err), UOPC_E_DTYPE, f.err);

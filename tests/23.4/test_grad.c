@@ -495,6 +495,24 @@ static void test_unbroadcast_of_a_gradient_of_the_same_shape_keeps_it(void **sta
   unbroadcast_case(0, NULL, 0, NULL);
 }
 
+/* A gradient of lower rank than like's cannot have been broadcast from it. */
+static void test_unbroadcast_refuses_a_gradient_of_lower_rank(void **state) {
+  (void)state;
+  tp_ctx *c;
+  uopc_error err = {0};
+  uopc_tensor gv, lv;
+  int64_t gs[1] = {4}, ls[2] = {3, 4};
+  assert_uopc_ok(tp_ctx_new_eager(&c, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&gv, UOPC_F32, 1, gs, &err), err);
+  assert_uopc_ok(uopc_tensor_empty(&lv, UOPC_F32, 2, ls, &err), err);
+  tp_tensor *g = tp_wrap(c, &gv), *like = tp_wrap(c, &lv), *out = NULL;
+  assert_uopc_code(tp_unbroadcast(c, g, like, TP_HERE, &out, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "unbroadcast: a gradient of rank 1 for rank 2");
+  assert_null(out);
+  uopc_tensor_release(&gv), uopc_tensor_release(&lv);
+  tp_ctx_free(c);
+}
+
 /* ---- tp_accumulate: a tensor that reaches the loss by several paths. */
 
 static int square_loss(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
@@ -608,6 +626,7 @@ int main(void) {
       cmocka_unit_test(test_unbroadcast_sums_stretched_axes_keeping_them),
       cmocka_unit_test(test_unbroadcast_sums_leading_and_stretched_axes),
       cmocka_unit_test(test_unbroadcast_of_a_gradient_of_the_same_shape_keeps_it),
+    cmocka_unit_test(test_unbroadcast_refuses_a_gradient_of_lower_rank),
       cmocka_unit_test(test_accumulate_x_times_x_gives_2x),
       cmocka_unit_test(test_accumulate_adds_every_path),
       cmocka_unit_test(test_accumulate_fills_an_empty_slot_then_adds),
