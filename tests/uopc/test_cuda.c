@@ -515,7 +515,10 @@ static const char FAKE_DRIVER[] =
     "static int ctx, mod, fn;\n"
     "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
     "CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n"
-    "CUresult cuDeviceGetCount(int *n) { *n = getenv(\"UOPC_TEST_FAKE_NO_DEVICE\") ? 0 : 1; return 0; }\n"
+    "CUresult cuDeviceGetCount(int *n) {\n"
+    "  if (getenv(\"UOPC_TEST_FAKE_COUNT_UNWRITTEN\")) return 0;  /* success, and no count written */\n"
+    "  *n = getenv(\"UOPC_TEST_FAKE_NO_DEVICE\") ? 0 : 1; return 0;\n"
+    "}\n"
     "CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
     "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 0; return 0; }\n"
     "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx; return 0; }\n"
@@ -667,7 +670,8 @@ static void test_fake_driver_copies_hand_the_bytes_to_the_driver(void **state) {
   assert_memory_equal(out, in, sizeof in);
 }
 
-/* A driver that loads but sees no device: unavailable, saying so, and no program. */
+/* A driver that loads but sees no device: unavailable, saying so, and no program. A count the
+ * driver did not write (UOPC_TEST_FAKE_COUNT_UNWRITTEN) is none too. */
 static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
   (void)state;
   uopc_error err = {0};
@@ -685,7 +689,7 @@ static int run_on_fake_driver(const char *path) {
     fprintf(stderr, "cannot open the fake driver '%s': %s\n", path, dlerror());
     return 1;
   }
-  if (getenv("UOPC_TEST_FAKE_NO_DEVICE")) {
+  if (getenv("UOPC_TEST_FAKE_NO_DEVICE") || getenv("UOPC_TEST_FAKE_COUNT_UNWRITTEN")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_without_a_device_is_no_cuda)};
     return cmocka_run_group_tests_name("on a fake driver without a device", tests, NULL, NULL);
   }
@@ -736,6 +740,11 @@ static void test_cuda_driver_without_a_device_on_a_fake_driver(void **state) {
   run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_NO_DEVICE");
 }
 
+static void test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none(void **state) {
+  (void)state;
+  run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_COUNT_UNWRITTEN");
+}
+
 /* ---- a fake NVRTC ------------------------------------------------------------
  * NVRTC's failures after a compile that succeeded, which a real NVRTC does not
  * give on demand: a libnvrtc.so of our own, in a fresh process whose CUDA_HOME
@@ -744,6 +753,7 @@ static void test_cuda_driver_without_a_device_on_a_fake_driver(void **state) {
 
 static const char FAKE_NVRTC[] =
     "#include <stddef.h>\n"
+    "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "typedef int nvrtcResult;\n"
     "static int prog, failed;\n"
@@ -751,7 +761,10 @@ static const char FAKE_NVRTC[] =
     "const char *nvrtcGetErrorString(nvrtcResult r) {\n"
     "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\";\n"
     "}\n"
-    "nvrtcResult nvrtcVersion(int *major, int *minor) { *major = 12; *minor = 0; return 0; }\n"
+    "nvrtcResult nvrtcVersion(int *major, int *minor) {\n"
+    "  if (getenv(\"UOPC_TEST_FAKE_NVRTC_NO_VERSION\")) return 1;  /* NVRTC_ERROR_OUT_OF_MEMORY */\n"
+    "  *major = 12; *minor = 0; return 0;\n"
+    "}\n"
     "nvrtcResult nvrtcCreateProgram(void **p, const char *s, const char *n, int k, const char *const *h,\n"
     "                               const char *const *i) {\n"
     "  (void)s; (void)n; (void)k; (void)h; (void)i; *p = &prog; return 0;\n"
@@ -798,6 +811,17 @@ static void test_fake_nvrtc_long_log_is_cut_at_the_callers_size(void **state) {
     if (out.guard[i] != 'G') fail_msg("byte %zu past the log's 40 was written", i);
 }
 
+/* An NVRTC that cannot tell its version (UOPC_TEST_FAKE_NVRTC_NO_VERSION) is named 0.0, then by its file. */
+static void test_fake_nvrtc_without_a_version_is_named_0_0(void **state) {
+  (void)state;
+  char real[PATH_MAX], want[PATH_MAX + 64];
+  assert_non_null(realpath(getenv(FAKE_NVRTC_ENV), real));
+  snprintf(want, sizeof want, "nvrtc 0.0 %s (", real);
+  const char *identity = uopc_nvrtc_identity();
+  if (strncmp(identity, want, strlen(want)) != 0)
+    fail_msg("identity '%s', expected it to begin '%s'", identity, want);
+}
+
 static int run_on_fake_nvrtc(const char *path) {
   char home[PATH_MAX];   /* the fake's toolkit: path is <home>/lib64/libnvrtc.so, which CUDA_HOME puts first */
   snprintf(home, sizeof home, "%s", path);
@@ -807,6 +831,10 @@ static int run_on_fake_nvrtc(const char *path) {
   if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
     fprintf(stderr, "cannot open the fake NVRTC '%s': %s\n", path, dlerror());
     return 1;
+  }
+  if (getenv("UOPC_TEST_FAKE_NVRTC_NO_VERSION")) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_nvrtc_without_a_version_is_named_0_0)};
+    return cmocka_run_group_tests_name("on a fake NVRTC without a version", tests, NULL, NULL);
   }
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fake_nvrtc_ptx_size_failure_is_a_compile_error),
@@ -850,6 +878,11 @@ static void run_on_a_fake(const char *source_text, const char *soname, const cha
 static void test_cuda_nvrtc_paths_on_a_fake_nvrtc(void **state) {
   (void)state;
   run_on_a_fake(FAKE_NVRTC, "libnvrtc.so", FAKE_NVRTC_ENV, NULL);
+}
+
+static void test_cuda_nvrtc_without_a_version_on_a_fake_nvrtc_is_named_0_0(void **state) {
+  (void)state;
+  run_on_a_fake(FAKE_NVRTC, "libnvrtc.so", FAKE_NVRTC_ENV, "UOPC_TEST_FAKE_NVRTC_NO_VERSION");
 }
 
 /* ---- where NVRTC is looked for ---------------------------------------------
@@ -997,7 +1030,9 @@ int main(void) {
     cmocka_unit_test(test_cuda_copy_of_zero_bytes_is_nothing),
     cmocka_unit_test(test_cuda_driver_paths_on_a_fake_driver),
     cmocka_unit_test(test_cuda_driver_without_a_device_on_a_fake_driver),
+    cmocka_unit_test(test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
+    cmocka_unit_test(test_cuda_nvrtc_without_a_version_on_a_fake_nvrtc_is_named_0_0),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),
     cmocka_unit_test(test_cuda_nvrtc_on_the_loader_path_comes_before_usr_local_cuda),
     cmocka_unit_test(test_cuda_nvrtc_so_12_alone_in_cuda_home_is_found),

@@ -2,7 +2,8 @@
  * results worked out by hand from NumPy. Each check names the NumPy
  * expression it mirrors; a failure prints that expression, the field, the
  * expected value and the one it got. Run under ASan/UBSan and valgrind:
- * the refcount tests rely on them to catch a leak or an early free. */
+ * the refcount tests rely on them to catch a leak or an early free (one counts the last
+ * release's frees itself, for a build without them). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,10 +12,35 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "testutil.h"
 #include "uopc/tensor.h"
 
 #define NONE UOPC_SLICE_NONE
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+#ifndef __SANITIZE_ADDRESS__
+/* free, watched: this executable's free comes before glibc's for libuopc too, and counts the
+ * calls that free watched[0] or watched[1]. AddressSanitizer brings its own allocator: not there. */
+extern void __libc_free(void *p);
+static const void *watched[2];
+static int watched_frees[2];
+void free(void *p) {
+  for (int i = 0; i < 2; i++)
+    if (p && p == watched[i]) watched_frees[i]++;
+  __libc_free(p);
+}
+
+/* 0 where free is not this one after all: valgrind replaces it, in the executable too. */
+static int free_is_watched(void) {
+  void (*volatile release)(void *) = free;  /* a call gcc cannot fold as the builtin free */
+  void *p = malloc(1);
+  watched[0] = p;
+  watched_frees[0] = 0;
+  release(p);
+  watched[0] = NULL;
+  return watched_frees[0] == 1;
+}
+#endif
 
 /* ---- checks that print their context ---------------------------------------- */
 
@@ -340,6 +366,8 @@ static void test_tensor_failed_view_leaves_out_released(void **state) {
   uopc_tensor_release(&v);  /* safe: nothing to drop */
   uopc_tensor_release(&v);
   CHECK_CODE("released x", uopc_tensor_slice(&v, &v, 0, 0, 1, 1, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is a released tensor");
+  assert_string_equal(err.where, "uopc_tensor_slice");
   uopc_tensor_release(&a);
 }
 
@@ -605,6 +633,43 @@ static void test_tensor_views_share_storage_until_the_last_release(void **state)
   uopc_tensor_release(&copy);  /* a second release is harmless */
 }
 
+/* Without a sanitizer to see a leak: the release that drops the last reference frees the
+ * storage's bytes and its header, each once, and none before it does; a wrapped buffer is
+ * borrowed, so its release frees the header alone. */
+static void test_tensor_last_release_frees_the_storage_once(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("an interposed free");
+#else
+  if (!free_is_watched()) {
+    print_message("  skipped: needs an interposed free, which valgrind replaces\n");
+    skip();
+  }
+  uopc_tensor x, v, w;
+  uopc_error err;
+  double buf[4] = {0};
+  arange(&x, UOPC_F64, 1, DIMS(4));
+  CHECK_OK("x[1:]", uopc_tensor_slice(&v, &x, 0, 1, NONE, NONE, &err), &err);
+  watched[0] = x.storage->base;
+  watched[1] = x.storage;
+  watched_frees[0] = watched_frees[1] = 0;
+  uopc_tensor_release(&x);
+  CHECK_I64("x released, x[1:] alive", "frees of the bytes", watched_frees[0], 0);
+  CHECK_I64("x released, x[1:] alive", "frees of the header", watched_frees[1], 0);
+  uopc_tensor_release(&v);
+  CHECK_I64("last view released", "frees of the bytes", watched_frees[0], 1);
+  CHECK_I64("last view released", "frees of the header", watched_frees[1], 1);
+  CHECK_OK("wrap (4,)", uopc_tensor_wrap(&w, buf, UOPC_F64, 1, DIMS(4), DIMS(1), &err), &err);
+  watched[0] = buf;
+  watched[1] = w.storage;
+  watched_frees[0] = watched_frees[1] = 0;
+  uopc_tensor_release(&w);
+  CHECK_I64("wrap released", "frees of the borrowed bytes", watched_frees[0], 0);
+  CHECK_I64("wrap released", "frees of the header", watched_frees[1], 1);
+  watched[0] = watched[1] = NULL;
+#endif
+}
+
 static void test_tensor_release_of_zeroed_tensor_is_safe(void **state) {
   (void)state;
   uopc_tensor z = {0}, r;
@@ -669,6 +734,14 @@ static void test_tensor_wrap_allows_empty(void **state) {
   assert_false(uopc_tensor_may_overlap(&e, &full));  /* an empty view reaches no byte */
   uopc_tensor_release(&full);
   uopc_tensor_release(&e);
+  /* no byte to check either: an empty view may start where one f64 would run past the address space */
+  void *top = (void *)(UINTPTR_MAX - 7);
+  CHECK_OK("wrap (0,) at the top", uopc_tensor_wrap(&e, top, UOPC_F64, 1, DIMS(0), DIMS(1), &err), &err);
+  CHECK_VIEW("wrap (0,) at the top", &e, 1, DIMS(0), DIMS(1), 0);
+  assert_ptr_equal(uopc_tensor_data(&e), top);
+  uopc_tensor_release(&e);
+  CHECK_CODE("wrap (1,) at the top", uopc_tensor_wrap(&e, top, UOPC_F64, 1, DIMS(1), DIMS(1), &err),
+             UOPC_E_OVERFLOW, &err);
 }
 
 static void test_tensor_wrap_rejects_overflowing_span(void **state) {
@@ -1052,6 +1125,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_reshape_to_and_from_rank_0),
     cmocka_unit_test(test_tensor_reshape_of_empty_keeps_packed_strides),
     cmocka_unit_test(test_tensor_views_share_storage_until_the_last_release),
+    cmocka_unit_test(test_tensor_last_release_frees_the_storage_once),
     cmocka_unit_test(test_tensor_release_of_zeroed_tensor_is_safe),
     cmocka_unit_test(test_tensor_wrap_stack_buffer_with_negative_strides),
     cmocka_unit_test(test_tensor_wrap_allows_empty),
