@@ -3,6 +3,7 @@
  * once and compare exact totals, also after threads have exited, across the
  * 256-counter blocks of a thread's table, and through a reset. */
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -184,6 +185,22 @@ static void test_counters_json_escapes_quotes_backslashes_and_control_characters
   assert_contains(text, ",\n  \"test \\\"json\\\"\\u0009\\\\\": 3");
 }
 
+/* A path too long for the temporary file beside it is refused, and the message says the limit
+ * before the path: a path that long fills the message, whose end is cut. */
+static void test_counters_json_path_too_long_names_the_limit(void **state) {
+  (void)state;
+  char path[PATH_MAX + 1], want[64];
+  memset(path, 'a', PATH_MAX);
+  path[0] = '/';
+  path[PATH_MAX] = '\0';
+  uopc_error err;
+  uopc_error_clear(&err);
+  assert_uopc_code(uopc_counters_write_json(path, &err), UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "counters path is longer than %d bytes: '/aaa", PATH_MAX - 16);
+  if (strncmp(err.message, want, strlen(want)) != 0) fail_msg("message '%.100s...', expected '%s...'", err.message, want);
+  assert_int_equal(strlen(err.message), UOPC_ERROR_MESSAGE_MAX - 1);
+}
+
 /* A stream whose first write waits at a gate: uopc_counters_print holds the registry's lock
  * while it writes, so a reader of a counter must wait for the gate too. */
 typedef struct gate { sem_t inside, open, read; int held; int64_t value; } gate;
@@ -254,6 +271,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_counters_json_escapes_quotes_backslashes_and_control_characters, fresh_with_dir,
                                     testutil_remove_cache),
     cmocka_unit_test_setup(test_counters_get_waits_for_the_registry_lock, fresh),
+    cmocka_unit_test(test_counters_json_path_too_long_names_the_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,6 +162,48 @@ static void test_debug_level_4_alone_prints_the_source_compiled(void **state) {
   assert_contains(err, "uopc: source of tiny:\n/* level 4 */\nvoid tiny(void) {}\n\n");
 }
 
+/* A fake nvcc in dir/bin that fails saying words (so the log names the one that ran). */
+static void write_fake_nvcc(const char *dir, const char *words) {
+  char bin[4300], nvcc[4400];
+  snprintf(bin, sizeof bin, "%s/bin", dir);
+  snprintf(nvcc, sizeof nvcc, "%s/nvcc", bin);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(mkdir(bin, 0755), 0);
+  FILE *f = fopen(nvcc, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\necho %s\nexit 1\n", words);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(chmod(nvcc, 0755), 0);
+}
+
+static char fake_cuda_home[4200];
+
+/* Compiles by nvcc (NVRTC skipped) with CUDA_HOME naming fake_cuda_home; prints the error. */
+static void compile_by_nvcc(void) {
+  setenv("CUDA_HOME", fake_cuda_home, 1);
+  uopc_cuda_options opts = {.arch = "sm_80", .force_nvcc = 1};
+  uopc_error err = {0};
+  int rc = uopc_cuda_compile("extern \"C\" __global__ void k() {}\n", "k", &opts, NULL, 0, &err);
+  fputs(err.message, stderr);
+  exit(rc);
+}
+
+/* nvcc is looked for on PATH first, then in $CUDA_HOME/bin: with one in each, PATH's runs. */
+static void test_nvcc_on_path_runs_before_the_one_in_cuda_home(void **state) {
+  (void)state;
+  char on_path[4200], bin[4300], want[PATH_MAX + 16], err[16384];
+  snprintf(on_path, sizeof on_path, "%s/nvcc-on-path", testutil_cache_dir);
+  snprintf(fake_cuda_home, sizeof fake_cuda_home, "%s/nvcc-toolkit", testutil_cache_dir);
+  write_fake_nvcc(on_path, "the nvcc on PATH");
+  write_fake_nvcc(fake_cuda_home, "the nvcc of CUDA_HOME");
+  snprintf(bin, sizeof bin, "%s/bin", on_path);
+  assert_int_equal(run_with("PATH", bin, compile_by_nvcc, err, sizeof err), UOPC_E_COMPILE);
+  assert_non_null(realpath(bin, want));
+  strcat(want, "/nvcc failed on ");
+  if (strncmp(err, want, strlen(want)) != 0) fail_msg("expected '%s...', got:\n%s", want, err);
+  assert_contains(err, "\nthe nvcc on PATH\n");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_debug_level_that_is_not_a_number_is_warned_about_once),
@@ -170,6 +212,7 @@ int main(void) {
     cmocka_unit_test(test_counters_json_path_that_is_a_directory_leaves_no_file_behind),
     cmocka_unit_test(test_counters_json_path_that_can_be_written_gets_the_counters),
     cmocka_unit_test(test_debug_level_4_alone_prints_the_source_compiled),
+    cmocka_unit_test(test_nvcc_on_path_runs_before_the_one_in_cuda_home),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -65,6 +65,16 @@ static void test_layout_packed_strides_count_a_zero_dim_as_one(void **state) {
   assert_int_equal(strides[2], 1);
 }
 
+/* Only a positive dim enters the product: a negative one (no valid shape's) counts as 1, as 0 does. */
+static void test_layout_packed_strides_count_a_negative_dim_as_one(void **state) {
+  (void)state;
+  int64_t strides[3];
+  uopc_layout_packed_strides(3, DIMS(2, -3, 4), strides);
+  assert_int_equal(strides[0], 4);
+  assert_int_equal(strides[1], 4);
+  assert_int_equal(strides[2], 1);
+}
+
 static void test_layout_span_reaches_both_ends(void **state) {
   (void)state;
   int64_t lo, hi;
@@ -161,6 +171,7 @@ int main(void) {
     cmocka_unit_test(test_layout_contiguous_empty_view_is_contiguous),
     cmocka_unit_test(test_layout_contiguous_huge_dims_without_overflow_errors),
     cmocka_unit_test(test_layout_packed_strides_count_a_zero_dim_as_one),
+    cmocka_unit_test(test_layout_packed_strides_count_a_negative_dim_as_one),
     cmocka_unit_test(test_layout_span_reaches_both_ends),
     cmocka_unit_test(test_layout_span_reports_offsets_past_int64),
     cmocka_unit_test(test_layout_byte_range_covers_first_to_last_byte),

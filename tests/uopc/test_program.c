@@ -592,6 +592,25 @@ static void test_compiler_version_in_skips_a_section_header_cut_short(void **sta
   assert_string_equal(version, "");
 }
 
+/* Section headers of another size than Elf64_Shdr's 64 bytes are not read as 64-bit ones: a
+ * file whose header says 40 names no version, though 64-byte headers at e_shoff hold a .comment. */
+static void test_compiler_version_in_reads_no_section_headers_of_another_size(void **state) {
+  (void)state;
+  unsigned char elf[286] = {0};   /* as in ..._reads_a_comment_that_ends_the_file, but e_shentsize 40 */
+  fake_elf_header(elf, 64);
+  Elf64_Half shentsize = 40;
+  memcpy(elf + offsetof(Elf64_Ehdr, e_shentsize), &shentsize, sizeof shentsize);
+  Elf64_Shdr sh[3] = {{0},
+                      {.sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = 256, .sh_size = 20},
+                      {.sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = 276, .sh_size = 10}};
+  memcpy(elf + 64, sh, sizeof sh);
+  memcpy(elf + 256, "\0.shstrtab\0.comment\0", 20);
+  memcpy(elf + 276, "GCC: size", 10);
+  char version[64] = "?";
+  version_of("shentsize.so", elf, sizeof elf, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
 /* Reading the version frees the artifact's bytes it read: after a first call has filled malloc's
  * caches, a second one leaves the heap's bytes in use exactly as they were. */
 static void test_compiler_version_in_keeps_no_memory(void **state) {
@@ -645,6 +664,12 @@ static void test_program_entry_whose_manifest_names_another_artifact_is_rebuilt(
   assert_int_equal(delta(UOPC_C_CORRUPTED_REBUILT, bad), 1);
   assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
   uopc_program_free(p);
+}
+
+/* Freeing no program does nothing, as free(NULL) does: error paths free what they may not have. */
+static void test_program_free_of_null_does_nothing(void **state) {
+  (void)state;
+  uopc_program_free(NULL);
 }
 
 /* Entry names are C identifiers: digits after the first character, any of 0-9. */
@@ -728,6 +753,8 @@ int main(void) {
     cmocka_unit_test(test_compiler_version_in_reads_a_comment_that_ends_the_file),
     cmocka_unit_test(test_compiler_version_in_skips_a_section_header_cut_short),
     cmocka_unit_test(test_compiler_version_in_keeps_no_memory),
+    cmocka_unit_test(test_compiler_version_in_reads_no_section_headers_of_another_size),
+    cmocka_unit_test(test_program_free_of_null_does_nothing),
     cmocka_unit_test(test_build_check_names_takes_every_digit_after_the_first_character),
     cmocka_unit_test(test_counters_json_is_written_at_exit),
   };

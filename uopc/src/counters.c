@@ -174,7 +174,7 @@ static void put_json_string(FILE *f, const char *s) {
 int uopc_counters_write_json(const char *path, uopc_error *err) {
   char tmp[PATH_MAX];
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "counters path '%s' is longer than %d bytes", path, PATH_MAX - 16);
+    return UOPC_FAIL(err, UOPC_E_INVALID, "counters path is longer than %d bytes: '%s'", PATH_MAX - 16, path);
   FILE *f = fopen(tmp, "w");
   if (!f) return UOPC_FAIL(err, UOPC_E_IO, "cannot write counters to '%s': %m", tmp);
   pthread_mutex_lock(&registry_lock);

@@ -70,7 +70,10 @@ int64_t uopc_counter_get(const char *name);
 void uopc_counters_print(FILE *out);
 
 /* Writes {"name": value, ...} to path (atomically: temporary file + rename).
- * Called at exit for UOPC_COUNTERS_JSON; callable any time. */
+ * Called at exit for UOPC_COUNTERS_JSON; callable any time. Errors:
+ * UOPC_E_INVALID when path.tmp.<pid> does not fit PATH_MAX (a path of at most
+ * PATH_MAX - 16 bytes always does; the message says this limit before the
+ * path, since a path that long fills the message), UOPC_E_IO. */
 int uopc_counters_write_json(const char *path, uopc_error *err);
 
 /* Sets every counter back to zero (tests use this between cases, when no

@@ -20,7 +20,8 @@ typedef struct uopc_layout_bytes {
 
 /* Row-major packed strides for shape, in elements. A zero dim counts as 1 in
  * the running product (as NumPy did for years), so an empty shape's strides
- * stay as small as its non-empty dims allow. */
+ * stay as small as its non-empty dims allow. A negative dim, which no valid
+ * shape has, counts as 1 too: it never turns a stride negative. */
 void uopc_layout_packed_strides(int rank, const int64_t *shape, int64_t *strides);
 
 /* 1 when the strides are the packed ones for shape, dims of size 1 ignored

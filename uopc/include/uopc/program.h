@@ -26,7 +26,8 @@ typedef struct uopc_program_options {
  * are described by signature. opts may be NULL. The caller owns *out and frees
  * it with uopc_program_free. Errors: UOPC_E_INVALID (names, signature),
  * UOPC_E_UNSAFE_CACHE, UOPC_E_IO, UOPC_E_COMPILE (with gcc's diagnostics and
- * the generated file's path), UOPC_E_LOAD. */
+ * the generated file's path), UOPC_E_LOAD. uopc_program_free(NULL), like
+ * free(NULL), does nothing. */
 int uopc_program_new(uopc_program **out, const char *source, const char *entry,
                      const char *signature, const uopc_program_options *opts,
                      uopc_error *err);
