@@ -19,6 +19,12 @@ with fixed NumPy draws), in a scratch tree with a fresh cache per test. It is ki
 one of the lab's graded tests does not pass, and survives when every one passes. A runtime
 mutant runs tests/uopc and tests/faults in a scratch tree per job, each binary on a fresh cache.
 
+A survivor is run once more through the suites built with AddressSanitizer and UBSan (`make
+SAN=1`, as CI runs them; --no-sanitizer skips it): a read one past a heap block or into a global
+array's padding changes no value the plain build's tests see. The runtime's mutant it catches is
+killed (those suites are the runtime's own tests); a lab's stays a survivor, marked as caught only
+by the sanitizer, since the grader does not run it.
+
 Each survivor prints as `file:line: before -> after`. Survivors listed with a reason in
 tests/mutants/<LAB>.equivalents (the same line, then an indented reason) are equivalent: they
 count in neither side of the ratio `killed / (run - equivalent)`. An entry that matches no mutant
@@ -325,10 +331,12 @@ def _watch_grade(argv, env, scratch):
 # ---- running a runtime mutant: its own suites ----------------------------------------------------
 
 class UopcTree:
-  """A scratch copy of the runtime and its suites, built once; a mutant is swapped in and out."""
+  """A scratch copy of the runtime and its suites, built once; a mutant is swapped in and out.
+  With san, built as `make SAN=1` builds them (AddressSanitizer and UBSan), as CI runs them."""
   PARTS = ("uopc", "tests/uopc", "tests/faults", "tests/testutil.h", "Makefile")
 
-  def __init__(self):
+  def __init__(self, san=False):
+    self.san, self.build = san, "build/labs-san" if san else "build/labs"
     self.root = Path(tempfile.mkdtemp(prefix="uopc-mutant-tree-"))
     for part in self.PARTS:
       src, dst = ROOT / part, self.root / part
@@ -337,14 +345,14 @@ class UopcTree:
     self.built = self.make()
 
   def make(self):
-    done = subprocess.run(["make", "-s", "IMPL=labs", "test-build"], cwd=self.root, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run(["make", "-s", "IMPL=labs", *(["SAN=1"] if self.san else []), "test-build"], cwd=self.root,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return done.returncode == 0
 
   def binaries(self):
     """Fast suites first, so most mutants die in the first second."""
-    found = [p for d in ("build/labs/tests/uopc", "build/labs/fault") for p in sorted((self.root / d).glob("test_*"))
-             if not p.suffix and os.access(p, os.X_OK)]
+    found = [p for d in (f"{self.build}/tests/uopc", f"{self.build}/fault")
+             for p in sorted((self.root / d).glob("test_*")) if not p.suffix and os.access(p, os.X_OK)]
     slow = {"test_cuda": 2, "test_program": 1, "test_faults": 1}
     return sorted(found, key=lambda p: slow.get(p.name, 0))
 
@@ -376,10 +384,74 @@ class UopcTree:
     if done.returncode == 0:
       return ""
     failed = re.findall(r"^\[  FAILED  \] (test_\w+)$", done.stdout, re.M)
-    return failed[0] if failed else f"exit status {done.returncode}"
+    if failed:
+      return failed[0]
+    san = re.search(r"ERROR: (AddressSanitizer: [\w-]+)|(runtime error): ", done.stdout)
+    if san:   # the sanitizer ends the suite inside a case: name the case it was running
+      running = re.findall(r"^\[ RUN      \] (test_\w+)$", done.stdout[:san.start()], re.M)
+      return f"{running[-1] if running else 'a suite'} ({san.group(1) or san.group(2)})"
+    return f"exit status {done.returncode}"
 
   def remove(self):
     shutil.rmtree(self.root, ignore_errors=True)
+
+
+class LabSanTree:
+  """The second opinion on a lab's survivor: the lab's own cmocka suites built from the reference
+  with `make SAN=1` (AddressSanitizer and UBSan), as `make SAN=1 test-c` runs them in CI. The
+  grader does not run them; a survivor they catch is reported apart, and still counts as one."""
+
+  def __init__(self, t):
+    self.t = t
+    self.root = Path(tempfile.mkdtemp(prefix=f"uopc-mutant-san-{t.name}-"))
+    tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                             stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
+    for rel in filter(None, tracked):
+      src, dst = ROOT / rel, self.root / rel
+      if src.is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    suites = sorted((ROOT / "tests" / t.name).glob("test_*.c"))
+    self.targets = [f"build/solutions-san/tests/{t.name}/{p.stem}" for p in suites]
+    self.built = self.make()
+
+  def make(self):
+    done = subprocess.run(["make", "-s", "IMPL=solutions", "SAN=1", *self.targets], cwd=self.root,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return done.returncode == 0
+
+  def binaries(self):
+    return [self.root / b for b in self.targets]
+
+  run = UopcTree.run
+  run_suite = UopcTree.run_suite
+  remove = UopcTree.remove
+
+
+def second_opinion(t, tally):
+  """Each survivor run again through the suites built with AddressSanitizer: a read one past a
+  heap block, or a global array's padding, changes no value the plain build's tests see. For
+  the runtime those suites are its own tests (CI runs them): a survivor they catch is killed. For
+  a lab they are not the grader: it stays a survivor, marked as what only the sanitizer sees."""
+  if not tally.survived:
+    return
+  print(f"  the {len(tally.survived)} survivor(s) again, built with AddressSanitizer (make SAN=1):", flush=True)
+  tree = UopcTree(san=True) if t.name == "uopc" else LabSanTree(t)
+  try:
+    if not tree.built:
+      tally.errors.append("the AddressSanitizer build of the reference failed; survivors not rechecked")
+      return
+    for m in list(tally.survived):
+      what, why = tree.run(m)
+      if what != "killed":
+        continue
+      tally.sanitizer.append((m, why))
+      if t.name == "uopc":
+        tally.survived.remove(m)
+        tally.killed.append(m)
+      print(f"        caught under AddressSanitizer: {m.file}:{m.line} by {why}", flush=True)
+  finally:
+    tree.remove()
 
 
 # ---- the run -------------------------------------------------------------------------------
@@ -393,6 +465,7 @@ class Tally:
   stillborn: int = 0
   screened: int = 0    # of stillborn: refused by the grader's screen (given code), never run
   errors: list = field(default_factory=list)
+  sanitizer: list = field(default_factory=list)   # (mutant, suite and case): caught only by the SAN=1 suites
 
   @property
   def counted(self):
@@ -512,9 +585,15 @@ def report(t, tally, stale, args, total):
   if tally.equivalent:
     print(f"  listed as equivalent in {t.equivalents.relative_to(ROOT)}:")
     print("\n".join(f"    {m.label}\n        {why}" for m, why in tally.equivalent))
+  seen = {m.key: why for m, why in tally.sanitizer}
+  if tally.sanitizer and t.name == "uopc":
+    print("  killed only by the suites built with AddressSanitizer (make SAN=1 test-c, which CI runs):")
+    print("\n".join(f"    {m.label}\n        by {why}" for m, why in tally.sanitizer))
   if tally.survived:
     print("  survivors:")
-    print("\n".join(f"    {m.label}" + (f"   [{m.region}]" if m.region else "") for m in tally.survived))
+    print("\n".join(f"    {m.label}" + (f"   [{m.region}]" if m.region else "")
+                    + (f"\n        caught only by AddressSanitizer ({seen[m.key]}): the grader does not run it"
+                       if m.key in seen else "") for m in tally.survived))
   for line in under_bar(t, tally, args.bar):
     print(line)
   for line in stale:
@@ -525,7 +604,9 @@ def report(t, tally, stale, args, total):
         f" of {total} mutants, seed {args.seed}; {len(tally.equivalent)} listed equivalent, {tally.same_code} compiled"
         f" to the reference's code, {tally.stillborn} did not build"
         + (f" ({tally.screened} of them change given code, which the grader's screen refuses: not run)"
-           if tally.screened else ""))
+           if tally.screened else "")
+        + (f"; {len(tally.sanitizer)} {'killed' if t.name == 'uopc' else 'of the survivors caught'} only under"
+           " AddressSanitizer" if tally.sanitizer else ""))
   return 1 if (args.min is not None and ratio < args.min) or stale or tally.errors else 0
 
 
@@ -543,6 +624,8 @@ def parse_args(argv):
                   " (default 90, issue #15's bar; reported only, --min sets the exit status)")
   ap.add_argument("--files", metavar="A.c,B.c", help="mutate only these files of the target (names, comma-separated):"
                   " a deeper draw of the files a stratified one left below the bar")
+  ap.add_argument("--no-sanitizer", action="store_true", help="do not run the survivors again through the suites"
+                  " built with AddressSanitizer (SAN=1)")
   ap.add_argument("--seed", type=int, default=15, help="the shuffle's seed (default 15)")
   ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once (default: the cores)")
   ap.add_argument("--min", type=float, help="exit 1 when fewer than this percent are killed")
@@ -609,6 +692,8 @@ def main(argv=None):
   else:
     chosen = pick(t, mutants, args.sample, args.jobs, objects, equivalents, tally)
   run_all(t, chosen, args.jobs, tally)
+  if not args.no_sanitizer:
+    second_opinion(t, tally)
   mine = [e for e in equivalents if e[0] in t.mutated]   # with --files, the other files' entries are not judged
   return report(t, tally, stale_entries(mine, everything), args, total)
 
