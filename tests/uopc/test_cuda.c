@@ -811,15 +811,21 @@ static void test_fake_nvrtc_long_log_is_cut_at_the_callers_size(void **state) {
     if (out.guard[i] != 'G') fail_msg("byte %zu past the log's 40 was written", i);
 }
 
-/* An NVRTC that cannot tell its version (UOPC_TEST_FAKE_NVRTC_NO_VERSION) is named 0.0, then by its file. */
-static void test_fake_nvrtc_without_a_version_is_named_0_0(void **state) {
-  (void)state;
-  char real[PATH_MAX], want[PATH_MAX + 64];
-  assert_non_null(realpath(getenv(FAKE_NVRTC_ENV), real));
-  snprintf(want, sizeof want, "nvrtc 0.0 %s (", real);
+/* NVRTC's identity names its version, then the file it was loaded from: "nvrtc 12.0 <dir>/<file> (". */
+static void assert_nvrtc_identity(const char *version, const char *dir, const char *file) {
+  char want[2 * PATH_MAX];
+  snprintf(want, sizeof want, "nvrtc %s %s%s%s (", version, dir, *file ? "/" : "", file);
   const char *identity = uopc_nvrtc_identity();
   if (strncmp(identity, want, strlen(want)) != 0)
     fail_msg("identity '%s', expected it to begin '%s'", identity, want);
+}
+
+/* An NVRTC that cannot tell its version (UOPC_TEST_FAKE_NVRTC_NO_VERSION) is named 0.0, then by its file. */
+static void test_fake_nvrtc_without_a_version_is_named_0_0(void **state) {
+  (void)state;
+  char real[PATH_MAX];
+  assert_non_null(realpath(getenv(FAKE_NVRTC_ENV), real));
+  assert_nvrtc_identity("0.0", real, "");
 }
 
 static int run_on_fake_nvrtc(const char *path) {
@@ -930,12 +936,7 @@ static void test_cuda_nvrtc_is_found_past_a_cuda_home_without_it(void **state) {
 
 static void test_nvrtc_on_the_loader_path_is_named_by_its_real_file(void **state) {
   (void)state;
-  const char *dir = getenv(LOADER_NVRTC_ENV);
-  char want[PATH_MAX + 64];
-  snprintf(want, sizeof want, "nvrtc 12.0 %s/libnvrtc.so.12.0.7 (", dir);
-  const char *identity = uopc_nvrtc_identity();
-  if (strncmp(identity, want, strlen(want)) != 0)
-    fail_msg("identity '%s', expected it to begin '%s'", identity, want);
+  assert_nvrtc_identity("12.0", getenv(LOADER_NVRTC_ENV), "libnvrtc.so.12.0.7");
 }
 
 static int run_on_loader_nvrtc(const char *dir) {
@@ -968,12 +969,9 @@ static void test_cuda_nvrtc_on_the_loader_path_comes_before_usr_local_cuda(void 
 
 static void test_nvrtc_so_12_in_cuda_home_is_the_one_loaded(void **state) {
   (void)state;
-  char home[PATH_MAX], want[PATH_MAX + 64];
+  char home[PATH_MAX];
   assert_non_null(realpath(getenv("CUDA_HOME"), home));
-  snprintf(want, sizeof want, "nvrtc 12.0 %s/lib64/libnvrtc.so.12 (", home);
-  const char *identity = uopc_nvrtc_identity();
-  if (strncmp(identity, want, strlen(want)) != 0)
-    fail_msg("identity '%s', expected it to begin '%s'", identity, want);
+  assert_nvrtc_identity("12.0", home, "lib64/libnvrtc.so.12");
 }
 
 /* internal.h's contract: 1 (not merely true) once NVRTC loaded. */

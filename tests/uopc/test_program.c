@@ -559,17 +559,26 @@ static void version_of(const char *name, const unsigned char *elf, size_t n, cha
   uopc_compiler_version_in(path, version, size);
 }
 
-/* A .comment whose bytes end at the file's last byte lies wholly inside the file, and is read. */
-static void test_compiler_version_in_reads_a_comment_that_ends_the_file(void **state) {
-  (void)state;
-  unsigned char elf[286] = {0};   /* header, 3 section headers at 64, names at 256, comment at 276 */
+/* An ELF of COMMENT_ELF_BYTES: header, 3 section headers at 64, names at 256, and a .comment of
+ * 10 bytes (comment: 9 characters and its NUL) at 276, which ends the file. */
+enum { COMMENT_ELF_BYTES = 286 };
+
+static void comment_elf(unsigned char *elf, const char comment[10]) {
+  memset(elf, 0, COMMENT_ELF_BYTES);
   fake_elf_header(elf, 64);
   Elf64_Shdr sh[3] = {{0},
                       {.sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = 256, .sh_size = 20},
                       {.sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = 276, .sh_size = 10}};
   memcpy(elf + 64, sh, sizeof sh);
   memcpy(elf + 256, "\0.shstrtab\0.comment\0", 20);
-  memcpy(elf + 276, "GCC: last", 10);
+  memcpy(elf + 276, comment, 10);
+}
+
+/* A .comment whose bytes end at the file's last byte lies wholly inside the file, and is read. */
+static void test_compiler_version_in_reads_a_comment_that_ends_the_file(void **state) {
+  (void)state;
+  unsigned char elf[COMMENT_ELF_BYTES];
+  comment_elf(elf, "GCC: last");
   char version[64] = "?";
   version_of("last.so", elf, sizeof elf, version, sizeof version);
   assert_string_equal(version, "GCC: last");
@@ -596,16 +605,10 @@ static void test_compiler_version_in_skips_a_section_header_cut_short(void **sta
  * file whose header says 40 names no version, though 64-byte headers at e_shoff hold a .comment. */
 static void test_compiler_version_in_reads_no_section_headers_of_another_size(void **state) {
   (void)state;
-  unsigned char elf[286] = {0};   /* as in ..._reads_a_comment_that_ends_the_file, but e_shentsize 40 */
-  fake_elf_header(elf, 64);
+  unsigned char elf[COMMENT_ELF_BYTES];
+  comment_elf(elf, "GCC: size");
   Elf64_Half shentsize = 40;
   memcpy(elf + offsetof(Elf64_Ehdr, e_shentsize), &shentsize, sizeof shentsize);
-  Elf64_Shdr sh[3] = {{0},
-                      {.sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = 256, .sh_size = 20},
-                      {.sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = 276, .sh_size = 10}};
-  memcpy(elf + 64, sh, sizeof sh);
-  memcpy(elf + 256, "\0.shstrtab\0.comment\0", 20);
-  memcpy(elf + 276, "GCC: size", 10);
   char version[64] = "?";
   version_of("shentsize.so", elf, sizeof elf, version, sizeof version);
   assert_string_equal(version, "");
