@@ -916,16 +916,24 @@ static int run_past_a_cuda_home(void) {
   return cmocka_run_group_tests_name("with CUDA_HOME naming no toolkit", tests, NULL, NULL);
 }
 
+/* Reruns this suite (what: its group's name) with CUDA_HOME naming a toolkit made of one library,
+ * <toolkit>/lib64/<file> built from source (soname as build_library takes it), and child_env=1. */
+static void rerun_on_a_toolkit(const char *toolkit, const char *file, const char *soname, const char *source,
+                               const char *what, const char *child_env) {
+  char home[PATH_MAX + 32], lib[PATH_MAX + 64];
+  snprintf(home, sizeof home, "%s/%s", testutil_cache_dir, toolkit);
+  snprintf(lib, sizeof lib, "%s/lib64", home);
+  assert_int_equal(mkdir(home, 0700), 0);
+  build_library(lib, file, soname, source);
+  rerun_with(what, "CUDA_HOME", home, child_env, "1");
+}
+
 /* The toolkit named is no toolkit: its lib64/libnvrtc.so is a library without NVRTC's functions,
  * and it has no libnvrtc.so.13 or .so.12. Both are passed over. */
 static void test_cuda_nvrtc_is_found_past_a_cuda_home_without_it(void **state) {
   (void)state;
-  char home[PATH_MAX + 32], lib[PATH_MAX + 64];
-  snprintf(home, sizeof home, "%s/not-a-toolkit", testutil_cache_dir);
-  snprintf(lib, sizeof lib, "%s/lib64", home);
-  assert_int_equal(mkdir(home, 0700), 0);
-  build_library(lib, "libnvrtc.so", NULL, "int not_nvrtc = 1;\n");
-  rerun_with("CUDA_HOME without NVRTC", "CUDA_HOME", home, CUDA_HOME_CHILD_ENV, "1");
+  rerun_on_a_toolkit("not-a-toolkit", "libnvrtc.so", NULL, "int not_nvrtc = 1;\n", "CUDA_HOME without NVRTC",
+                     CUDA_HOME_CHILD_ENV);
 }
 
 /* ---- NVRTC on the loader's path, through a symbolic link ---------------------
@@ -991,12 +999,8 @@ static int run_on_cuda_home_nvrtc12(void) {
 
 static void test_cuda_nvrtc_so_12_alone_in_cuda_home_is_found(void **state) {
   (void)state;
-  char home[PATH_MAX + 32], lib[PATH_MAX + 64];
-  snprintf(home, sizeof home, "%s/toolkit-12", testutil_cache_dir);
-  snprintf(lib, sizeof lib, "%s/lib64", home);
-  assert_int_equal(mkdir(home, 0700), 0);
-  build_library(lib, "libnvrtc.so.12", "libnvrtc.so.12", FAKE_NVRTC);
-  rerun_with("only libnvrtc.so.12 in CUDA_HOME", "CUDA_HOME", home, CUDA_HOME_NVRTC12_ENV, "1");
+  rerun_on_a_toolkit("toolkit-12", "libnvrtc.so.12", "libnvrtc.so.12", FAKE_NVRTC, "only libnvrtc.so.12 in CUDA_HOME",
+                     CUDA_HOME_NVRTC12_ENV);
 }
 
 #define BY_BOTH(f) {#f "_by_nvrtc", f, NULL, NULL, &by_nvrtc}, {#f "_by_nvcc", f, NULL, NULL, &by_nvcc}
