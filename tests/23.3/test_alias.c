@@ -397,6 +397,19 @@ static void test_alias_guard_disjoint_is_conservative_beyond_rank_1(void **state
   uopc_tensor even = raw_view(&base, 2, cols, st, 0), odd = raw_view(&base, 2, cols, st, 1);
   assert_int_equal(guard(&top, &bottom), 1);
   assert_int_equal(guard(&even, &odd), 0);
+  /* the most axes a tensor has (UOPC_MAX_RANK) are judged like any others; one more is refused */
+  int64_t tall[UOPC_MAX_RANK], tall_strides[UOPC_MAX_RANK];
+  for (int k = 0; k < UOPC_MAX_RANK; k++) tall[k] = 1, tall_strides[k] = 1;
+  tall[UOPC_MAX_RANK - 1] = 4;
+  uopc_tensor first = raw_view(&base, UOPC_MAX_RANK, tall, tall_strides, 0);
+  uopc_tensor after = raw_view(&base, UOPC_MAX_RANK, tall, tall_strides, 4);
+  uopc_tensor across = raw_view(&base, UOPC_MAX_RANK, tall, tall_strides, 2);
+  assert_int_equal(guard(&first, &after), 1);
+  assert_int_equal(guard(&first, &across), 0);
+  after.rank = UOPC_MAX_RANK + 1;
+  int disjoint = -1;
+  assert_uopc_code(alias_guard_disjoint(&first, &after, &disjoint, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "view b has rank 9 outside [0, 8]");
   uopc_tensor_release(&base);
 }
 

@@ -128,6 +128,21 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
                       " from_name_of_a_dimension_pad06, from_name_of_a_dimension_pad07 does not broadcast to the"
                       " view's shape (into_name_of_a_dimension_pad00, into_name_of_a_dimension_pad01,"
                       " into_name_of_a_dimension_pad02, into_name_of_a_dimension_pad03");
+  /* a value's shape longer than the cut (131 characters before its ")"): its first 127 */
+  sym_dim longer[4];
+  const sym_expr *longer_shape[4];
+  for (int k = 0; k < 4; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "value_dimension_of_31_chars_%03d", k);
+    assert_uopc_ok(sym_dim_init(&longer[k], name, 1, 8, 1, &f.err), f.err);
+    longer_shape[k] = sym_expr_dim(mv_program_arena(f.p), &longer[k]);
+  }
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_code(mv_store(f.p, &head, ir_input(g, "v", UOPC_F32, 4, longer_shape), &f.err), UOPC_E_INVALID, f.err);
+  assert_string_equal(f.err.message,
+                      "store into a[1:]: a value of shape (value_dimension_of_31_chars_000, value_dimension_of_31_chars_001,"
+                      " value_dimension_of_31_chars_002, value_dimension_of_31_chars does not broadcast to the"
+                      " view's shape (n - 1)");
   /* a dtype that differs */
   g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &f.whole, ir_const(g, 1, UOPC_F64), &f.err), UOPC_E_DTYPE, f.err);
