@@ -150,6 +150,34 @@ static void test_sym_expr_simplify_divides_out_the_divisors_multiples(void **sta
   expect_same(f, sym_expr_mod(a, de_prod, e), zero);
 }
 
+/* A product goes to the quotient only when one of its factors is the divisor itself: g*h over d,
+ * with g and h made after d (so their nodes lie past d's in the arena), stays a quotient, which
+ * the evaluator checks against Python's // at every value. */
+static void test_sym_expr_simplify_divides_out_only_the_divisor_itself(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  sym_dim g, h;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_dim_init(&g, "g", 1, 4, 1, &err), err);
+  assert_uopc_ok(sym_dim_init(&h, "h", 1, 4, 1, &err), err);
+  const sym_expr *e = sym_expr_floordiv(a, sym_expr_mul(a, sym_expr_dim(a, &g), sym_expr_dim(a, &h)), f->ed);
+  const sym_expr *s = simplified(f, e);
+  for (int64_t gv = 1; gv <= 4; gv++)
+    for (int64_t hv = 1; hv <= 4; hv++)
+      for (int64_t dv = 1; dv <= DHI; dv++) {
+        sym_binding b;
+        int64_t got = 0;
+        sym_binding_init(&b);
+        assert_uopc_ok(sym_dim_bind(&b, &g, gv, &err), err);
+        assert_uopc_ok(sym_dim_bind(&b, &h, hv, &err), err);
+        assert_uopc_ok(sym_dim_bind(&b, &f->d, dv, &err), err);
+        assert_uopc_ok(sym_expr_eval(s, &b, &got, &err), err);
+        if (got != gv * hv / dv)
+          fail_msg("%s simplified to %s: at g=%lld h=%lld d=%lld expected %lld, got %lld", text(e), text(s),
+                   (long long)gv, (long long)hv, (long long)dv, (long long)(gv * hv / dv), (long long)got);
+      }
+}
+
 static void test_sym_expr_simplify_decides_the_quotient_from_bounds(void **state) {
   fixture *f = *state;
   sym_arena *a = f->arena;
@@ -761,6 +789,7 @@ int main(void) {
     cmocka_unit_test(test_sym_expr_divisor_must_be_positive),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_applies_identities_and_folds_constants, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_divides_out_the_divisors_multiples, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_simplify_divides_out_only_the_divisor_itself, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_decides_the_quotient_from_bounds, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_linear_add_combines_like_terms, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_linear_add_gives_one_node_in_any_order, setup, teardown),
