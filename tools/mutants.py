@@ -402,7 +402,6 @@ class LabSanTree:
   grader does not run them; a survivor they catch is reported apart, and still counts as one."""
 
   def __init__(self, t):
-    self.t = t
     self.root = Path(tempfile.mkdtemp(prefix=f"uopc-mutant-san-{t.name}-"))
     tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                              stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
