@@ -457,6 +457,57 @@ static void test_cache_record_read_leaves_garbled_values_at_zero(void **state) {
   assert_total_matches_disk(testutil_cache_dir);
 }
 
+/* A key with no digits after its '=' is not a value: the total is unknown, not 0. */
+static void test_cache_record_read_refuses_an_empty_value(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8];
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char empty[] = "entries=\nbytes=4096\n";
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(stats, empty, sizeof empty - 1, &err), err);
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  assert_int_equal(r.known, 0);
+  assert_int_equal(r.entries, 0);
+}
+
+/* A total whose entry count goes negative (an entry removed by hand) while its
+ * bytes stay positive is counted afresh, not written as -1 entries. */
+static void test_cache_account_counts_afresh_when_entries_go_negative(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8], trash[PATH_MAX];
+  assert_int_equal(build_tag("negative-a", NULL, NULL), 0);
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char stale[] = "entries=0\nbytes=1000000\n";
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(stats, stale, sizeof stale - 1, &err), err);
+  uopc_cache c;
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_account(&c, -1, -4096, NULL, trash, &err), err);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* An eviction that cannot make its trash directory (tmp/ gone) is an error of
+ * uopc_cache_account, though the total is still written. */
+static void test_cache_account_reports_an_eviction_without_trash(void **state) {
+  (void)state;
+  char tmp[PATH_MAX + 8], trash[PATH_MAX], want[PATH_MAX + 128];
+  assert_int_equal(build_tag("notrash-a", NULL, NULL), 0);
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  testutil_remove_tree(tmp);
+  c.max_size = 1;
+  assert_uopc_code(uopc_cache_account(&c, 0, 0, NULL, trash, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot make a trash directory in '%s/tmp' to evict into: No such file or directory",
+           testutil_cache_dir);
+  assert_string_equal(err.message, want);
+  assert_string_equal(trash, "");
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
 /* A discard of an entry that is gone already (another process evicted or
  * discarded it) moves nothing and leaves the running total as it is. */
 static void test_cache_discard_of_a_gone_entry_keeps_the_total(void **state) {
@@ -630,6 +681,9 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_stats_print_waits_out_a_signal_for_the_lock, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_without_stats_file_is_counted_once, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_record_read_leaves_garbled_values_at_zero, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_record_read_refuses_an_empty_value, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_account_counts_afresh_when_entries_go_negative, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_account_reports_an_eviction_without_trash, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_discard_of_a_gone_entry_keeps_the_total, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_writes_a_one_byte_file, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_writes_through_descriptor_0, setup, teardown),

@@ -5,6 +5,8 @@
 #include <elf.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <malloc.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -460,6 +462,22 @@ static int native_key_under_a_fake_cpuinfo(const char *fake, const char *want) {
   return ok ? 0 : 1;
 }
 
+/* Runs the child above, fake bound over /proc/cpuinfo; skips where there are no namespaces. */
+static void run_native_key_under_a_fake_cpuinfo(const char *fake, const char *want) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(native_key_under_a_fake_cpuinfo(fake, want));
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    print_message("  skipped: no user and mount namespaces here to give the test its own /proc/cpuinfo\n");
+    skip();
+  }
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* An Arm CPU, which has no "model name" or "flags": its "Features" and "CPU part" lines are the ones
  * hashed. The test's own /proc/cpuinfo (a bind mount in a user namespace) says so on any machine. */
 static void test_program_native_target_hashes_arm_features_and_part(void **state) {
@@ -479,18 +497,26 @@ static void test_program_native_target_hashes_arm_features_and_part(void **state
   struct utsname u;
   assert_int_equal(uname(&u), 0);
   snprintf(want, sizeof want, "\ntarget=%s native cpu %.16s\n", u.machine, hex);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) _exit(native_key_under_a_fake_cpuinfo(fake, want));
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) {
-    print_message("  skipped: no user and mount namespaces here to give the test its own /proc/cpuinfo\n");
-    skip();
-  }
-  assert_int_equal(WEXITSTATUS(status), 0);
+  run_native_key_under_a_fake_cpuinfo(fake, want);
+}
+
+/* A /proc/cpuinfo that cannot be opened (here a socket, bound over it: open says ENXIO) leaves the
+ * CPU unknown, and the target says so: it must differ from the target of a build without -march=native. */
+static void test_program_native_target_without_cpuinfo_says_cpu_unknown(void **state) {
+  (void)state;
+  char fake[4200], want[256];
+  snprintf(fake, sizeof fake, "%s/cpuinfo.sock", testutil_cache_dir);
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  assert_true(strlen(fake) < sizeof addr.sun_path);
+  strcpy(addr.sun_path, fake);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  close(fd);   /* the socket's file stays */
+  struct utsname u;
+  assert_int_equal(uname(&u), 0);
+  snprintf(want, sizeof want, "\ntarget=%s native (CPU unknown)\n", u.machine);
+  run_native_key_under_a_fake_cpuinfo(fake, want);
 }
 
 /* A shared object of the given class whose .comment, in the 64-bit layout,
@@ -750,6 +776,7 @@ int main(void) {
     cmocka_unit_test(test_compiler_version_in_reads_the_first_ptx_header_line),
     cmocka_unit_test(test_program_native_target_hashes_the_cpu_model_and_features),
     cmocka_unit_test(test_program_native_target_hashes_arm_features_and_part),
+    cmocka_unit_test(test_program_native_target_without_cpuinfo_says_cpu_unknown),
     cmocka_unit_test(test_compiler_version_in_reads_names_inside_the_name_table_only),
     cmocka_unit_test(test_compiler_version_in_reads_no_32_bit_elf),
     cmocka_unit_test(test_compiler_describe_file_refuses_a_path_longer_than_fits),

@@ -7,13 +7,13 @@
 #include "../../uopc/src/internal.h"
 
 #ifndef __SANITIZE_ADDRESS__
-/* malloc fails once when asked, so that a test reaches a NOMEM path; glibc's own allocator
- * answers every other call (under AddressSanitizer, whose malloc this would bypass, it is not built). */
+/* malloc fails once when asked, so that a test reaches a NOMEM path: fail_next_malloc = k makes the
+ * k-th call from now fail; glibc's own allocator answers every other call (under AddressSanitizer,
+ * whose malloc this would bypass, it is not built). */
 void *__libc_malloc(size_t n);
 static int fail_next_malloc;
 void *malloc(size_t n) {
-  if (fail_next_malloc) {
-    fail_next_malloc = 0;
+  if (fail_next_malloc && --fail_next_malloc == 0) {
     errno = ENOMEM;
     return NULL;
   }
@@ -76,6 +76,26 @@ static void test_spawn_of_a_missing_program_names_it_and_why(void **state) {
   free(res);
   assert_uopc_code(rc, UOPC_E_IO, err);
   assert_string_equal(err.message, "cannot start '/nonexistent/uopc-probe': No such file or directory");
+}
+
+/* No memory to record the working directory (glibc's addchdir copies it: the second malloc, after
+ * the environment's): nothing is started, rather than a compiler run in the wrong directory. */
+static void test_spawn_without_memory_for_the_working_directory_starts_nothing(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  uopc_error err = {0};
+  fail_next_malloc = 2;
+  int rc = uopc_spawn(argv, "/", res, &err);
+  fail_next_malloc = 0;
+  free(res);
+  assert_uopc_code(rc, UOPC_E_IO, err);
+  assert_string_equal(err.message, "cannot start '/nonexistent/uopc-probe': Cannot allocate memory");
+#endif
 }
 
 /* Runs sh -c script and returns what it captured. */
@@ -147,6 +167,7 @@ int main(void) {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
     cmocka_unit_test(test_spawn_without_memory_names_the_program),
     cmocka_unit_test(test_spawn_of_a_missing_program_names_it_and_why),
+    cmocka_unit_test(test_spawn_without_memory_for_the_working_directory_starts_nothing),
     cmocka_unit_test(test_spawn_keeps_output_up_to_the_buffer_less_its_nul),
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
   };
