@@ -525,8 +525,12 @@ static const char FAKE_DRIVER[] =
     "CUresult cuCtxSetCurrent(void *c) { return c == &ctx ? 0 : 201; }\n"
     "CUresult cuCtxSynchronize(void) { return 0; }\n"
     "CUresult cuModuleLoadDataEx(void **m, const void *i, unsigned n, int *o, void **v) {\n"
-    "  (void)n; (void)o; (void)v;\n"
+    "  (void)n; (void)o;\n"
     "  if (strstr(i, \"too_new\")) return 222;  /* CUDA_ERROR_UNSUPPORTED_PTX_VERSION */\n"
+    "  if (strstr(i, \"long_log\")) {  /* a log longer than its buffer, cut there as a driver does */\n"
+    "    size_t size = (size_t)v[1]; memset(v[0], 'L', size - 1); ((char *)v[0])[size - 1] = 0;\n"
+    "    return 218;  /* CUDA_ERROR_INVALID_PTX */\n"
+    "  }\n"
     "  fake_loads++; *m = &mod; return 0;\n"
     "}\n"
     "CUresult cuModuleUnload(void *m) { if (m == &mod) fake_unloads++; return 0; }\n"
@@ -654,6 +658,22 @@ static void test_fake_driver_ptx_newer_than_the_driver_says_to_update_it(void **
                                "that wrote it; update the driver");
 }
 
+/* A failed load's message ends with the driver's error log, which the runtime gives 1 KiB: a longer
+ * log is cut to its first 1023 bytes. */
+static void test_fake_driver_load_failure_gives_the_drivers_log_cut_at_1023_bytes(void **state) {
+  (void)state;
+  static const char long_log[] = "extern \"C\" __global__ void long_log() {}\n";
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  assert_uopc_code(uopc_cuda_program_new(&p, long_log, "long_log", NULL, &err), UOPC_E_CUDA, err);
+  assert_null(p);
+  const char *log = strstr(err.message, ") failed: FAKE (fake): ");
+  if (!log) fail_msg("no driver error in '%s'", err.message);
+  log += strlen(") failed: FAKE (fake): ");
+  assert_int_equal(strspn(log, "L"), 1023);
+  assert_int_equal(strlen(log), 1023);
+}
+
 /* Copies reach the driver: bytes to the device address given, and back. */
 static void test_fake_driver_copies_hand_the_bytes_to_the_driver(void **state) {
   (void)state;
@@ -699,6 +719,7 @@ static int run_on_fake_driver(const char *path) {
     cmocka_unit_test(test_fake_driver_launch_passes_the_shape_through),
     cmocka_unit_test(test_fake_driver_reload_after_an_eviction_unloads_the_first_module),
     cmocka_unit_test(test_fake_driver_ptx_newer_than_the_driver_says_to_update_it),
+    cmocka_unit_test(test_fake_driver_load_failure_gives_the_drivers_log_cut_at_1023_bytes),
     cmocka_unit_test(test_fake_driver_copies_hand_the_bytes_to_the_driver),
   };
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
@@ -756,7 +777,7 @@ static const char FAKE_NVRTC[] =
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "typedef int nvrtcResult;\n"
-    "static int prog, failed;\n"
+    "static int prog, failed, short_log;\n"
     "static const char long_log[] = \"0123456789abcdefghijklmnopqrstuvwxyzABCD\";  /* 40 bytes */\n"
     "const char *nvrtcGetErrorString(nvrtcResult r) {\n"
     "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\";\n"
@@ -770,13 +791,15 @@ static const char FAKE_NVRTC[] =
     "  (void)s; (void)n; (void)k; (void)h; (void)i; *p = &prog; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) {\n"
-    "  (void)p; failed = n == 1 && !strcmp(o[0], \"--fake-fail\"); return failed ? 3 : 0;\n"
+    "  (void)p; short_log = n == 1 && !strcmp(o[0], \"--fake-fail-short-log\");  /* a log: \"!\" */\n"
+    "  failed = short_log || (n == 1 && !strcmp(o[0], \"--fake-fail\")); return failed ? 3 : 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) {\n"
-    "  (void)p; *n = failed ? sizeof long_log : 1; return 0;\n"
+    "  (void)p; *n = short_log ? 2 : failed ? sizeof long_log : 1; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLog(void *p, char *log) {\n"
-    "  (void)p; if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
+    "  (void)p; if (short_log) memcpy(log, \"!\", 2);\n"
+    "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) { (void)p; *n = 0; return 6; }\n"
     "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return 6; }\n"
@@ -809,6 +832,18 @@ static void test_fake_nvrtc_long_log_is_cut_at_the_callers_size(void **state) {
   assert_string_equal(out.log, "FAKE_COMPILE_ERROR\n0123456789abcdefghij");
   for (size_t i = 0; i < sizeof out.guard; i++)
     if (out.guard[i] != 'G') fail_msg("byte %zu past the log's 40 was written", i);
+}
+
+/* A program log of one character (a size of 2, with its NUL) is a log, and follows the verdict. */
+static void test_fake_nvrtc_one_character_log_is_kept(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  const char *const options[] = {"--fake-fail-short-log"};
+  assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, options, ptx, log, sizeof log, &err),
+                   UOPC_E_COMPILE);
+  assert_string_equal(log, "FAKE_COMPILE_ERROR\n!");
 }
 
 /* NVRTC's identity names its version, then the file it was loaded from: "nvrtc 12.0 <dir>/<file> (". */
@@ -845,6 +880,7 @@ static int run_on_fake_nvrtc(const char *path) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fake_nvrtc_ptx_size_failure_is_a_compile_error),
     cmocka_unit_test(test_fake_nvrtc_long_log_is_cut_at_the_callers_size),
+    cmocka_unit_test(test_fake_nvrtc_one_character_log_is_kept),
   };
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
 }

@@ -40,6 +40,11 @@ static int free_is_watched(void) {
   watched[0] = NULL;
   return watched_frees[0] == 1;
 }
+
+/* aligned_alloc as C11 lets a C library answer: NULL for 0 bytes (glibc's gives a block), so that
+ * a runtime asking for 0 bytes would read as out of memory. */
+extern void *__libc_memalign(size_t alignment, size_t n);
+void *aligned_alloc(size_t alignment, size_t n) { return n ? __libc_memalign(alignment, n) : NULL; }
 #endif
 
 /* ---- checks that print their context ---------------------------------------- */
@@ -144,7 +149,8 @@ static void test_tensor_empty_with_zero_dim_is_empty_and_contiguous(void **state
   (void)state;
   uopc_tensor t;
   uopc_error err;
-  /* np.zeros((0, 3)): no elements; packed strides (3, 1) count the 0 as 1 */
+  /* np.zeros((0, 3)): no elements; packed strides (3, 1) count the 0 as 1. 0 bytes, yet not out of
+   * memory where aligned_alloc answers NULL for 0 (this file's, without ASan) */
   CHECK_OK("np.zeros((0, 3))", uopc_tensor_empty(&t, UOPC_F64, 2, DIMS(0, 3), &err), &err);
   CHECK_VIEW("np.zeros((0, 3))", &t, 2, DIMS(0, 3), DIMS(3, 1), 0);
   CHECK_I64("np.zeros((0, 3)).size", "numel", uopc_tensor_numel(&t), 0);
@@ -407,6 +413,25 @@ static void test_tensor_select_twice_gives_rank_0(void **state) {
   uopc_tensor_release(&a);
 }
 
+/* The axes a view drops read 0, as in a tensor made with that rank: shape and strides past the rank
+ * are 0 in every tensor this library makes (tensor.h). */
+static void test_tensor_select_zeroes_the_dropped_axis(void **state) {
+  (void)state;
+  uopc_tensor a, r, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 4));
+  CHECK_OK("a[1]", uopc_tensor_select(&r, &a, 0, 1, &err), &err);
+  CHECK_VIEW("a[1]", &r, 1, DIMS(4), DIMS(1), 4);
+  CHECK_I64("a[1]", "shape[1]", r.shape[1], 0);
+  CHECK_I64("a[1]", "strides[1]", r.strides[1], 0);
+  CHECK_OK("a[1][2]", uopc_tensor_select(&v, &r, 0, 2, &err), &err);
+  CHECK_I64("a[1][2]", "shape[0]", v.shape[0], 0);
+  CHECK_I64("a[1][2]", "strides[0]", v.strides[0], 0);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&r);
+  uopc_tensor_release(&a);
+}
+
 static void test_tensor_select_out_of_range_is_bounds_error(void **state) {
   (void)state;
   uopc_tensor a, v;
@@ -575,6 +600,26 @@ static void test_tensor_reshape_of_offset_slice_keeps_offset(void **state) {
   uopc_tensor_release(&v);
   uopc_tensor_release(&d);
   uopc_tensor_release(&c);
+}
+
+/* Size-1 dims are dropped before the runs are matched, whatever their stride (NumPy's too). */
+static void test_tensor_reshape_ignores_a_unit_dims_stride(void **state) {
+  (void)state;
+  uopc_tensor a, t, s, v;
+  uopc_error err;
+  arange(&a, UOPC_F64, 2, DIMS(3, 2));
+  /* s = np.arange(6).reshape(3, 2).T[0:1]: shape (1, 3), strides (1, 2), not contiguous */
+  CHECK_OK("a.T", uopc_tensor_transpose(&t, &a, 0, 1, &err), &err);
+  CHECK_OK("s = a.T[0:1]", uopc_tensor_slice(&s, &t, 0, 0, 1, 1, &err), &err);
+  CHECK_VIEW("s = a.T[0:1]", &s, 2, DIMS(1, 3), DIMS(1, 2), 0);
+  /* s.reshape(3) is a view, NumPy strides (16,) bytes: the 1's stride 1 is not 3 * 2, and no matter */
+  CHECK_OK("s.reshape(3)", uopc_tensor_reshape(&v, &s, 1, DIMS(3), &err), &err);
+  CHECK_VIEW("s.reshape(3)", &v, 1, DIMS(3), DIMS(2), 0);
+  CHECK_VALUES("s.reshape(3)", &v, 0, 2, 4);
+  uopc_tensor_release(&v);
+  uopc_tensor_release(&s);
+  uopc_tensor_release(&t);
+  uopc_tensor_release(&a);
 }
 
 static void test_tensor_reshape_to_and_from_rank_0(void **state) {
@@ -1113,6 +1158,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_failed_view_clears_an_out_at_a_lower_address_than_x),
     cmocka_unit_test(test_tensor_select_negative_index_counts_from_end),
     cmocka_unit_test(test_tensor_select_twice_gives_rank_0),
+    cmocka_unit_test(test_tensor_select_zeroes_the_dropped_axis),
     cmocka_unit_test(test_tensor_select_out_of_range_is_bounds_error),
     cmocka_unit_test(test_tensor_transpose_swaps_shape_and_strides),
     cmocka_unit_test(test_tensor_permute_reorders_axes),
@@ -1122,6 +1168,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_reshape_of_transpose_needs_copy),
     cmocka_unit_test(test_tensor_reshape_of_strided_slice_splits_as_view),
     cmocka_unit_test(test_tensor_reshape_of_offset_slice_keeps_offset),
+    cmocka_unit_test(test_tensor_reshape_ignores_a_unit_dims_stride),
     cmocka_unit_test(test_tensor_reshape_to_and_from_rank_0),
     cmocka_unit_test(test_tensor_reshape_of_empty_keeps_packed_strides),
     cmocka_unit_test(test_tensor_views_share_storage_until_the_last_release),

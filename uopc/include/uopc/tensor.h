@@ -28,7 +28,7 @@ typedef struct uopc_storage {
 typedef struct uopc_tensor {
   uopc_storage *storage;            /* NULL only for a released tensor */
   uopc_dtype dtype;
-  int rank;                         /* 0..UOPC_MAX_RANK */
+  int rank;                         /* 0..UOPC_MAX_RANK; shape and strides past it are 0 */
   int64_t shape[UOPC_MAX_RANK];
   int64_t strides[UOPC_MAX_RANK];   /* in elements; may be negative or zero */
   int64_t offset;                   /* element 0's distance from the storage base */
