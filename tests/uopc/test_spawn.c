@@ -19,6 +19,18 @@ void *malloc(size_t n) {
   }
   return __libc_malloc(n);
 }
+
+/* uopc_spawn of a missing program in cwd, with the k-th malloc from now failing. */
+static int spawn_with_malloc_k_failing(int k, const char *cwd, uopc_error *err) {
+  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  fail_next_malloc = k;
+  int rc = uopc_spawn(argv, cwd, res, err);
+  fail_next_malloc = 0;
+  free(res);
+  return rc;
+}
 #endif
 
 /* The child's environment has one LC_ALL, C: the user's is replaced, not shadowed. */
@@ -52,15 +64,8 @@ static void test_spawn_without_memory_names_the_program(void **state) {
 #ifdef __SANITIZE_ADDRESS__
   testutil_skip_under_asan("glibc's malloc, made to fail");
 #else
-  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
-  uopc_spawn_result *res = calloc(1, sizeof *res);
-  assert_non_null(res);
   uopc_error err = {0};
-  fail_next_malloc = 1;
-  int rc = uopc_spawn(argv, NULL, res, &err);
-  fail_next_malloc = 0;
-  free(res);
-  assert_uopc_code(rc, UOPC_E_NOMEM, err);
+  assert_uopc_code(spawn_with_malloc_k_failing(1, NULL, &err), UOPC_E_NOMEM, err);
   assert_string_equal(err.message, "no memory to start '/nonexistent/uopc-probe'");
 #endif
 }
@@ -85,15 +90,8 @@ static void test_spawn_without_memory_for_the_working_directory_starts_nothing(v
 #ifdef __SANITIZE_ADDRESS__
   testutil_skip_under_asan("glibc's malloc, made to fail");
 #else
-  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
-  uopc_spawn_result *res = calloc(1, sizeof *res);
-  assert_non_null(res);
   uopc_error err = {0};
-  fail_next_malloc = 2;
-  int rc = uopc_spawn(argv, "/", res, &err);
-  fail_next_malloc = 0;
-  free(res);
-  assert_uopc_code(rc, UOPC_E_IO, err);
+  assert_uopc_code(spawn_with_malloc_k_failing(2, "/", &err), UOPC_E_IO, err);
   assert_string_equal(err.message, "cannot start '/nonexistent/uopc-probe': Cannot allocate memory");
 #endif
 }
