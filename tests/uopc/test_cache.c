@@ -116,6 +116,37 @@ static void test_cache_parse_size_rejects_what_is_not_a_size(void **state) {
   assert_contains(err.message, "is larger than 1048576T");
 }
 
+/* No UOPC_CACHE_MAX_SIZE (or an empty one): the default limit, whatever was there before. */
+static void test_cache_max_size_without_the_variable_is_the_default(void **state) {
+  (void)state;
+  unsetenv("UOPC_CACHE_MAX_SIZE");
+  int64_t got = -5;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_max_size(&got, &err), err);
+  assert_int_equal(got, UOPC_CACHE_DEFAULT_MAX_SIZE);
+  setenv("UOPC_CACHE_MAX_SIZE", "", 1);
+  got = -5;
+  assert_uopc_ok(uopc_cache_max_size(&got, &err), err);
+  assert_int_equal(got, UOPC_CACHE_DEFAULT_MAX_SIZE);
+}
+
+/* A cache directory below a regular file: the mkdir that fails is named with its reason. */
+static void test_cache_open_names_the_directory_it_cannot_create(void **state) {
+  (void)state;
+  char file[PATH_MAX + 8], dir[PATH_MAX + 16];
+  snprintf(file, sizeof file, "%s/a-file", testutil_cache_dir);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fclose(f);
+  snprintf(dir, sizeof dir, "%s/sub", file);
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_open(&c, dir, &err), UOPC_E_IO, err);
+  char want[PATH_MAX + 80];
+  snprintf(want, sizeof want, "cannot create cache directory '%s': Not a directory", dir);
+  assert_string_equal(err.message, want);
+}
+
 static void test_program_new_refuses_a_bad_max_size_and_names_it(void **state) {
   (void)state;
   setenv("UOPC_CACHE_MAX_SIZE", "2GB", 1);
@@ -360,6 +391,20 @@ static void test_cache_stats_print_as_ccache_does(void **state) {
   assert_contains(text, "\nmisses                     1\n");
   assert_contains(text, "\nevictions                  0\n");
   assert_contains(text, "\ncorrupted entries rebuilt  0\n");
+  free(text);
+}
+
+/* Every line starts with the prefix (make cache-stats indents them): the first one too. */
+static void test_cache_stats_print_puts_the_prefix_before_the_directory(void **state) {
+  (void)state;
+  char *text = NULL, want[PATH_MAX + 64];
+  size_t n = 0;
+  FILE *f = open_memstream(&text, &n);
+  assert_non_null(f);
+  uopc_cache_stats_print(f, "  ", testutil_cache_dir, 500LL << 20);
+  fclose(f);
+  snprintf(want, sizeof want, "  cache directory            %s\n  entries ", testutil_cache_dir);
+  assert_true(strncmp(text, want, strlen(want)) == 0);
   free(text);
 }
 
@@ -670,6 +715,8 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_parse_size_rejects_what_is_not_a_size, setup, teardown),
     cmocka_unit_test_setup_teardown(test_program_new_refuses_a_bad_max_size_and_names_it, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_max_size_without_the_variable_is_the_default, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_open_names_the_directory_it_cannot_create, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_publish_keeps_a_running_total, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_hit_marks_use_at_most_once_a_minute, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_evicts_least_recently_used_first_and_keeps_recent_hits, setup, teardown),
@@ -677,6 +724,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_eight_processes_publish_and_evict_consistently, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_statistics_match_the_counted_events, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_as_ccache_does, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_puts_the_prefix_before_the_directory, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_a_cache_not_created_yet, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_waits_out_a_signal_for_the_lock, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_without_stats_file_is_counted_once, setup, teardown),

@@ -42,6 +42,22 @@ static void test_sha256_fields_are_labelled_and_length_prefixed(void **state) {
   assert_string_equal(hex, "87f3c110c3b006ac970637ff13dce9823eb38d9001482b68bde089b9d5ddc522");
 }
 
+/* A NULL string is hashed as "": the same field, length 0, so an unset option and an empty one
+ * give the same key. */
+static void test_sha256_null_string_hashes_as_the_empty_string(void **state) {
+  (void)state;
+  uopc_hash *h;
+  uopc_error err = {0};
+  char of_null[65], of_empty[65];
+  assert_uopc_ok(uopc_hash_new(&h, &err), err);
+  uopc_hash_str(h, "flags", NULL);
+  uopc_hash_finish(h, of_null);
+  assert_uopc_ok(uopc_hash_new(&h, &err), err);
+  uopc_hash_str(h, "flags", "");
+  uopc_hash_finish(h, of_empty);
+  assert_string_equal(of_null, of_empty);
+}
+
 static void test_sha256_file_reports_a_missing_file(void **state) {
   (void)state;
   char hex[65];
@@ -65,6 +81,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_sha256_file_matches_fips_examples),
     cmocka_unit_test(test_sha256_fields_are_labelled_and_length_prefixed),
+    cmocka_unit_test(test_sha256_null_string_hashes_as_the_empty_string),
     cmocka_unit_test(test_sha256_file_reports_a_missing_file),
     cmocka_unit_test(test_sha256_file_reports_a_read_error),
   };

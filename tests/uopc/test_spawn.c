@@ -2,6 +2,7 @@
  * module): a compiler runs with LC_ALL=C whatever the user's locale, and a
  * program is found only as a regular executable file. */
 #include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
@@ -96,6 +97,28 @@ static void test_spawn_without_memory_for_the_working_directory_starts_nothing(v
 #endif
 }
 
+/* With SIGCHLD ignored the kernel reaps the child itself, and waitpid fails with ECHILD: that is
+ * an error named as such, not an exit status read from nothing. */
+static void test_spawn_reports_a_child_it_cannot_wait_for(void **state) {
+  (void)state;
+  char sh[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("sh", sh, &err), err);
+  char *const argv[] = {sh, "-c", "exit 3", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+  sigemptyset(&ign.sa_mask);
+  assert_int_equal(sigaction(SIGCHLD, &ign, &old), 0);
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  sigaction(SIGCHLD, &old, NULL);
+  free(res);
+  assert_uopc_code(rc, UOPC_E_IO, err);
+  char want[PATH_MAX + 64];
+  snprintf(want, sizeof want, "waiting for '%s' failed: No child processes", sh);
+  assert_string_equal(err.message, want);
+}
+
 /* Runs sh -c script and returns what it captured. */
 static uopc_spawn_result *run_sh(const char *script) {
   char sh[PATH_MAX];
@@ -167,6 +190,7 @@ int main(void) {
     cmocka_unit_test(test_spawn_of_a_missing_program_names_it_and_why),
     cmocka_unit_test(test_spawn_without_memory_for_the_working_directory_starts_nothing),
     cmocka_unit_test(test_spawn_keeps_output_up_to_the_buffer_less_its_nul),
+    cmocka_unit_test(test_spawn_reports_a_child_it_cannot_wait_for),
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
