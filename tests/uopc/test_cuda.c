@@ -376,7 +376,8 @@ static void test_cuda_alloc_rejects_zero_bytes_and_null(void **state) {
 }
 
 /* Copying nothing is nothing, like memcpy of 0 bytes: no pointer is looked at
- * and no driver asked, GPU or not. One byte needs both pointers. */
+ * and no driver asked, GPU or not. One byte needs both pointers: either one NULL
+ * is refused before any driver is asked. */
 static void test_cuda_copy_of_zero_bytes_is_nothing(void **state) {
   (void)state;
   uopc_error err = {0};
@@ -389,6 +390,10 @@ static void test_cuda_copy_of_zero_bytes_is_nothing(void **state) {
   assert_uopc_code(uopc_cuda_copy_to_device(0, &byte, 1, &err), UOPC_E_INVALID, err);
   assert_string_equal(err.message, "dst or src is NULL for 1 bytes");
   assert_uopc_code(uopc_cuda_copy_to_host(&byte, 0, 1, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "dst or src is NULL for 1 bytes");
+  assert_uopc_code(uopc_cuda_copy_to_device(0x1000, NULL, 1, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "dst or src is NULL for 1 bytes");
+  assert_uopc_code(uopc_cuda_copy_to_host(NULL, 0x1000, 1, &err), UOPC_E_INVALID, err);
   assert_string_equal(err.message, "dst or src is NULL for 1 bytes");
 }
 
@@ -801,7 +806,10 @@ static const char FAKE_NVRTC[] =
     "  (void)p; if (short_log) memcpy(log, \"!\", 2);\n"
     "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
     "}\n"
-    "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) { (void)p; *n = 0; return 6; }\n"
+    "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) {\n"
+    "  (void)p; if (getenv(\"UOPC_TEST_FAKE_NVRTC_SIZE_UNWRITTEN\")) return 0;  /* success, no size */\n"
+    "  *n = 0; return 6;\n"
+    "}\n"
     "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return 6; }\n"
     "nvrtcResult nvrtcDestroyProgram(void **p) { *p = 0; return 0; }\n";
 
@@ -814,6 +822,22 @@ static void test_fake_nvrtc_ptx_size_failure_is_a_compile_error(void **state) {
   assert_uopc_code(uopc_cuda_compile(tagged("fake nvrtc"), "square_plus_one", &opts, ptx, sizeof ptx, &err),
                    UOPC_E_COMPILE, err);
   assert_contains(err.message, "nvrtcGetPTXSize failed: FAKE_PTX_SIZE_ERROR");
+}
+
+/* A PTX size that NVRTC reports success for but does not write is none: a failed compile
+ * that says so, not a size taken from whatever the variable held. The fake reads the switch
+ * at each call, so this process sets it for this compile only. */
+static void test_fake_nvrtc_ptx_size_left_unwritten_is_a_compile_error(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  assert_int_equal(setenv("UOPC_TEST_FAKE_NVRTC_SIZE_UNWRITTEN", "1", 1), 0);
+  int rc = uopc_nvrtc_compile("", "fake.cu", 0, NULL, ptx, log, sizeof log, &err);
+  unsetenv("UOPC_TEST_FAKE_NVRTC_SIZE_UNWRITTEN");
+  assert_int_equal(rc, UOPC_E_COMPILE);
+  assert_string_equal(log, "nvrtcGetPTXSize failed: NVRTC_SUCCESS");
+  assert_int_equal(access(ptx, F_OK), -1);
 }
 
 /* A failed compile's log holds NVRTC's verdict, then as much of the program's log as fits: cut at the
@@ -879,6 +903,7 @@ static int run_on_fake_nvrtc(const char *path) {
   }
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fake_nvrtc_ptx_size_failure_is_a_compile_error),
+    cmocka_unit_test(test_fake_nvrtc_ptx_size_left_unwritten_is_a_compile_error),
     cmocka_unit_test(test_fake_nvrtc_long_log_is_cut_at_the_callers_size),
     cmocka_unit_test(test_fake_nvrtc_one_character_log_is_kept),
   };

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <time.h>
+#include <errno.h>
 
 static const char SQUARE[] =
     "void square(const float *x, float *out, const int *n) {\n"
@@ -37,6 +38,31 @@ static int build_and_run(const char *tag, uopc_program **out, uopc_error *err) {
 }
 
 static int64_t delta(const char *name, int64_t before) { return uopc_counter_get(name) - before; }
+
+#ifndef __SANITIZE_ADDRESS__
+/* calloc fails once when asked, so that a test reaches a NOMEM path: fail_next_calloc = k makes the
+ * k-th call from now fail; glibc's own allocator answers every other call (under AddressSanitizer,
+ * whose calloc this would bypass, it is not built). */
+void *__libc_calloc(size_t n, size_t size);
+static int fail_next_calloc;
+void *calloc(size_t n, size_t size) {
+  if (fail_next_calloc && --fail_next_calloc == 0) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_calloc(n, size);
+}
+
+/* 0 where calloc is not this one after all: valgrind replaces it, in the executable too. */
+static int calloc_fails_when_asked(void) {
+  void *(*volatile allocate)(size_t, size_t) = calloc;  /* a call gcc cannot fold as the builtin */
+  fail_next_calloc = 1;
+  void *p = allocate(1, 1);
+  fail_next_calloc = 0;
+  free(p);
+  return p == NULL;
+}
+#endif
 
 static void test_program_compiles_calls_and_counts(void **state) {
   (void)state;
@@ -251,6 +277,47 @@ static void test_program_rejects_bad_entry_and_signature(void **state) {
   /* The call adapter names the entry, so a misspelt entry fails to compile. */
   assert_uopc_code(uopc_program_new(&p, SQUARE, "missing", "ppp", NULL, &err), UOPC_E_COMPILE, err);
   assert_contains(err.message, "implicit declaration of function 'missing'");
+}
+
+/* Flags that do not fit beside the fixed ones are refused, named, with the room they have: the
+ * flags' size less 64 bytes. Nothing is built. */
+static void test_program_flags_longer_than_fit_are_refused_by_name(void **state) {
+  (void)state;
+  char flags[600], want[1024];
+  memset(flags, 'x', sizeof flags - 1);
+  flags[0] = '-', flags[1] = 'D', flags[sizeof flags - 1] = '\0';
+  uopc_program_options opts = {.opt_flags = flags};
+  uopc_error err = {0};
+  uopc_program *p = (uopc_program *)&p;
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err), UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "compiler flags '%s' are longer than %zu bytes", flags,
+           sizeof ((uopc_build *)0)->flags - 64);
+  assert_string_equal(err.message, want);
+  assert_null(p);
+}
+
+/* No memory for the program or for its request (the first and the second calloc): out of memory,
+ * naming the entry, and no program; whichever one was allocated is freed. */
+static void test_program_without_memory_for_either_allocation_is_nomem(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's calloc, made to fail");
+#else
+  if (!calloc_fails_when_asked()) {
+    print_message("  skipped: needs an interposed calloc, which valgrind replaces\n");
+    skip();
+  }
+  for (int k = 1; k <= 2; k++) {
+    uopc_error err = {0};
+    uopc_program *p = (uopc_program *)&p;
+    fail_next_calloc = k;
+    int rc = uopc_program_new(&p, SQUARE, "square", "ppp", NULL, &err);
+    fail_next_calloc = 0;
+    assert_uopc_code(rc, UOPC_E_NOMEM, err);
+    assert_string_equal(err.message, "no memory for program 'square'");
+    assert_null(p);
+  }
+#endif
 }
 
 /* The key holds the flags: -O1 and -O3 builds are different entries. */
@@ -767,6 +834,8 @@ int main(void) {
     cmocka_unit_test(test_program_cache_path_with_spaces_and_metacharacters),
     cmocka_unit_test(test_program_rejects_bad_entry_and_signature),
     cmocka_unit_test(test_program_flags_change_the_key),
+    cmocka_unit_test(test_program_flags_longer_than_fit_are_refused_by_name),
+    cmocka_unit_test(test_program_without_memory_for_either_allocation_is_nomem),
     cmocka_unit_test(test_program_scalar_arguments_reach_the_kernel),
     cmocka_unit_test(test_program_manifest_names_compiler_version_and_settings),
     cmocka_unit_test(test_program_warnings_are_kept_in_compile_log),
