@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <unistd.h>
 
@@ -30,6 +31,15 @@ static inline void testutil_remove_tree(const char *path) {
 }
 
 /* A new private cache directory, exported as UOPC_CACHE_DIR. */
+/* The descriptors this process has open (a test compares counts before and after). */
+static inline int testutil_open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+  if (d) closedir(d);
+  return n;
+}
+
 static inline int testutil_fresh_cache(void **state) {
   (void)state;
   const char *tmp = getenv("TMPDIR");

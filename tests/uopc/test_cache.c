@@ -691,23 +691,15 @@ static void test_cache_tree_size_counts_the_directory_and_its_files(void **state
   assert_int_equal(uopc_cache_tree_size(dir), ((int64_t)d.st_blocks + f.st_blocks) * 512);
 }
 
-static int open_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
-  if (d) closedir(d);
-  return n;
-}
-
 /* Every miss looks in tmp/ for stale staging directories; the directory it reads is closed again,
  * so a process that builds many kernels does not run out of descriptors. */
 static void test_cache_builds_leave_no_descriptor_open(void **state) {
   (void)state;
   assert_int_equal(build_tag("fds-first", NULL, NULL), 0);   /* tmp/ exists from here on */
-  int before = open_fds();
+  int before = testutil_open_fds();
   assert_int_equal(build_tag("fds-a", NULL, NULL), 0);
   assert_int_equal(build_tag("fds-b", NULL, NULL), 0);
-  assert_int_equal(open_fds(), before);
+  assert_int_equal(testutil_open_fds(), before);
 }
 
 int main(void) {

@@ -162,8 +162,8 @@ static void test_debug_level_4_alone_prints_the_source_compiled(void **state) {
   assert_contains(err, "uopc: source of tiny:\n/* level 4 */\nvoid tiny(void) {}\n\n");
 }
 
-/* A fake nvcc in dir/bin that fails saying words (so the log names the one that ran). */
-static void write_fake_nvcc(const char *dir, const char *words) {
+/* A fake nvcc in dir/bin running script (sh). */
+static void write_fake_nvcc(const char *dir, const char *script) {
   char bin[4300], nvcc[4400];
   snprintf(bin, sizeof bin, "%s/bin", dir);
   snprintf(nvcc, sizeof nvcc, "%s/nvcc", bin);
@@ -171,7 +171,7 @@ static void write_fake_nvcc(const char *dir, const char *words) {
   assert_int_equal(mkdir(bin, 0755), 0);
   FILE *f = fopen(nvcc, "w");
   assert_non_null(f);
-  fprintf(f, "#!/bin/sh\necho %s\nexit 1\n", words);
+  fprintf(f, "#!/bin/sh\n%s", script);
   assert_int_equal(fclose(f), 0);
   assert_int_equal(chmod(nvcc, 0755), 0);
 }
@@ -194,14 +194,46 @@ static void test_nvcc_on_path_runs_before_the_one_in_cuda_home(void **state) {
   char on_path[4200], bin[4300], want[PATH_MAX + 16], err[16384];
   snprintf(on_path, sizeof on_path, "%s/nvcc-on-path", testutil_cache_dir);
   snprintf(fake_cuda_home, sizeof fake_cuda_home, "%s/nvcc-toolkit", testutil_cache_dir);
-  write_fake_nvcc(on_path, "the nvcc on PATH");
-  write_fake_nvcc(fake_cuda_home, "the nvcc of CUDA_HOME");
+  write_fake_nvcc(on_path, "echo the nvcc on PATH\nexit 1\n");   /* each fails saying which it is */
+  write_fake_nvcc(fake_cuda_home, "echo the nvcc of CUDA_HOME\nexit 1\n");
   snprintf(bin, sizeof bin, "%s/bin", on_path);
   assert_int_equal(run_with("PATH", bin, compile_by_nvcc, err, sizeof err), UOPC_E_COMPILE);
   assert_non_null(realpath(bin, want));
   strcat(want, "/nvcc failed on ");
   if (strncmp(err, want, strlen(want)) != 0) fail_msg("expected '%s...', got:\n%s", want, err);
   assert_contains(err, "\nthe nvcc on PATH\n");
+}
+
+/* Compiles k by nvcc twice (the first sets up what a process keeps); prints the error and how many
+ * more descriptors are open after the second. */
+static void compile_by_nvcc_twice_counting_descriptors(void) {
+  setenv("CUDA_HOME", fake_cuda_home, 1);
+  uopc_cuda_options opts = {.arch = "sm_80", .force_nvcc = 1};
+  uopc_error err = {0};
+  char log[4096];
+  uopc_cuda_compile("extern \"C\" __global__ void k() {}\n", "k", &opts, log, sizeof log, &err);
+  int before = testutil_open_fds();
+  int rc = uopc_cuda_compile("extern \"C\" __global__ void k() {}\n", "k", &opts, log, sizeof log, &err);
+  fprintf(stderr, "%s\n%s\n%d more descriptors\n", err.message, log, testutil_open_fds() - before);
+  exit(rc);
+}
+
+/* An nvcc that succeeds but writes PTX without the kernel: the compile fails saying why, and the
+ * PTX it read is closed again. */
+static void test_nvcc_ptx_without_the_kernel_is_refused_and_closed(void **state) {
+  (void)state;
+  char err[16384];
+  snprintf(fake_cuda_home, sizeof fake_cuda_home, "%s/nvcc-no-kernel", testutil_cache_dir);
+  write_fake_nvcc(fake_cuda_home, "while [ $# -gt 0 ]; do\n"
+                                  "  if [ \"$1\" = -o ]; then shift; echo '// no kernel here' > \"$1\"; fi\n"
+                                  "  shift\n"
+                                  "done\n");
+  char bin[4300];
+  snprintf(bin, sizeof bin, "%s/bin", fake_cuda_home);
+  assert_int_equal(run_with("PATH", bin, compile_by_nvcc_twice_counting_descriptors, err, sizeof err),
+                   UOPC_E_COMPILE);
+  assert_contains(err, "the PTX has no kernel 'k'");
+  assert_contains(err, "\n0 more descriptors\n");
 }
 
 int main(void) {
@@ -213,6 +245,7 @@ int main(void) {
     cmocka_unit_test(test_counters_json_path_that_can_be_written_gets_the_counters),
     cmocka_unit_test(test_debug_level_4_alone_prints_the_source_compiled),
     cmocka_unit_test(test_nvcc_on_path_runs_before_the_one_in_cuda_home),
+    cmocka_unit_test(test_nvcc_ptx_without_the_kernel_is_refused_and_closed),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

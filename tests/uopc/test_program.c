@@ -296,6 +296,26 @@ static void test_program_flags_longer_than_fit_are_refused_by_name(void **state)
   assert_null(p);
 }
 
+/* Flags of more words than a compiler is given (32, the runtime's own included) are refused, not
+ * cut: a dropped flag would build another program than its key names. 20 words fit, the last of
+ * them reaching the compiler; 40 do not. */
+static void test_program_flags_of_too_many_words_are_refused_not_cut(void **state) {
+  (void)state;
+  static const char source[] = "#ifndef W19\n#error W19 was dropped\n#endif\nvoid f(void) {}\n";
+  char flags[600] = "";
+  for (int k = 0; k < 20; k++) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), " -DW%d", k);
+  uopc_program_options opts = {.opt_flags = flags};
+  uopc_error err = {0};
+  uopc_program *p = NULL;
+  assert_uopc_ok(uopc_program_new(&p, source, "f", "", &opts, &err), err);
+  uopc_program_free(p);
+  for (int k = 20; k < 40; k++) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), " -DW%d", k);
+  p = (uopc_program *)&p;
+  assert_uopc_code(uopc_program_new(&p, source, "f", "", &opts, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "' have more than 32 words");
+  assert_null(p);
+}
+
 /* No memory for the program or for its request (the first and the second calloc): out of memory,
  * naming the entry, and no program; whichever one was allocated is freed. */
 static void test_program_without_memory_for_either_allocation_is_nomem(void **state) {
@@ -675,6 +695,12 @@ static void test_compiler_version_in_reads_a_comment_that_ends_the_file(void **s
   char version[64] = "?";
   version_of("last.so", elf, sizeof elf, version, sizeof version);
   assert_string_equal(version, "GCC: last");
+  /* one byte longer, the same .comment runs past the file: not read, though its string is inside */
+  Elf64_Xword past = 11;
+  memcpy(elf + 64 + 2 * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_size), &past, sizeof past);
+  strcpy(version, "?");
+  version_of("past.so", elf, sizeof elf, version, sizeof version);
+  assert_string_equal(version, "");
 }
 
 /* A section header cut short by the end of the file is not read, even when the fields that place
@@ -835,6 +861,7 @@ int main(void) {
     cmocka_unit_test(test_program_rejects_bad_entry_and_signature),
     cmocka_unit_test(test_program_flags_change_the_key),
     cmocka_unit_test(test_program_flags_longer_than_fit_are_refused_by_name),
+    cmocka_unit_test(test_program_flags_of_too_many_words_are_refused_not_cut),
     cmocka_unit_test(test_program_without_memory_for_either_allocation_is_nomem),
     cmocka_unit_test(test_program_scalar_arguments_reach_the_kernel),
     cmocka_unit_test(test_program_manifest_names_compiler_version_and_settings),

@@ -13,7 +13,7 @@
 #include "uopc/uopc.h"
 #include "internal.h"
 
-#define MAX_ARGS 32
+#define MAX_FLAGS 32   /* words of compiler flags */
 #define NVCC_NOT_FOUND "nvcc not found on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin"
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -190,30 +190,46 @@ int uopc_build_fail_lost(const uopc_build *b, uopc_error *err) {
 
 /* ---- back ends: spawned compilers (gcc, nvcc) ----------------------------------- */
 
+/* The words of b->flags, split in a copy (flags, of sizeof b->flags), into
+ * words[0 .. *n). More than MAX_FLAGS is an error, not a cut: a dropped flag
+ * would build another program than the one its key names. strtok_r: builds
+ * run in several threads at once. */
+static int split_flags(const uopc_build *b, char *flags, char **words, int *n, uopc_error *err) {
+  char *rest = NULL;
+  *n = 0;
+  snprintf(flags, sizeof b->flags, "%s", b->flags);
+  for (char *tok = strtok_r(flags, " ", &rest); tok; tok = strtok_r(NULL, " ", &rest)) {
+    if (*n == MAX_FLAGS)
+      return UOPC_FAIL(err, UOPC_E_INVALID, "compiler flags '%.200s' have more than %d words", b->flags, MAX_FLAGS);
+    words[(*n)++] = tok;
+  }
+  return UOPC_OK;
+}
+
 /* argv: the compiler, its mode, the flags, "-o artifact source", its libs.
  * Relative names, run inside the staging directory: diagnostics then say
  * "kernel.c:3:5" or "kernel.cu(3)", which stays true after the entry moves. */
-static int make_argv(const uopc_build *b, char *flags, char **argv) {
+static void make_argv(const uopc_build *b, char *const *words, int n, char **argv) {
   const uopc_backend *be = b->backend;
   int argc = 0;
   argv[argc++] = (char *)b->compiler;
   if (be->mode) argv[argc++] = (char *)be->mode;
-  for (char *tok = strtok(flags, " "); tok && argc < MAX_ARGS; tok = strtok(NULL, " ")) argv[argc++] = tok;
+  for (int k = 0; k < n; k++) argv[argc++] = words[k];
   argv[argc++] = "-o";
   argv[argc++] = (char *)be->artifact;
   argv[argc++] = (char *)be->source_name;
   if (be->libs) argv[argc++] = (char *)be->libs;
   argv[argc] = NULL;
-  return argc;
 }
 
 static int spawn_compile(const uopc_build *b, const char *staging, char *log, size_t size, uopc_error *err) {
-  char flags[sizeof b->flags], *argv[MAX_ARGS + 8];
-  snprintf(flags, sizeof flags, "%s", b->flags);
-  make_argv(b, flags, argv);
+  char flags[sizeof b->flags], *words[MAX_FLAGS], *argv[MAX_FLAGS + 8];
+  int n, rc = split_flags(b, flags, words, &n, err);
+  if (rc) return rc;
+  make_argv(b, words, n, argv);
   uopc_spawn_result *res = malloc(sizeof *res);
   if (!res) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory to run '%s'", b->compiler);
-  int rc = uopc_spawn(argv, staging, res, err);
+  rc = uopc_spawn(argv, staging, res, err);
   if (rc == UOPC_OK && res->exit_status != 0) {
     snprintf(log, size, "exit status %d\n%s", res->exit_status, res->output);
     rc = UOPC_E_COMPILE;
@@ -266,13 +282,12 @@ static int find_nvrtc(uopc_build *b, uopc_error *err) {
 }
 
 static int nvrtc_compile(const uopc_build *b, const char *staging, char *log, size_t size, uopc_error *err) {
-  char flags[sizeof b->flags], ptx[PATH_MAX];
-  const char *options[MAX_ARGS];
+  char flags[sizeof b->flags], ptx[PATH_MAX], *options[MAX_FLAGS];
   int n = 0, rc = join(ptx, staging, b->backend->artifact, err);
+  if (!rc) rc = split_flags(b, flags, options, &n, err);
   if (rc) return rc;
-  snprintf(flags, sizeof flags, "%s", b->flags);
-  for (char *tok = strtok(flags, " "); tok && n < MAX_ARGS; tok = strtok(NULL, " ")) options[n++] = tok;
-  return uopc_nvrtc_compile(b->source, b->backend->source_name, n, options, ptx, log, size, err);
+  return uopc_nvrtc_compile(b->source, b->backend->source_name, n, (const char *const *)options, ptx, log, size,
+                            err);
 }
 
 /* ---- PTX: both compilers' check ------------------------------------------------- */
