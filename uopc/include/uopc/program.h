@@ -24,7 +24,9 @@ typedef struct uopc_program_options {
 
 /* Compiles (or finds in the cache) source and loads entry, whose parameters
  * are described by signature. opts may be NULL. The caller owns *out and frees
- * it with uopc_program_free. Errors: UOPC_E_INVALID (names, signature),
+ * it with uopc_program_free. Errors: UOPC_E_INVALID (names, signature,
+ * flags of more than 32 words with the runtime's own, which are refused rather
+ * than cut),
  * UOPC_E_UNSAFE_CACHE, UOPC_E_IO, UOPC_E_COMPILE (with gcc's diagnostics and
  * the generated file's path), UOPC_E_LOAD. uopc_program_free(NULL), like
  * free(NULL), does nothing. */
