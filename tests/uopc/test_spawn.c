@@ -183,6 +183,23 @@ static void test_find_program_passes_over_a_directory_of_that_name(void **state)
   assert_contains(err.message, "is not an executable file");
 }
 
+/* The search stops at PATH's terminating NUL: the bytes after it (here ":/bin", in the same
+ * buffer that putenv installs) are not one more entry. */
+static void test_find_program_stops_at_the_end_of_path(void **state) {
+  (void)state;
+  static char entry[] = "PATH=/nonexistent-uopc\0:/bin";
+  const char *old = getenv("PATH");
+  char *saved = old ? strdup(old) : NULL, resolved[PATH_MAX];
+  assert_int_equal(putenv(entry), 0);
+  uopc_error err = {0};
+  int rc = uopc_find_program("sh", resolved, &err);
+  if (saved) setenv("PATH", saved, 1);
+  else unsetenv("PATH");
+  free(saved);
+  assert_uopc_code(rc, UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "program 'sh' not found on PATH (/nonexistent-uopc)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
@@ -192,6 +209,7 @@ int main(void) {
     cmocka_unit_test(test_spawn_keeps_output_up_to_the_buffer_less_its_nul),
     cmocka_unit_test(test_spawn_reports_a_child_it_cannot_wait_for),
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
+    cmocka_unit_test(test_find_program_stops_at_the_end_of_path),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
