@@ -707,12 +707,25 @@ static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
   assert_null(p);
 }
 
+/* A driver without one of the functions the runtime calls (here cuGetErrorString) is too old. */
+static void test_fake_driver_lacking_a_function_is_no_cuda_naming_it(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cuda_available(&err), UOPC_E_NO_CUDA, err);
+  assert_string_equal(err.message,
+                      "no CUDA device: libcuda.so.1 lacks cuGetErrorString (the NVIDIA driver is too old)");
+}
+
 /* The fresh process's part: the fake driver is loaded first. */
 static int run_on_fake_driver(const char *path) {
   fake_driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!fake_driver) {
     fprintf(stderr, "cannot open the fake driver '%s': %s\n", path, dlerror());
     return 1;
+  }
+  if (getenv("UOPC_TEST_FAKE_LACKS_A_FUNCTION")) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_lacking_a_function_is_no_cuda_naming_it)};
+    return cmocka_run_group_tests_name("on a fake driver lacking a function", tests, NULL, NULL);
   }
   if (getenv("UOPC_TEST_FAKE_NO_DEVICE") || getenv("UOPC_TEST_FAKE_COUNT_UNWRITTEN")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_without_a_device_is_no_cuda)};
@@ -769,6 +782,17 @@ static void test_cuda_driver_without_a_device_on_a_fake_driver(void **state) {
 static void test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none(void **state) {
   (void)state;
   run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_COUNT_UNWRITTEN");
+}
+
+/* The fake driver with cuGetErrorString renamed, so that the library lacks it. */
+static void test_cuda_driver_lacking_a_function_on_a_fake_driver_is_refused(void **state) {
+  (void)state;
+  static char source[sizeof FAKE_DRIVER];
+  memcpy(source, FAKE_DRIVER, sizeof FAKE_DRIVER);
+  char *name = strstr(source, "cuGetErrorString");
+  assert_non_null(name);
+  name[strlen("cuGetErrorString") - 1] = 'X';
+  run_on_a_fake(source, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_LACKS_A_FUNCTION");
 }
 
 /* ---- a fake NVRTC ------------------------------------------------------------
@@ -1094,6 +1118,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_driver_paths_on_a_fake_driver),
     cmocka_unit_test(test_cuda_driver_without_a_device_on_a_fake_driver),
     cmocka_unit_test(test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none),
+    cmocka_unit_test(test_cuda_driver_lacking_a_function_on_a_fake_driver_is_refused),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     cmocka_unit_test(test_cuda_nvrtc_without_a_version_on_a_fake_nvrtc_is_named_0_0),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),
