@@ -154,6 +154,21 @@ static void test_fault_entry_evicted_between_publish_and_load_is_rebuilt(void **
   uopc_program_free(p);
 }
 
+/* The entry found is evicted while this process still holds it loaded: dlopen answers with the
+ * object it has by that path, so the load succeeds and the program is not built again. */
+static void test_fault_entry_evicted_while_loaded_here_is_not_rebuilt(void **state) {
+  (void)state;
+  uopc_program *held = construct("held");
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES), inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  uopc_fault_arm(UOPC_FAULT_EVICT, 1);
+  uopc_program *p = construct("held");
+  assert_int_equal(uopc_program_was_cached(p), 1);
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_MISSES, misses), 0);
+  assert_int_equal(counted(UOPC_C_COMPILER_INVOCATIONS, inv), 0);
+  uopc_program_free(p);
+  uopc_program_free(held);
+}
+
 static void assert_total_matches_disk(void) {
   uopc_cache_record kept, disk = {0};
   uopc_error err = {0};
@@ -268,6 +283,7 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_second_spawn_fails_after_a_success, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_between_lookup_and_load_is_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_between_publish_and_load_is_rebuilt, fresh),
+    cmocka_unit_test_setup(test_fault_entry_evicted_while_loaded_here_is_not_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_fails_and_the_build_goes_on, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_failure_is_told_at_debug_level_2, fresh),
     cmocka_unit_test_setup(test_fault_eviction_rename_fails_and_the_entry_stays_whole, fresh),
