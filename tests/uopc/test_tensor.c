@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include <errno.h>
 #include "testutil.h"
 #include "uopc/tensor.h"
 
@@ -39,6 +40,18 @@ static int free_is_watched(void) {
   release(p);
   watched[0] = NULL;
   return watched_frees[0] == 1;
+}
+
+/* malloc, failing when asked: fail_next_malloc = k makes the k-th call from now fail (glibc's
+ * answers every other call), so that a test reaches an out-of-memory path. */
+extern void *__libc_malloc(size_t n);
+static int fail_next_malloc;
+void *malloc(size_t n) {
+  if (fail_next_malloc && --fail_next_malloc == 0) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_malloc(n);
 }
 
 /* aligned_alloc as C11 lets a C library answer: NULL for 0 bytes (glibc's gives a block), so that
@@ -715,6 +728,27 @@ static void test_tensor_last_release_frees_the_storage_once(void **state) {
 #endif
 }
 
+/* No memory for a heap handle: NULL, with the error, rather than a write through NULL. */
+static void test_tensor_wrap_new_without_memory_is_nomem(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  if (!free_is_watched()) {   /* valgrind replaces the allocator, this malloc included */
+    print_message("  skipped: needs an interposed malloc, which valgrind replaces\n");
+    skip();
+  }
+  int32_t buf[6] = {0};
+  uopc_error err = {0};
+  fail_next_malloc = 1;
+  uopc_tensor *t = uopc_tensor_wrap_new(buf, UOPC_I32, 1, DIMS(6), DIMS(1), &err);
+  fail_next_malloc = 0;
+  assert_null(t);
+  assert_int_equal(err.code, UOPC_E_NOMEM);
+  assert_string_equal(err.message, "out of memory for a tensor handle");
+#endif
+}
+
 static void test_tensor_release_of_zeroed_tensor_is_safe(void **state) {
   (void)state;
   uopc_tensor z = {0}, r;
@@ -1180,6 +1214,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_wrap_rejects_bad_arguments),
     cmocka_unit_test(test_tensor_wrap_of_a_scalar_needs_no_strides),
     cmocka_unit_test(test_tensor_wrap_new_round_trips_through_a_heap_handle),
+    cmocka_unit_test(test_tensor_wrap_new_without_memory_is_nomem),
     cmocka_unit_test(test_tensor_may_overlap_disjoint_halves_vs_overlapping_slices),
     cmocka_unit_test(test_tensor_may_overlap_compares_addresses_across_wraps),
     cmocka_unit_test(test_tensor_copy_overlapping_shift_is_out_of_place),
