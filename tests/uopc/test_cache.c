@@ -226,6 +226,37 @@ static void test_cache_evicts_least_recently_used_first_and_keeps_recent_hits(vo
   assert_total_matches_disk(testutil_cache_dir);
 }
 
+/* Two entries used in the same second, a few nanoseconds apart: the older one goes first. The
+ * older is the one readdir lists second, so a comparator that kept the listing's order fails. */
+static void test_cache_evicts_the_older_of_two_entries_used_in_the_same_second(void **state) {
+  (void)state;
+  char a[PATH_MAX], b[PATH_MAX];
+  assert_int_equal(build_tag("ns-a", a, NULL), 0);
+  assert_int_equal(build_tag("ns-b", b, NULL), 0);
+  const char *first = NULL, *second = NULL;
+  DIR *d = opendir(testutil_cache_dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *dir = strcmp(e->d_name, strrchr(a, '/') + 1) == 0   ? a
+                      : strcmp(e->d_name, strrchr(b, '/') + 1) == 0 ? b
+                                                                      : NULL;
+    if (dir && !first) first = dir;
+    else if (dir) second = dir;
+  }
+  closedir(d);
+  assert_non_null(second);
+  time_t then = time(NULL) - 1000;
+  struct timespec newer[2] = {{then, 900}, {then, 900}}, older[2] = {{then, 100}, {then, 100}};
+  assert_int_equal(utimensat(AT_FDCWD, first, newer, 0), 0);
+  assert_int_equal(utimensat(AT_FDCWD, second, older, 0), 0);
+  /* room for three entries less a quarter of one, so that evicting one gets below 90 % */
+  int64_t two = record_of(testutil_cache_dir).bytes;
+  set_limit(two + two / 4);
+  assert_int_equal(build_tag("ns-c", NULL, NULL), 0);
+  assert_int_equal(access(second, F_OK), -1);
+  assert_int_equal(access(first, F_OK), 0);
+}
+
 /* A limit smaller than one entry evicts every other one, never the entry its
  * process is about to load. */
 static void test_cache_eviction_spares_the_entry_just_published(void **state) {
@@ -712,6 +743,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_publish_keeps_a_running_total, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_hit_marks_use_at_most_once_a_minute, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_evicts_least_recently_used_first_and_keeps_recent_hits, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_evicts_the_older_of_two_entries_used_in_the_same_second, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_eviction_spares_the_entry_just_published, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_eight_processes_publish_and_evict_consistently, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_statistics_match_the_counted_events, setup, teardown),

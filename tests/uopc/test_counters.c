@@ -136,6 +136,15 @@ static void test_counters_reset_zeroes_the_first_counter_too(void **state) {
   assert_int_equal(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), 7);
   uopc_counters_reset();
   assert_int_equal(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), 0);
+  /* and the print starts with it */
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  assert_non_null(f);
+  uopc_counters_print(f);
+  fclose(f);
+  assert_true(strncmp(text, UOPC_C_PROGRAMS_CONSTRUCTED "=0\n", strlen(UOPC_C_PROGRAMS_CONSTRUCTED "=0\n")) == 0);
+  free(text);
 }
 
 /* A thread's exit frees its table and every block of cells it used: once a first thread has

@@ -71,6 +71,9 @@ static void test_debug_level_that_is_a_number_is_read_silently(void **state) {
   /* 0 is a level, the one that keeps debug output off: no warning either */
   assert_int_equal(run_with("UOPC_DEBUG", "0", read_the_level_twice, err, sizeof err), 0);
   assert_string_equal(err, "");
+  /* decimal only: "010" is 10, not octal 8 */
+  assert_int_equal(run_with("UOPC_DEBUG", "010", read_the_level_twice, err, sizeof err), 20);
+  if (strstr(err, "warning")) fail_msg("UOPC_DEBUG=010 warned:\n%s", err);
   assert_int_equal(run_with("UOPC_DEBUG", "3", read_the_level_twice, err, sizeof err), 13);
   assert_contains(err, "uopc: a level-1 line\n");
   if (strstr(err, "warning")) fail_msg("UOPC_DEBUG=3 warned:\n%s", err);

@@ -750,6 +750,30 @@ static void test_compiler_version_in_keeps_no_memory(void **state) {
   assert_string_equal(version, "GCC: real");
 }
 
+/* An ELF class past ELFCLASS64 (ELFCLASSNUM, 3) is no layout the reader knows: not read as 64-bit. */
+static void test_compiler_version_in_reads_no_elf_of_an_unknown_class(void **state) {
+  (void)state;
+  unsigned char elf[COMMENT_ELF_BYTES];
+  comment_elf(elf, "GCC: cls3");
+  elf[EI_CLASS] = ELFCLASSNUM;
+  char version[64] = "?";
+  version_of("class3.so", elf, sizeof elf, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
+/* e_shnum counts the section headers: a .comment header just past the last one counted is not
+ * read, though its bytes are in the file. */
+static void test_compiler_version_in_reads_only_the_section_headers_counted(void **state) {
+  (void)state;
+  unsigned char elf[COMMENT_ELF_BYTES];
+  comment_elf(elf, "GCC: shnm");
+  Elf64_Half shnum = 2;
+  memcpy(elf + offsetof(Elf64_Ehdr, e_shnum), &shnum, sizeof shnum);
+  char version[64] = "?";
+  version_of("shnum.so", elf, sizeof elf, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
 /* PTX names its compiler in the header comment; the first "Cuda compilation tools" line is the one. */
 static void test_compiler_version_in_reads_the_first_ptx_header_line(void **state) {
   (void)state;
@@ -760,8 +784,10 @@ static void test_compiler_version_in_reads_the_first_ptx_header_line(void **stat
   snprintf(path, sizeof path, "%s/kernel.ptx", testutil_cache_dir);
   uopc_error err = {0};
   assert_uopc_ok(uopc_write_file(path, ptx, sizeof ptx - 1, &err), err);
+  int fds = testutil_open_fds();
   uopc_compiler_version_in(path, version, sizeof version);
   assert_string_equal(version, "Cuda compilation tools, release 13.0, V13.0.88");
+  assert_int_equal(testutil_open_fds(), fds);   /* the PTX file is closed again */
 }
 
 /* A manifest that names another artifact than the back end's describes some other build: the
@@ -875,6 +901,8 @@ int main(void) {
     cmocka_unit_test(test_program_native_target_without_cpuinfo_says_cpu_unknown),
     cmocka_unit_test(test_compiler_version_in_reads_names_inside_the_name_table_only),
     cmocka_unit_test(test_compiler_version_in_reads_no_32_bit_elf),
+    cmocka_unit_test(test_compiler_version_in_reads_no_elf_of_an_unknown_class),
+    cmocka_unit_test(test_compiler_version_in_reads_only_the_section_headers_counted),
     cmocka_unit_test(test_compiler_describe_file_refuses_a_path_longer_than_fits),
     cmocka_unit_test(test_compiler_version_in_reads_a_comment_that_ends_the_file),
     cmocka_unit_test(test_compiler_version_in_skips_a_section_header_cut_short),
