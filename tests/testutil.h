@@ -31,6 +31,23 @@ static inline void testutil_remove_tree(const char *path) {
 }
 
 /* A new private cache directory, exported as UOPC_CACHE_DIR. */
+#if defined(TESTUTIL_FAILING_MALLOC) && !defined(__SANITIZE_ADDRESS__)
+/* A suite that defines TESTUTIL_FAILING_MALLOC before this header gets a malloc that fails when
+ * asked: fail_next_malloc = k makes the k-th call from now fail with ENOMEM; glibc's allocator
+ * answers every other call. This executable's malloc comes before glibc's for libuopc too.
+ * Not under AddressSanitizer, whose allocator this would bypass (skip those tests there). */
+#include <errno.h>
+extern void *__libc_malloc(size_t n);
+static int fail_next_malloc;
+void *malloc(size_t n) {
+  if (fail_next_malloc && --fail_next_malloc == 0) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_malloc(n);
+}
+#endif
+
 /* The descriptors this process has open (a test compares counts before and after). */
 static inline int testutil_open_fds(void) {
   DIR *d = opendir("/proc/self/fd");

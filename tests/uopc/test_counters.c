@@ -88,6 +88,17 @@ static void test_counters_ids_are_stable_and_a_long_name_counts_nothing(void **s
   assert_int_equal(uopc_counter_get("test stable"), 10);
 }
 
+/* What uopc_counters_print writes, in a string the caller frees. */
+static char *printed(void) {
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  assert_non_null(f);
+  uopc_counters_print(f);
+  fclose(f);
+  return text;
+}
+
 /* 600 counters span three blocks of every thread's table; each is bumped by
  * two threads and read back exactly, and printed in first-use order. */
 static void test_counters_past_one_block_of_cells(void **state) {
@@ -109,12 +120,7 @@ static void test_counters_past_one_block_of_cells(void **state) {
     snprintf(name, sizeof name, "test block %d", k);
     assert_int_equal(uopc_counter_get(name), k + (k == N - 1 ? 1000 : 0));
   }
-  char *text = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&text, &size);
-  assert_non_null(f);
-  uopc_counters_print(f);
-  fclose(f);
+  char *text = printed();
   char *at5 = strstr(text, "test block 5=5\n"), *at599 = strstr(text, "test block 599=1599\n");
   assert_non_null(at5);
   assert_non_null(at599);
@@ -137,12 +143,7 @@ static void test_counters_reset_zeroes_the_first_counter_too(void **state) {
   uopc_counters_reset();
   assert_int_equal(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), 0);
   /* and the print starts with it */
-  char *text = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&text, &size);
-  assert_non_null(f);
-  uopc_counters_print(f);
-  fclose(f);
+  char *text = printed();
   assert_true(strncmp(text, UOPC_C_PROGRAMS_CONSTRUCTED "=0\n", strlen(UOPC_C_PROGRAMS_CONSTRUCTED "=0\n")) == 0);
   free(text);
 }

@@ -687,6 +687,13 @@ static void comment_elf(unsigned char *elf, const char comment[10]) {
   memcpy(elf + 276, comment, 10);
 }
 
+/* An ELF of COMMENT_ELF_BYTES, written as name: its version reads as none. */
+static void assert_no_version_in(const unsigned char *elf, const char *name) {
+  char version[64] = "?";
+  version_of(name, elf, COMMENT_ELF_BYTES, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
 /* A .comment whose bytes end at the file's last byte lies wholly inside the file, and is read. */
 static void test_compiler_version_in_reads_a_comment_that_ends_the_file(void **state) {
   (void)state;
@@ -698,9 +705,7 @@ static void test_compiler_version_in_reads_a_comment_that_ends_the_file(void **s
   /* one byte longer, the same .comment runs past the file: not read, though its string is inside */
   Elf64_Xword past = 11;
   memcpy(elf + 64 + 2 * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_size), &past, sizeof past);
-  strcpy(version, "?");
-  version_of("past.so", elf, sizeof elf, version, sizeof version);
-  assert_string_equal(version, "");
+  assert_no_version_in(elf, "past.so");
 }
 
 /* A section header cut short by the end of the file is not read, even when the fields that place
@@ -728,9 +733,7 @@ static void test_compiler_version_in_reads_no_section_headers_of_another_size(vo
   comment_elf(elf, "GCC: size");
   Elf64_Half shentsize = 40;
   memcpy(elf + offsetof(Elf64_Ehdr, e_shentsize), &shentsize, sizeof shentsize);
-  char version[64] = "?";
-  version_of("shentsize.so", elf, sizeof elf, version, sizeof version);
-  assert_string_equal(version, "");
+  assert_no_version_in(elf, "shentsize.so");
 }
 
 /* Reading the version frees the artifact's bytes it read: after a first call has filled malloc's
@@ -756,9 +759,7 @@ static void test_compiler_version_in_reads_no_elf_of_an_unknown_class(void **sta
   unsigned char elf[COMMENT_ELF_BYTES];
   comment_elf(elf, "GCC: cls3");
   elf[EI_CLASS] = ELFCLASSNUM;
-  char version[64] = "?";
-  version_of("class3.so", elf, sizeof elf, version, sizeof version);
-  assert_string_equal(version, "");
+  assert_no_version_in(elf, "class3.so");
 }
 
 /* e_shnum counts the section headers: a .comment header just past the last one counted is not
@@ -769,9 +770,7 @@ static void test_compiler_version_in_reads_only_the_section_headers_counted(void
   comment_elf(elf, "GCC: shnm");
   Elf64_Half shnum = 2;
   memcpy(elf + offsetof(Elf64_Ehdr, e_shnum), &shnum, sizeof shnum);
-  char version[64] = "?";
-  version_of("shnum.so", elf, sizeof elf, version, sizeof version);
-  assert_string_equal(version, "");
+  assert_no_version_in(elf, "shnum.so");
 }
 
 /* PTX names its compiler in the header comment; the first "Cuda compilation tools" line is the one. */

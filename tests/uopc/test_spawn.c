@@ -4,23 +4,11 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
+#define TESTUTIL_FAILING_MALLOC   /* a NOMEM path on demand: fail_next_malloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
 
 #ifndef __SANITIZE_ADDRESS__
-/* malloc fails once when asked, so that a test reaches a NOMEM path: fail_next_malloc = k makes the
- * k-th call from now fail; glibc's own allocator answers every other call (under AddressSanitizer,
- * whose malloc this would bypass, it is not built). */
-void *__libc_malloc(size_t n);
-static int fail_next_malloc;
-void *malloc(size_t n) {
-  if (fail_next_malloc && --fail_next_malloc == 0) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  return __libc_malloc(n);
-}
-
 /* uopc_spawn of a missing program in cwd, with the k-th malloc from now failing. */
 static int spawn_with_malloc_k_failing(int k, const char *cwd, uopc_error *err) {
   char *const argv[] = {"/nonexistent/uopc-probe", NULL};

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include <errno.h>
+#define TESTUTIL_FAILING_MALLOC   /* a NOMEM path on demand: fail_next_malloc */
 #include "testutil.h"
 #include "uopc/tensor.h"
 
@@ -40,18 +40,6 @@ static int free_is_watched(void) {
   release(p);
   watched[0] = NULL;
   return watched_frees[0] == 1;
-}
-
-/* malloc, failing when asked: fail_next_malloc = k makes the k-th call from now fail (glibc's
- * answers every other call), so that a test reaches an out-of-memory path. */
-extern void *__libc_malloc(size_t n);
-static int fail_next_malloc;
-void *malloc(size_t n) {
-  if (fail_next_malloc && --fail_next_malloc == 0) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  return __libc_malloc(n);
 }
 
 /* aligned_alloc as C11 lets a C library answer: NULL for 0 bytes (glibc's gives a block), so that
