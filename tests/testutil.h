@@ -32,20 +32,43 @@ static inline void testutil_remove_tree(const char *path) {
 
 /* A new private cache directory, exported as UOPC_CACHE_DIR. */
 #if defined(TESTUTIL_FAILING_MALLOC) && !defined(__SANITIZE_ADDRESS__)
-/* A suite that defines TESTUTIL_FAILING_MALLOC before this header gets a malloc that fails when
- * asked: fail_next_malloc = k makes the k-th call from now fail with ENOMEM; glibc's allocator
- * answers every other call. This executable's malloc comes before glibc's for libuopc too.
- * Not under AddressSanitizer, whose allocator this would bypass (skip those tests there). */
+/* A suite that defines TESTUTIL_FAILING_MALLOC before this header gets a malloc and a calloc that
+ * fail when asked: fail_next_malloc = k (fail_next_calloc = k) makes the k-th call from now fail
+ * with ENOMEM; glibc's allocator answers every other call. This executable's come before glibc's
+ * for libuopc too. Not under AddressSanitizer, whose allocator they would bypass (skip there). */
 #include <errno.h>
 extern void *__libc_malloc(size_t n);
-static int fail_next_malloc;
-void *malloc(size_t n) {
-  if (fail_next_malloc && --fail_next_malloc == 0) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  return __libc_malloc(n);
+extern void *__libc_calloc(size_t n, size_t size);
+static int fail_next_malloc, fail_next_calloc;
+
+static inline int testutil_fails_now(int *next) {
+  if (!*next || --*next != 0) return 0;
+  errno = ENOMEM;
+  return 1;
 }
+
+void *malloc(size_t n) { return testutil_fails_now(&fail_next_malloc) ? NULL : __libc_malloc(n); }
+void *calloc(size_t n, size_t size) {
+  return testutil_fails_now(&fail_next_calloc) ? NULL : __libc_calloc(n, size);
+}
+
+/* Skips the test where these are not the allocator after all: valgrind replaces it, in the
+ * executable too. The probe calls through a pointer gcc cannot fold as the builtin. */
+static inline int testutil_allocator_fails_when_asked(void) {
+  void *(*volatile allocate)(size_t) = malloc;
+  fail_next_malloc = 1;
+  void *p = allocate(1);
+  fail_next_malloc = 0;
+  free(p);
+  return p == NULL;
+}
+#define testutil_skip_unless_allocation_fails()                                             \
+  do {                                                                                     \
+    if (!testutil_allocator_fails_when_asked()) {                                          \
+      print_message("  skipped: needs the interposed allocator, which valgrind replaces\n"); \
+      skip();                                                                              \
+    }                                                                                      \
+  } while (0)
 #endif
 
 /* The descriptors this process has open (a test compares counts before and after). */

@@ -1,5 +1,6 @@
 /* test_program.c: the C program module and its disk cache (section 23.6). */
 #include "uopc/uopc.h"
+#define TESTUTIL_FAILING_MALLOC   /* NOMEM paths on demand: fail_next_calloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
 #include <elf.h>
@@ -39,30 +40,6 @@ static int build_and_run(const char *tag, uopc_program **out, uopc_error *err) {
 
 static int64_t delta(const char *name, int64_t before) { return uopc_counter_get(name) - before; }
 
-#ifndef __SANITIZE_ADDRESS__
-/* calloc fails once when asked, so that a test reaches a NOMEM path: fail_next_calloc = k makes the
- * k-th call from now fail; glibc's own allocator answers every other call (under AddressSanitizer,
- * whose calloc this would bypass, it is not built). */
-void *__libc_calloc(size_t n, size_t size);
-static int fail_next_calloc;
-void *calloc(size_t n, size_t size) {
-  if (fail_next_calloc && --fail_next_calloc == 0) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  return __libc_calloc(n, size);
-}
-
-/* 0 where calloc is not this one after all: valgrind replaces it, in the executable too. */
-static int calloc_fails_when_asked(void) {
-  void *(*volatile allocate)(size_t, size_t) = calloc;  /* a call gcc cannot fold as the builtin */
-  fail_next_calloc = 1;
-  void *p = allocate(1, 1);
-  fail_next_calloc = 0;
-  free(p);
-  return p == NULL;
-}
-#endif
 
 static void test_program_compiles_calls_and_counts(void **state) {
   (void)state;
@@ -323,10 +300,7 @@ static void test_program_without_memory_for_either_allocation_is_nomem(void **st
 #ifdef __SANITIZE_ADDRESS__
   testutil_skip_under_asan("glibc's calloc, made to fail");
 #else
-  if (!calloc_fails_when_asked()) {
-    print_message("  skipped: needs an interposed calloc, which valgrind replaces\n");
-    skip();
-  }
+  testutil_skip_unless_allocation_fails();
   for (int k = 1; k <= 2; k++) {
     uopc_error err = {0};
     uopc_program *p = (uopc_program *)&p;
@@ -687,10 +661,14 @@ static void comment_elf(unsigned char *elf, const char comment[10]) {
   memcpy(elf + 276, comment, 10);
 }
 
-/* An ELF of COMMENT_ELF_BYTES, written as name: its version reads as none. */
-static void assert_no_version_in(const unsigned char *elf, const char *name) {
+/* comment_elf with size bytes at offset at replaced by value, written as name: its version
+ * reads as none (the field so set makes the .comment unreadable). */
+static void assert_no_version_with(const char *name, size_t at, const void *value, size_t size) {
+  unsigned char elf[COMMENT_ELF_BYTES];
+  comment_elf(elf, "GCC: none");
+  memcpy(elf + at, value, size);
   char version[64] = "?";
-  version_of(name, elf, COMMENT_ELF_BYTES, version, sizeof version);
+  version_of(name, elf, sizeof elf, version, sizeof version);
   assert_string_equal(version, "");
 }
 
@@ -704,8 +682,8 @@ static void test_compiler_version_in_reads_a_comment_that_ends_the_file(void **s
   assert_string_equal(version, "GCC: last");
   /* one byte longer, the same .comment runs past the file: not read, though its string is inside */
   Elf64_Xword past = 11;
-  memcpy(elf + 64 + 2 * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_size), &past, sizeof past);
-  assert_no_version_in(elf, "past.so");
+  size_t comment_size = 64 + 2 * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_size);   /* the third header's */
+  assert_no_version_with("past.so", comment_size, &past, sizeof past);
 }
 
 /* A section header cut short by the end of the file is not read, even when the fields that place
@@ -729,11 +707,8 @@ static void test_compiler_version_in_skips_a_section_header_cut_short(void **sta
  * file whose header says 40 names no version, though 64-byte headers at e_shoff hold a .comment. */
 static void test_compiler_version_in_reads_no_section_headers_of_another_size(void **state) {
   (void)state;
-  unsigned char elf[COMMENT_ELF_BYTES];
-  comment_elf(elf, "GCC: size");
   Elf64_Half shentsize = 40;
-  memcpy(elf + offsetof(Elf64_Ehdr, e_shentsize), &shentsize, sizeof shentsize);
-  assert_no_version_in(elf, "shentsize.so");
+  assert_no_version_with("shentsize.so", offsetof(Elf64_Ehdr, e_shentsize), &shentsize, sizeof shentsize);
 }
 
 /* Reading the version frees the artifact's bytes it read: after a first call has filled malloc's
@@ -756,21 +731,16 @@ static void test_compiler_version_in_keeps_no_memory(void **state) {
 /* An ELF class past ELFCLASS64 (ELFCLASSNUM, 3) is no layout the reader knows: not read as 64-bit. */
 static void test_compiler_version_in_reads_no_elf_of_an_unknown_class(void **state) {
   (void)state;
-  unsigned char elf[COMMENT_ELF_BYTES];
-  comment_elf(elf, "GCC: cls3");
-  elf[EI_CLASS] = ELFCLASSNUM;
-  assert_no_version_in(elf, "class3.so");
+  unsigned char class = ELFCLASSNUM;
+  assert_no_version_with("class3.so", EI_CLASS, &class, 1);
 }
 
 /* e_shnum counts the section headers: a .comment header just past the last one counted is not
  * read, though its bytes are in the file. */
 static void test_compiler_version_in_reads_only_the_section_headers_counted(void **state) {
   (void)state;
-  unsigned char elf[COMMENT_ELF_BYTES];
-  comment_elf(elf, "GCC: shnm");
   Elf64_Half shnum = 2;
-  memcpy(elf + offsetof(Elf64_Ehdr, e_shnum), &shnum, sizeof shnum);
-  assert_no_version_in(elf, "shnum.so");
+  assert_no_version_with("shnum.so", offsetof(Elf64_Ehdr, e_shnum), &shnum, sizeof shnum);
 }
 
 /* PTX names its compiler in the header comment; the first "Cuda compilation tools" line is the one. */

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
-#define TESTUTIL_FAILING_MALLOC   /* a NOMEM path on demand: fail_next_malloc */
+#define TESTUTIL_FAILING_MALLOC   /* NOMEM paths on demand: fail_next_malloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
 
