@@ -610,6 +610,15 @@ static char *read_all(const char *path, size_t *n) {
   return data;
 }
 
+/* The file at path holds exactly the n bytes of want. */
+static void assert_file_holds(const char *path, const void *want, size_t n) {
+  size_t got;
+  char *data = read_all(path, &got);
+  assert_int_equal(got, n);
+  assert_memory_equal(data, want, n);
+  free(data);
+}
+
 /* The last write of a file can be a single byte: write() returning 1 is progress, not a failure. */
 static void test_cache_write_file_writes_a_one_byte_file(void **state) {
   (void)state;
@@ -617,11 +626,7 @@ static void test_cache_write_file_writes_a_one_byte_file(void **state) {
   snprintf(path, sizeof path, "%s/one", testutil_cache_dir);
   uopc_error err = {0};
   assert_uopc_ok(uopc_write_file(path, "x", 1, &err), err);
-  size_t n;
-  char *data = read_all(path, &n);
-  assert_int_equal(n, 1);
-  assert_memory_equal(data, "x", 1);
-  free(data);
+  assert_file_holds(path, "x", 1);
 }
 
 /* With stdin closed, open() returns descriptor 0, a valid one: the file is still written. */
@@ -637,11 +642,7 @@ static void test_cache_write_file_writes_through_descriptor_0(void **state) {
   assert_int_equal(dup2(saved, 0), 0);   /* stdin back before any assertion can stop the test */
   close(saved);
   assert_uopc_ok(rc, err);
-  size_t n;
-  char *data = read_all(path, &n);
-  assert_int_equal(n, 4);
-  assert_memory_equal(data, "zero", 4);
-  free(data);
+  assert_file_holds(path, "zero", 4);
 }
 
 /* A write refused for good (EPERM, from a memfd sealed against writing) fails the file at once:

@@ -88,6 +88,16 @@ static void test_counters_ids_are_stable_and_a_long_name_counts_nothing(void **s
   assert_int_equal(uopc_counter_get("test stable"), 10);
 }
 
+/* n counters named "<prefix> 0" ... "<prefix> n-1", their ids in ids. */
+static void make_counters(const char *prefix, uopc_counter_id *ids, int n) {
+  char name[32];
+  for (int k = 0; k < n; k++) {
+    snprintf(name, sizeof name, "%s %d", prefix, k);
+    ids[k] = uopc_counter_slot(name);
+    assert_true(ids[k] >= 0);
+  }
+}
+
 /* What uopc_counters_print writes, in a string the caller frees. */
 static char *printed(void) {
   char *text = NULL;
@@ -106,11 +116,7 @@ static void test_counters_past_one_block_of_cells(void **state) {
   enum { N = 600 };
   uopc_counter_id ids[N];
   char name[32];
-  for (int k = 0; k < N; k++) {
-    snprintf(name, sizeof name, "test block %d", k);
-    ids[k] = uopc_counter_slot(name);
-    assert_true(ids[k] >= 0);
-  }
+  make_counters("test block", ids, N);
   for (int k = 0; k < N; k++) uopc_counter_bump(ids[k], k);
   pthread_t t;
   work w = {ids[N - 1], 1, 1000};
@@ -159,11 +165,7 @@ static void test_counters_exited_thread_keeps_no_memory(void **state) {
 #else
   enum { N = 600 };
   uopc_counter_id ids[N];
-  char name[32];
-  for (int k = 0; k < N; k++) {
-    snprintf(name, sizeof name, "test freed %d", k);
-    ids[k] = uopc_counter_slot(name);
-  }
+  make_counters("test freed", ids, N);
   work w[3] = {{ids[0], 1, 1}, {ids[300], 1, 1}, {ids[N - 1], 1, 1}};
   size_t before = 0;
   for (int round = 0; round < 2; round++) {

@@ -651,14 +651,20 @@ static void test_fake_driver_reload_after_an_eviction_unloads_the_first_module(v
   assert_int_equal(*unloads - unloads0, 2);
 }
 
+/* A kernel named entry, which the fake driver refuses to load (UOPC_E_CUDA, no program); *err says why. */
+static void fake_load_fails(const char *entry, uopc_error *err) {
+  char source[128];
+  snprintf(source, sizeof source, "extern \"C\" __global__ void %s() {}\n", entry);
+  uopc_cuda_program *p = NULL;
+  assert_uopc_code(uopc_cuda_program_new(&p, source, entry, NULL, err), UOPC_E_CUDA, *err);
+  assert_null(p);
+}
+
 /* PTX the driver is too old for: the message names the driver's CUDA version (12080 is 12.8). */
 static void test_fake_driver_ptx_newer_than_the_driver_says_to_update_it(void **state) {
   (void)state;
-  static const char too_new[] = "extern \"C\" __global__ void too_new() {}\n";
   uopc_error err = {0};
-  uopc_cuda_program *p = NULL;
-  assert_uopc_code(uopc_cuda_program_new(&p, too_new, "too_new", NULL, &err), UOPC_E_CUDA, err);
-  assert_null(p);
+  fake_load_fails("too_new", &err);
   assert_contains(err.message, "failed: FAKE (fake): the driver (CUDA 12.8) is older than the compiler "
                                "that wrote it; update the driver");
 }
@@ -667,11 +673,8 @@ static void test_fake_driver_ptx_newer_than_the_driver_says_to_update_it(void **
  * log is cut to its first 1023 bytes. */
 static void test_fake_driver_load_failure_gives_the_drivers_log_cut_at_1023_bytes(void **state) {
   (void)state;
-  static const char long_log[] = "extern \"C\" __global__ void long_log() {}\n";
   uopc_error err = {0};
-  uopc_cuda_program *p = NULL;
-  assert_uopc_code(uopc_cuda_program_new(&p, long_log, "long_log", NULL, &err), UOPC_E_CUDA, err);
-  assert_null(p);
+  fake_load_fails("long_log", &err);
   const char *log = strstr(err.message, ") failed: FAKE (fake): ");
   if (!log) fail_msg("no driver error in '%s'", err.message);
   log += strlen(") failed: FAKE (fake): ");
