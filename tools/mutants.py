@@ -396,12 +396,13 @@ class UopcTree:
     shutil.rmtree(self.root, ignore_errors=True)
 
 
-class LabSanTree:
+class LabSanTree(UopcTree):
   """The second opinion on a lab's survivor: the lab's own cmocka suites built from the reference
   with `make SAN=1` (AddressSanitizer and UBSan), as `make SAN=1 test-c` runs them in CI. The
-  grader does not run them; a survivor they catch is reported apart, and still counts as one."""
+  grader does not run them; a survivor they catch is reported apart, and still counts as one.
+  A mutant is swapped in and out as in the runtime's tree; only the copy and the build differ."""
 
-  def __init__(self, t):
+  def __init__(self, t):   # not UopcTree.__init__: the whole tree is copied, and only the lab is built
     self.root = Path(tempfile.mkdtemp(prefix=f"uopc-mutant-san-{t.name}-"))
     tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                              stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
@@ -421,10 +422,6 @@ class LabSanTree:
 
   def binaries(self):
     return [self.root / b for b in self.targets]
-
-  run = UopcTree.run
-  run_suite = UopcTree.run_suite
-  remove = UopcTree.remove
 
 
 def second_opinion(t, tally):
