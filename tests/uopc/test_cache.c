@@ -7,8 +7,10 @@
 #include "../../uopc/src/internal.h"
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <semaphore.h>
 #include <sys/mman.h>
 #include <signal.h>
@@ -734,6 +736,314 @@ static void test_cache_builds_leave_no_descriptor_open(void **state) {
   assert_int_equal(testutil_open_fds(), before);
 }
 
+/* ---- paths, the default directory and who owns it --------------------------------- */
+
+/* A name of n bytes of 'a' under base, for paths past a limit. */
+static char *long_path(const char *base, size_t n) {
+  size_t len = strlen(base);
+  char *p = malloc(len + 1 + n + 1);
+  assert_non_null(p);
+  memcpy(p, base, len);
+  p[len] = '/';
+  memset(p + len + 1, 'a', n);
+  p[len + 1 + n] = '\0';
+  return p;
+}
+
+/* A message that names a path of about PATH_MAX bytes is cut at the message's size: it starts
+ * with start and fills the message. */
+static void assert_cut_message(const char *message, const char *start) {
+  if (strncmp(message, start, strlen(start)) != 0) fail_msg("message '%.120s...', expected '%s...'", message, start);
+  assert_int_equal(strlen(message), UOPC_ERROR_MESSAGE_MAX - 1);
+}
+
+/* A directory whose path does not fit in PATH_MAX is refused before anything is created. */
+static void test_cache_open_refuses_a_directory_past_path_max(void **state) {
+  (void)state;
+  char *dir = long_path(testutil_cache_dir, PATH_MAX);
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_open(&c, dir, &err), UOPC_E_INVALID, err);
+  char want[PATH_MAX + 16];
+  snprintf(want, sizeof want, "path '%.100s", dir);
+  assert_cut_message(err.message, want);
+  assert_int_equal(access(testutil_cache_dir, F_OK), 0);
+  free(dir);
+}
+
+/* One that fits in PATH_MAX but leaves no room for "<entry>-<key>/kernel.so" is refused too. */
+static void test_cache_open_refuses_a_directory_without_room_for_entries(void **state) {
+  (void)state;
+  char *dir = long_path(testutil_cache_dir, PATH_MAX - 200 - strlen(testutil_cache_dir));
+  assert_true(strlen(dir) > PATH_MAX - 256 && strlen(dir) < PATH_MAX);
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_open(&c, dir, &err), UOPC_E_INVALID, err);
+  char want[PATH_MAX + 32];
+  snprintf(want, sizeof want, "cache directory '%.100s", dir);
+  assert_cut_message(err.message, want);
+  assert_int_equal(access(dir, F_OK), -1);   /* refused before anything is made */
+  free(dir);
+}
+
+/* Sets name to value (NULL: unsets it); returns the old value, copied, for restore_env. */
+static char *swap_env(const char *name, const char *value) {
+  const char *old = getenv(name);
+  char *saved = old ? strdup(old) : NULL;
+  if (value) setenv(name, value, 1);
+  else unsetenv(name);
+  return saved;
+}
+
+static void restore_env(const char *name, char *saved) {
+  if (saved) setenv(name, saved, 1);
+  else unsetenv(name);
+  free(saved);
+}
+
+/* Without UOPC_CACHE_DIR: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc, else the passwd entry's
+ * home; an empty variable counts as unset. */
+static void test_cache_resolve_falls_back_to_xdg_then_home_then_passwd(void **state) {
+  (void)state;
+  char *cache_dir = swap_env("UOPC_CACHE_DIR", ""), *xdg = swap_env("XDG_CACHE_HOME", "/xdg/cache"),
+       *home = swap_env("HOME", "/home/someone");
+  char got[PATH_MAX], want[PATH_MAX + 32];
+  uopc_error err = {0};
+  int rc_xdg = uopc_cache_resolve(NULL, got, &err);
+  int xdg_ok = strcmp(got, "/xdg/cache/uopc") == 0;
+  setenv("XDG_CACHE_HOME", "", 1);
+  int rc_home = uopc_cache_resolve("", got, &err);
+  int home_ok = strcmp(got, "/home/someone/.cache/uopc") == 0;
+  unsetenv("XDG_CACHE_HOME");
+  unsetenv("HOME");
+  int rc_pw = uopc_cache_resolve(NULL, got, &err);
+  restore_env("UOPC_CACHE_DIR", cache_dir);   /* back before any assertion can stop the test */
+  restore_env("XDG_CACHE_HOME", xdg);
+  restore_env("HOME", home);
+  assert_uopc_ok(rc_xdg, err);
+  assert_true(xdg_ok);
+  assert_uopc_ok(rc_home, err);
+  assert_true(home_ok);
+  struct passwd *pw = getpwuid(geteuid());
+  if (pw && *pw->pw_dir) {
+    assert_uopc_ok(rc_pw, err);
+    snprintf(want, sizeof want, "%s/.cache/uopc", pw->pw_dir);
+    assert_string_equal(got, want);
+  } else {
+    assert_uopc_code(rc_pw, UOPC_E_IO, err);
+    assert_string_equal(err.message, "no cache directory: UOPC_CACHE_DIR, XDG_CACHE_HOME and HOME are unset");
+  }
+}
+
+/* A directory another user owns is refused, naming both uids and the private directory to make
+ * instead. As root, one chowned to nobody (65534); as anyone else, "/" (root's). */
+static void test_cache_open_refuses_a_directory_another_user_owns(void **state) {
+  (void)state;
+  char dir[PATH_MAX + 16] = "/";
+  unsigned owner = 0;
+  if (geteuid() == 0) {
+    owner = 65534;
+    snprintf(dir, sizeof dir, "%s/theirs", testutil_cache_dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(chown(dir, owner, owner), 0);
+  }
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_open(&c, dir, &err), UOPC_E_UNSAFE_CACHE, err);
+  char want[PATH_MAX + 256];
+  snprintf(want, sizeof want,
+           "cache directory '%s' is owned by uid %u, not by you (uid %u): a shared object planted there would be "
+           "run. Fix: mkdir -m 700 '%s/uopc-",
+           dir, owner, (unsigned)geteuid(), dir);
+  if (strncmp(err.message, want, strlen(want)) != 0) fail_msg("message '%s', expected '%s...'", err.message, want);
+}
+
+/* The cache's tmp/ cannot be made (in /proc/self, which is the process's own, 0555, and takes
+ * no new directory, root or not): the open fails naming it and why. */
+static void test_cache_open_names_the_tmp_it_cannot_create(void **state) {
+  (void)state;
+  errno = 0;
+  assert_int_equal(mkdir("/proc/self/tmp", 0700), -1);
+  int cause = errno;
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_open(&c, "/proc/self", &err), UOPC_E_IO, err);
+  char want[128];
+  snprintf(want, sizeof want, "cannot create '/proc/self/tmp': %s", strerror(cause));
+  assert_string_equal(err.message, want);
+}
+
+/* An entry name that makes the entry's path longer than PATH_MAX is an error, not a miss. */
+static void test_cache_lookup_refuses_an_entry_path_past_path_max(void **state) {
+  (void)state;
+  uopc_cache c;
+  uopc_error err = {0};
+  char artifact[PATH_MAX], *entry = long_path("e", PATH_MAX);
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_int_equal(uopc_cache_lookup(&c, entry, "0123", "kernel.so", artifact, &err), -1);
+  assert_int_equal(err.code, UOPC_E_INVALID);
+  char want[PATH_MAX + 32];
+  snprintf(want, sizeof want, "cache entry path for '%.100s", entry);
+  assert_cut_message(err.message, want);
+  free(entry);
+}
+
+/* A failed build whose place in failed/ would not fit in PATH_MAX stays where it was built. */
+static void test_cache_keep_failed_leaves_a_build_whose_name_is_too_long(void **state) {
+  (void)state;
+  uopc_cache c;
+  uopc_error err = {0};
+  char staging[PATH_MAX], kept[PATH_MAX], *entry = long_path("e", PATH_MAX - 100);
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  uopc_cache_keep_failed(&c, staging, entry, "0123", kept);
+  free(entry);
+  assert_string_equal(kept, staging);
+  struct stat st;
+  assert_int_equal(stat(staging, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+}
+
+/* A discard with no tmp/ to move the entry into removes it where it is, and still takes it off
+ * the running total. */
+static void test_cache_discard_without_tmp_removes_the_entry_in_place(void **state) {
+  (void)state;
+  char dir[PATH_MAX], tmp[PATH_MAX + 8];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_int_equal(build_tag("in-place-a", dir, NULL), 0);
+  assert_int_equal(build_tag("in-place-b", NULL, NULL), 0);
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  testutil_remove_tree(tmp);
+  assert_int_equal(uopc_cache_discard_dir(&c, dir), 1);
+  assert_int_equal(access(dir, F_OK), -1);
+  assert_int_equal(access(tmp, F_OK), -1);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+  assert_int_equal(uopc_cache_discard_dir(&c, dir), 0);   /* gone: nothing moved */
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+}
+
+/* The lock and the stats file of a directory whose path leaves no room for their names. */
+static void test_cache_lock_and_record_refuse_a_directory_past_path_max(void **state) {
+  (void)state;
+  char *dir = long_path(testutil_cache_dir, PATH_MAX - 3 - strlen(testutil_cache_dir)), want[PATH_MAX + 16];
+  snprintf(want, sizeof want, "path '%.100s", dir);
+  uopc_error err = {0};
+  int fd = 7;
+  assert_uopc_code(uopc_cache_lock(dir, &fd, &err), UOPC_E_IO, err);
+  assert_int_equal(fd, -1);
+  assert_cut_message(err.message, want);
+  uopc_error_clear(&err);
+  uopc_cache_record r = {.known = 1, .entries = 1};
+  assert_uopc_code(uopc_cache_record_write(dir, &r, &err), UOPC_E_IO, err);
+  assert_cut_message(err.message, want);
+  free(dir);
+}
+
+/* A stats file with events but no total (or half of one) leaves the total unknown, so that it is
+ * counted from the disk, and print shows the count, not the zeros of a total never read. */
+static void test_cache_record_read_without_a_total_leaves_it_unknown(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8];
+  assert_int_equal(build_tag("no-total-a", NULL, NULL), 0);
+  assert_int_equal(build_tag("no-total-b", NULL, NULL), 0);
+  uopc_cache_stats_flush();
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char *const texts[] = {"hits=5\n", "entries=2\nhits=5\n", "bytes=8192\nhits=5\n"};
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    uopc_error err = {0};
+    assert_uopc_ok(uopc_write_file(stats, texts[i], strlen(texts[i]), &err), err);
+    uopc_cache_record r = record_of(testutil_cache_dir);
+    if (r.known != 0 || r.events[UOPC_CACHE_HITS] != 5)
+      fail_msg("'%s': known %d, hits %lld; expected 0 and 5", texts[i], r.known, (long long)r.events[UOPC_CACHE_HITS]);
+    char *text = printed(testutil_cache_dir, 500LL << 20);
+    assert_contains(text, "\nentries                    2\n");
+    assert_contains(text, "\nhits                       5\n");
+    free(text);
+  }
+}
+
+/* With stdin closed, the stats file opens as descriptor 0, a valid one: the record is written. */
+static void test_cache_record_write_writes_through_descriptor_0(void **state) {
+  (void)state;
+  uopc_cache_record r = {.known = 1, .entries = 3, .bytes = 12288};
+  r.events[UOPC_CACHE_EVICTIONS] = 4;
+  uopc_error err = {0};
+  int saved = dup(0);
+  assert_true(saved > 0);
+  close(0);
+  int rc = uopc_cache_record_write(testutil_cache_dir, &r, &err);
+  assert_int_equal(dup2(saved, 0), 0);   /* stdin back before any assertion can stop the test */
+  close(saved);
+  assert_uopc_ok(rc, err);
+  uopc_cache_record got = record_of(testutil_cache_dir);
+  assert_int_equal(got.known, 1);
+  assert_int_equal(got.entries, 3);
+  assert_int_equal(got.bytes, 12288);
+  assert_int_equal(got.events[UOPC_CACHE_EVICTIONS], 4);
+}
+
+/* A file past 64 MiB (sparse here: no disk used) is refused by size before a byte is read. */
+static void test_cache_read_file_refuses_a_file_past_64_MiB(void **state) {
+  (void)state;
+  char path[PATH_MAX + 8], want[PATH_MAX + 96];
+  snprintf(path, sizeof path, "%s/huge", testutil_cache_dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (64 << 20) + 1), 0);
+  close(fd);
+  char *data = NULL;
+  size_t n = 0;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_read_file(path, &data, &n, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "'%s' is larger than %d bytes, or cannot be read", path, 64 << 20);
+  assert_string_equal(err.message, want);
+  assert_null(data);
+  /* exactly 64 MiB is still read */
+  assert_int_equal(truncate(path, 64 << 20), 0);
+  assert_uopc_ok(uopc_read_file(path, &data, &n, &err), err);
+  assert_int_equal(n, 64 << 20);
+  free(data);
+}
+
+/* Entries used at the same instant, to the nanosecond, go in name order, so that every process
+ * evicts the same one. The pair is one readdir lists in the other order (when there is one). */
+static void test_cache_evicts_entries_used_at_the_same_instant_by_name(void **state) {
+  (void)state;
+  char dirs[3][PATH_MAX];
+  const char *listed[3];
+  int n = 0;
+  assert_int_equal(build_tag("tie-a", dirs[0], NULL), 0);
+  assert_int_equal(build_tag("tie-b", dirs[1], NULL), 0);
+  assert_int_equal(build_tag("tie-c", dirs[2], NULL), 0);
+  DIR *d = opendir(testutil_cache_dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d));)
+    for (int i = 0; i < 3; i++)
+      if (strcmp(e->d_name, strrchr(dirs[i], '/') + 1) == 0) listed[n++] = dirs[i];
+  closedir(d);
+  assert_int_equal(n, 3);
+  int first = 0, second = 1;   /* a pair listed out of name order, else the first two */
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (strcmp(listed[i], listed[j]) > 0) first = i, second = j;
+  time_t then = time(NULL) - 1000;
+  struct timespec tie[2] = {{then, 500}, {then, 500}}, later[2] = {{then + 10, 0}, {then + 10, 0}};
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(utimensat(AT_FDCWD, listed[i], i == first || i == second ? tie : later, 0), 0);
+  const char *smaller = strcmp(listed[first], listed[second]) < 0 ? listed[first] : listed[second];
+  const char *larger = smaller == listed[first] ? listed[second] : listed[first];
+  /* room for three and a half entries: the fourth is past it, and evicting one gets below 90 % */
+  int64_t three = record_of(testutil_cache_dir).bytes;
+  set_limit(three + three / 6);
+  assert_int_equal(build_tag("tie-d", NULL, NULL), 0);
+  assert_int_equal(access(smaller, F_OK), -1);
+  assert_int_equal(access(larger, F_OK), 0);
+  assert_int_equal(access(listed[3 - first - second], F_OK), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
@@ -764,6 +1074,19 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_write_file_fails_on_a_write_refused_for_good, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_publish_cuts_a_long_manifest_at_64_KiB, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_tree_size_counts_the_directory_and_its_files, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_past_path_max, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_without_room_for_entries, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_resolve_falls_back_to_xdg_then_home_then_passwd, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_another_user_owns, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_open_names_the_tmp_it_cannot_create, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lookup_refuses_an_entry_path_past_path_max, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_keep_failed_leaves_a_build_whose_name_is_too_long, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_discard_without_tmp_removes_the_entry_in_place, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lock_and_record_refuse_a_directory_past_path_max, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_record_read_without_a_total_leaves_it_unknown, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_record_write_writes_through_descriptor_0, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_read_file_refuses_a_file_past_64_MiB, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_evicts_entries_used_at_the_same_instant_by_name, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
