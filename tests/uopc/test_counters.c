@@ -272,6 +272,20 @@ static void test_counters_get_waits_for_the_registry_lock(void **state) {
 
 static int fresh_with_dir(void **state) { return fresh(state) || testutil_fresh_cache(state); }
 
+/* uopc_fail copies where as text: a '%' in it is kept, not read as a format (the suite's one
+ * check of error.c's filling; the messages it formats are checked everywhere). */
+static void test_error_where_with_a_percent_sign_is_copied_as_written(void **state) {
+  (void)state;
+  uopc_error err;
+  uopc_error_clear(&err);
+  assert_int_equal(uopc_fail(&err, UOPC_E_LIMIT, "at 100%% of %s", "%d cells, limit %d", 7, 8), UOPC_E_LIMIT);
+  assert_int_equal(err.code, UOPC_E_LIMIT);
+  assert_string_equal(err.where, "at 100%% of %s");
+  assert_string_equal(err.message, "7 cells, limit 8");
+  assert_int_equal(uopc_fail(&err, UOPC_E_IO, NULL, "no where"), UOPC_E_IO);
+  assert_string_equal(err.where, "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_counters_sum_eight_threads_exactly, fresh),
@@ -284,6 +298,7 @@ int main(void) {
                                     testutil_remove_cache),
     cmocka_unit_test_setup(test_counters_get_waits_for_the_registry_lock, fresh),
     cmocka_unit_test(test_counters_json_path_too_long_names_the_limit),
+    cmocka_unit_test(test_error_where_with_a_percent_sign_is_copied_as_written),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

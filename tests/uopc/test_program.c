@@ -840,6 +840,66 @@ static void test_counters_json_is_written_at_exit(void **state) {
   assert_contains(text, "\"compiler invocations\": 0");
 }
 
+/* No memory for hashing /proc/cpuinfo (the third calloc: after the program and its request): a
+ * -march=native build still works, its target says the CPU is unknown, and the key holds that. */
+static void test_program_native_without_memory_for_the_cpu_hash_says_cpu_unknown(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's calloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  struct utsname u;
+  assert_int_equal(uname(&u), 0);
+  char want[128];
+  snprintf(want, sizeof want, "\ntarget=%s native (CPU unknown)\n", u.machine);
+  uopc_program_options opts = {.march_native = 1};
+  uopc_program *p;
+  uopc_error err = {0};
+  fail_next_calloc = 3;
+  int rc = uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err);
+  fail_next_calloc = 0;
+  assert_uopc_ok(rc, err);
+  char *text = read_entry_file(uopc_program_dir(p), "manifest");
+  assert_contains(text, want);
+  free(text);
+  uopc_program_free(p);
+#endif
+}
+
+/* A static entry compiles (the adapter in the same file calls it) but has no symbol to load: a
+ * load error naming the library and the function, and no program. */
+static void test_program_static_entry_is_a_load_error_naming_it(void **state) {
+  (void)state;
+  static const char source[] =
+      "static void hidden(const float *x, float *out, const int *n) {\n"
+      "  for (int i0 = 0; i0 < n[0]; i0++) out[i0] = x[i0];\n"
+      "}\n";
+  uopc_program *p = (uopc_program *)&p;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_program_new(&p, source, "hidden", "ppp", NULL, &err), UOPC_E_LOAD, err);
+  assert_null(p);
+  const char *tail = "/kernel.so' has no function 'hidden' (is it static, or misspelt?)";
+  size_t n = strlen(err.message), len = strlen(tail);
+  assert_true(err.message[0] == '\'' && n > len);
+  assert_string_equal(err.message + n - len, tail);
+}
+
+/* The entry itself, called with its own arguments, computes what the adapter does. */
+static void test_program_entry_is_the_compiled_function(void **state) {
+  (void)state;
+  uopc_program *p;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_program_new(&p, SQUARE, "square", "ppp", NULL, &err), err);
+  void (*square)(const float *, float *, const int *) =
+      (void (*)(const float *, float *, const int *))uopc_program_entry(p);
+  assert_non_null(square);
+  float x[3] = {1.5f, -2, 4}, y[3] = {0};
+  int n = 3;
+  square(x, y, &n);
+  assert_true(y[0] == 2.25f && y[1] == 4 && y[2] == 16);
+  uopc_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_program_compiles_calls_and_counts),
@@ -880,6 +940,9 @@ int main(void) {
     cmocka_unit_test(test_program_free_of_null_does_nothing),
     cmocka_unit_test(test_build_check_names_takes_every_digit_after_the_first_character),
     cmocka_unit_test(test_counters_json_is_written_at_exit),
+    cmocka_unit_test(test_program_native_without_memory_for_the_cpu_hash_says_cpu_unknown),
+    cmocka_unit_test(test_program_static_entry_is_a_load_error_naming_it),
+    cmocka_unit_test(test_program_entry_is_the_compiled_function),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -1,6 +1,7 @@
 /* test_sha256.c: the runtime's SHA-256 (uopc/src/sha256.c, an internal
  * module), against FIPS 180-4's examples and against Python's hashlib for the
  * labelled-field encoding that cache keys rely on. */
+#define TESTUTIL_FAILING_MALLOC   /* NOMEM paths on demand: fail_next_calloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
 
@@ -77,6 +78,24 @@ static void test_sha256_file_reports_a_read_error(void **state) {
   assert_string_equal(hex, "unchanged");
 }
 
+/* No memory for the context: out of memory, said as such, and nothing handed out. */
+static void test_sha256_new_without_memory_is_nomem(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's calloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  uopc_hash *h = (uopc_hash *)&h;
+  uopc_error err = {0};
+  fail_next_calloc = 1;
+  int rc = uopc_hash_new(&h, &err);
+  fail_next_calloc = 0;
+  assert_uopc_code(rc, UOPC_E_NOMEM, err);
+  assert_string_equal(err.message, "cannot start a SHA-256 context");
+  assert_ptr_equal(h, (uopc_hash *)&h);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_sha256_file_matches_fips_examples),
@@ -84,6 +103,7 @@ int main(void) {
     cmocka_unit_test(test_sha256_null_string_hashes_as_the_empty_string),
     cmocka_unit_test(test_sha256_file_reports_a_missing_file),
     cmocka_unit_test(test_sha256_file_reports_a_read_error),
+    cmocka_unit_test(test_sha256_new_without_memory_is_nomem),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -3,7 +3,9 @@
  * program is found only as a regular executable file. */
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #define TESTUTIL_FAILING_MALLOC   /* NOMEM paths on demand: fail_next_malloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
@@ -188,6 +190,31 @@ static void test_find_program_stops_at_the_end_of_path(void **state) {
   assert_string_equal(err.message, "program 'sh' not found on PATH (/nonexistent-uopc)");
 }
 
+/* No descriptor left for the output's pipe (RLIMIT_NOFILE at 3, with 0, 1 and 2 open): the
+ * program is named with the reason, and nothing is started. In a child, whose limit it is. */
+static void test_spawn_without_descriptors_for_the_pipe_names_the_program(void **state) {
+  (void)state;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int fd = 3; fd < 4096; fd++) close(fd);
+    struct rlimit three = {3, 3};
+    if (setrlimit(RLIMIT_NOFILE, &three) != 0) _exit(2);
+    char *const argv[] = {"/nonexistent/uopc-probe", NULL};
+    static uopc_spawn_result res;
+    uopc_error err = {0};
+    int rc = uopc_spawn(argv, NULL, &res, &err);
+    const char *want = "cannot create a pipe for '/nonexistent/uopc-probe': Too many open files";
+    int ok = rc == UOPC_E_IO && strcmp(err.message, want) == 0;
+    if (!ok) fprintf(stderr, "%s: %s\n", uopc_error_name(rc), err.message);
+    _exit(ok ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
@@ -198,6 +225,7 @@ int main(void) {
     cmocka_unit_test(test_spawn_reports_a_child_it_cannot_wait_for),
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
     cmocka_unit_test(test_find_program_stops_at_the_end_of_path),
+    cmocka_unit_test(test_spawn_without_descriptors_for_the_pipe_names_the_program),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
