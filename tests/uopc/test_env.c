@@ -207,6 +207,22 @@ static void test_nvcc_on_path_runs_before_the_one_in_cuda_home(void **state) {
   assert_contains(err, "\nthe nvcc on PATH\n");
 }
 
+/* With no nvcc on PATH, $CUDA_HOME/bin/nvcc runs (before the default install's). */
+static void test_nvcc_in_cuda_home_runs_when_none_is_on_path(void **state) {
+  (void)state;
+  char empty[4200], bin[4300], want[PATH_MAX + 16], err[16384];
+  snprintf(empty, sizeof empty, "%s/no-nvcc-here", testutil_cache_dir);
+  assert_int_equal(mkdir(empty, 0700), 0);
+  snprintf(fake_cuda_home, sizeof fake_cuda_home, "%s/nvcc-home-only", testutil_cache_dir);
+  write_fake_nvcc(fake_cuda_home, "echo the nvcc of CUDA_HOME\nexit 1\n");
+  assert_int_equal(run_with("PATH", empty, compile_by_nvcc, err, sizeof err), UOPC_E_COMPILE);
+  snprintf(bin, sizeof bin, "%s/bin", fake_cuda_home);
+  assert_non_null(realpath(bin, want));
+  strcat(want, "/nvcc failed on ");
+  if (strncmp(err, want, strlen(want)) != 0) fail_msg("expected '%s...', got:\n%s", want, err);
+  assert_contains(err, "\nthe nvcc of CUDA_HOME\n");
+}
+
 /* Compiles k by nvcc twice (the first sets up what a process keeps); prints the error and how many
  * more descriptors are open after the second. */
 static void compile_by_nvcc_twice_counting_descriptors(void) {
@@ -248,6 +264,7 @@ int main(void) {
     cmocka_unit_test(test_counters_json_path_that_can_be_written_gets_the_counters),
     cmocka_unit_test(test_debug_level_4_alone_prints_the_source_compiled),
     cmocka_unit_test(test_nvcc_on_path_runs_before_the_one_in_cuda_home),
+    cmocka_unit_test(test_nvcc_in_cuda_home_runs_when_none_is_on_path),
     cmocka_unit_test(test_nvcc_ptx_without_the_kernel_is_refused_and_closed),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);

@@ -900,6 +900,72 @@ static void test_program_entry_is_the_compiled_function(void **state) {
   uopc_program_free(p);
 }
 
+/* A build holds UOPC_BUILD_FIELDS keyed fields: one more is refused, naming the build and the
+ * field, and the fields it holds stay as they were (a dropped one would let two artifacts share
+ * a key). */
+static void test_build_field_past_the_limit_is_refused_and_named(void **state) {
+  (void)state;
+  static uopc_build b;
+  b.entry = "square";
+  uopc_error err = {0};
+  for (int i = 0; i < UOPC_BUILD_FIELDS; i++) assert_uopc_ok(uopc_build_field(&b, "label", "value", &err), err);
+  assert_uopc_code(uopc_build_field(&b, "extra", "x", &err), UOPC_E_LIMIT, err);
+  char want[128];
+  snprintf(want, sizeof want, "build of 'square': field 'extra' is past the %d keyed fields a build holds",
+           UOPC_BUILD_FIELDS);
+  assert_string_equal(err.message, want);
+  assert_int_equal(b.n_fields, UOPC_BUILD_FIELDS);
+  assert_string_equal(b.fields[UOPC_BUILD_FIELDS - 1].label, "label");
+}
+
+/* What a build says when its entry was evicted before every load it tried: the artifact, the
+ * tries and the limit. (Losing it three times in a row takes another process's evictions; the
+ * fault site loses it once, which the rebuild then survives: tests/faults.) */
+static void test_build_fail_lost_names_the_artifact_the_tries_and_the_limit(void **state) {
+  (void)state;
+  static uopc_build b;
+  snprintf(b.artifact_path, sizeof b.artifact_path, "/cache/square-00ff/kernel.so");
+  b.cache.max_size = 4096;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_build_fail_lost(&b, &err), UOPC_E_LOAD, err);
+  assert_string_equal(err.message, "'/cache/square-00ff/kernel.so' was evicted before it could be loaded, 3 times in "
+                                   "a row: the cache's limit (UOPC_CACHE_MAX_SIZE, 4096 bytes) is too small for the "
+                                   "processes sharing it");
+}
+
+/* No memory for the manifest's description, after the compile: out of memory, naming the entry,
+ * and the staging directory is removed, not left in tmp/. The malloc that fails is found by
+ * failing the 1st, 2nd, ... from the call on, each on a source of its own (a miss each time). */
+static void test_program_without_memory_for_the_manifest_removes_the_staging(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  char source[512], tmp[PATH_MAX + 8];
+  int found = 0;
+  for (int k = 1; k <= 1000 && !found; k++) {
+    snprintf(source, sizeof source, "/* manifest %d */\n%s", k, SQUARE);
+    uopc_program *p = NULL;
+    uopc_error err = {0};
+    fail_next_malloc = k;
+    int rc = uopc_program_new(&p, source, "square", "ppp", NULL, &err);
+    int unused = fail_next_malloc != 0;   /* the call made fewer than k mallocs */
+    fail_next_malloc = 0;
+    uopc_program_free(p);
+    if (unused) fail_msg("no malloc of the %d the call made failed the manifest", k - 1);
+    found = rc == UOPC_E_NOMEM && strcmp(err.message, "no memory for the manifest of 'square'") == 0;
+  }
+  assert_true(found);
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  DIR *d = opendir(tmp);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d));)
+    if (strncmp(e->d_name, "stage-", 6) == 0) fail_msg("staging directory '%s' is left in tmp/", e->d_name);
+  closedir(d);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_program_compiles_calls_and_counts),
@@ -943,6 +1009,9 @@ int main(void) {
     cmocka_unit_test(test_program_native_without_memory_for_the_cpu_hash_says_cpu_unknown),
     cmocka_unit_test(test_program_static_entry_is_a_load_error_naming_it),
     cmocka_unit_test(test_program_entry_is_the_compiled_function),
+    cmocka_unit_test(test_build_field_past_the_limit_is_refused_and_named),
+    cmocka_unit_test(test_build_fail_lost_names_the_artifact_the_tries_and_the_limit),
+    cmocka_unit_test(test_program_without_memory_for_the_manifest_removes_the_staging),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
