@@ -335,6 +335,29 @@ static void test_cuda_compile_rejects_bad_arguments(void **state) {
   }
 }
 
+/* A program has 1 to UOPC_CUDA_KERNELS_MAX kernels, named in an array: any other count, or no
+ * array, is refused before a driver or compiler is asked, GPU or not, and *out is NULL. */
+static void test_cuda_program_new_kernels_rejects_a_count_outside_1_to_max(void **state) {
+  (void)state;
+  static const char *const entries[] = {"square_plus_one"};
+  static const struct { const char *const *entries; int n; const char *says; } cases[] = {
+    {entries, 0, "0 kernels named; a program has 1 to 1024"},
+    {entries, -1, "-1 kernels named; a program has 1 to 1024"},
+    {entries, UOPC_CUDA_KERNELS_MAX + 1, "1025 kernels named; a program has 1 to 1024"},
+    {NULL, 1, "0 kernels named; a program has 1 to 1024"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uopc_error err = {0};
+    static char dummy;
+    uopc_cuda_program *p = (uopc_cuda_program *)&dummy;  /* must come back NULL */
+    int rc = uopc_cuda_program_new_kernels(&p, SQUARE_PLUS_ONE, cases[i].entries, cases[i].n, NULL, &err);
+    if (rc != UOPC_E_INVALID || strcmp(err.message, cases[i].says) != 0)
+      fail_msg("case %zu: expected UOPC_E_INVALID saying \"%s\", got %s: %s", i, cases[i].says,
+               uopc_error_name(rc), err.message);
+    assert_null(p);
+  }
+}
+
 static void test_cuda_compile_reports_a_too_small_ptx_path_buffer(void **state) {
   uopc_error err = {0};
   char ptx[PATH_MAX];
@@ -517,6 +540,7 @@ static const char FAKE_DRIVER[] =
     "unsigned long long fake_htod_dst;  /* the last cuMemcpyHtoD's device address */\n"
     "char fake_function[64];  /* the last name cuModuleGetFunction was asked for */\n"
     "unsigned fake_launch[7];  /* the last launch's grid, block and shared bytes */\n"
+    "CUresult fake_sync_result;  /* what cuCtxSynchronize answers (a fault in the kernel) */\n"
     "static int ctx, mod, fn;\n"
     "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
     "CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n"
@@ -525,10 +549,13 @@ static const char FAKE_DRIVER[] =
     "  *n = getenv(\"UOPC_TEST_FAKE_NO_DEVICE\") ? 0 : 1; return 0;\n"
     "}\n"
     "CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
-    "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 0; return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, int d) {\n"
+    "  (void)d; if (getenv(\"UOPC_TEST_FAKE_ATTRIBUTE_FAILS\")) return 34;  /* CUDA_ERROR_STUB_LIBRARY */\n"
+    "  *v = a == 75 ? 8 : 0; return 0;\n"
+    "}\n"
     "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx; return 0; }\n"
     "CUresult cuCtxSetCurrent(void *c) { return c == &ctx ? 0 : 201; }\n"
-    "CUresult cuCtxSynchronize(void) { return 0; }\n"
+    "CUresult cuCtxSynchronize(void) { return fake_sync_result; }\n"
     "CUresult cuModuleLoadDataEx(void **m, const void *i, unsigned n, int *o, void **v) {\n"
     "  (void)n; (void)o;\n"
     "  if (strstr(i, \"too_new\")) return 222;  /* CUDA_ERROR_UNSUPPORTED_PTX_VERSION */\n"
@@ -542,18 +569,20 @@ static const char FAKE_DRIVER[] =
     "CUresult cuModuleGetFunction(void **f, void *m, const char *s) {\n"
     "  (void)m; strncpy(fake_function, s, sizeof fake_function - 1);\n"
     "  if (*fake_evict) { unlink(fake_evict); *fake_evict = 0; return 1; }\n"
+    "  if (!strcmp(s, \"not_found\")) return 500;  /* CUDA_ERROR_NOT_FOUND */\n"
     "  *f = &fn; return 0;\n"
     "}\n"
     "CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
     "                        unsigned bz, unsigned shared, void *stream, void **args, void **extra) {\n"
     "  (void)stream; (void)args; (void)extra;\n"
     "  if (f != &fn) return 400;  /* CUDA_ERROR_INVALID_HANDLE: not a function this driver gave */\n"
+    "  if (!gx) return 1;  /* CUDA_ERROR_INVALID_VALUE: an empty grid */\n"
     "  unsigned got[7] = {gx, gy, gz, bx, by, bz, shared};\n"
     "  for (int i = 0; i < 7; i++) fake_launch[i] = got[i];\n"
     "  return 0;\n"
     "}\n"
-    "CUresult cuMemAlloc_v2(void) { return 2; }\n"
-    "CUresult cuMemFree_v2(void) { return 0; }\n"
+    "CUresult cuMemAlloc_v2(void) { return 2; }  /* CUDA_ERROR_OUT_OF_MEMORY, always */\n"
+    "CUresult cuMemFree_v2(unsigned long long d) { return d == 0x999 ? 999 : 0; }  /* 999: no such code */\n"
     "CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {\n"
     "  if (n > sizeof fake_memory) return 1;\n"
     "  fake_htod_dst = d; memcpy(fake_memory, s, n); return 0;\n"
@@ -562,8 +591,11 @@ static const char FAKE_DRIVER[] =
     "  (void)s; if (n > sizeof fake_memory) return 1;\n"
     "  memcpy(d, fake_memory, n); return 0;\n"
     "}\n"
-    "CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = \"FAKE\"; return 0; }\n"
-    "CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = \"fake\"; return 0; }\n"
+    /* as a driver does for a code it does not know (and the stub for its own): CUDA_ERROR_INVALID_VALUE,
+     * *s untouched */
+    "static int unknown(CUresult r) { return r == 34 || r == 999; }\n"
+    "CUresult cuGetErrorName(CUresult r, const char **s) { if (unknown(r)) return 1; *s = \"FAKE\"; return 0; }\n"
+    "CUresult cuGetErrorString(CUresult r, const char **s) { if (unknown(r)) return 1; *s = \"fake\"; return 0; }\n"
     /* NVRTC opens libcuda.so.1 too, and asks it for this table: none here */
     "CUresult cuGetExportTable(const void **t, const void *id) { (void)id; *t = 0; return 500; }\n";
 
@@ -698,6 +730,63 @@ static void test_fake_driver_copies_hand_the_bytes_to_the_driver(void **state) {
   assert_memory_equal(out, in, sizeof in);
 }
 
+/* A kernel the module does not have (CUDA_ERROR_NOT_FOUND) says how to declare one it would
+ * find; the module loaded for the lookup is unloaded with the program that failed. */
+static void test_fake_driver_kernel_not_in_the_module_says_to_declare_it_extern_c(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  int *loads = dlsym(fake_driver, "fake_loads"), *unloads = dlsym(fake_driver, "fake_unloads");
+  assert_true(loads && unloads);
+  int loads0 = *loads, unloads0 = *unloads;
+  fake_load_fails("not_found", &err);
+  assert_string_equal(err.message, "cuModuleGetFunction(not_found) failed: FAKE (fake); declare it "
+                                   "extern \"C\" __global__");
+  assert_int_equal(*loads - loads0, 1);
+  assert_int_equal(*unloads - unloads0, 1);
+}
+
+/* A launch the driver refuses names the kernel, the driver's words and the shape, and counts no call;
+ * a fault in the kernel surfaces at the synchronize, after the launch (counted) went through. */
+static void test_fake_driver_launch_and_synchronize_failures_say_which(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  int *sync = dlsym(fake_driver, "fake_sync_result");
+  assert_non_null(sync);
+  assert_uopc_ok(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), err);
+  int64_t calls = uopc_counter_get("calls square_plus_one");
+  unsigned empty[3] = {0, 1, 1}, grid[3] = {2, 3, 5}, block[3] = {7, 11, 13};
+  unsigned long long none = 0;
+  void *args[] = {&none, &none, &none};
+  assert_uopc_code(uopc_cuda_launch(p, empty, block, 17, args, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuLaunchKernel(square_plus_one) failed: FAKE (fake) (grid 0x1x1, "
+                                   "block 7x11x13, 17 shared bytes)");
+  assert_int_equal(delta("calls square_plus_one", calls), 0);
+  *sync = 700;  /* CUDA_ERROR_ILLEGAL_ADDRESS */
+  int rc = uopc_cuda_launch(p, grid, block, 17, args, &err);
+  *sync = 0;
+  assert_uopc_code(rc, UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "square_plus_one failed on the device: cuCtxSynchronize: FAKE (fake)");
+  assert_int_equal(delta("calls square_plus_one", calls), 1);
+  assert_uopc_ok(uopc_cuda_launch(p, grid, block, 17, args, &err), err);
+  assert_int_equal(delta("calls square_plus_one", calls), 2);
+  uopc_cuda_program_free(p);
+}
+
+/* Device memory the driver refuses: the request and the driver's words; a code the driver cannot
+ * name (999) is given as a number. An allocation that failed leaves *dptr 0. */
+static void test_fake_driver_alloc_and_free_failures_give_the_drivers_code(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  unsigned long long dptr = 1;
+  assert_uopc_code(uopc_cuda_alloc(&dptr, 64, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuMemAlloc(64 bytes) failed: FAKE (fake)");
+  assert_true(dptr == 0);
+  assert_uopc_ok(uopc_cuda_free(0x1000, &err), err);
+  assert_uopc_code(uopc_cuda_free(0x999, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuMemFree(0x999) failed: CUresult 999");
+}
+
 /* A driver that loads but sees no device: unavailable, saying so, and no program. A count the
  * driver did not write (UOPC_TEST_FAKE_COUNT_UNWRITTEN) is none too. */
 static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
@@ -719,6 +808,20 @@ static void test_fake_driver_lacking_a_function_is_no_cuda_naming_it(void **stat
                       "no CUDA device: libcuda.so.1 lacks cuGetErrorString (the NVIDIA driver is too old)");
 }
 
+/* A driver whose device cannot tell its compute capability is no device: the message names the
+ * step, and the code the driver cannot name (the link stub's, 34) is explained. */
+static void test_fake_driver_failing_to_give_the_compute_capability_is_no_cuda(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cuda_available(&err), UOPC_E_NO_CUDA, err);
+  assert_string_equal(err.message, "no CUDA device: cuDeviceGetAttribute(compute capability) failed: "
+                                   "CUDA_ERROR_STUB_LIBRARY (libcuda.so.1 is the toolkit's link stub, not a "
+                                   "driver: take lib64/stubs off LD_LIBRARY_PATH)");
+  unsigned long long dptr = 1;
+  assert_uopc_code(uopc_cuda_alloc(&dptr, 64, &err), UOPC_E_NO_CUDA, err);
+  assert_true(dptr == 0);
+}
+
 /* The fresh process's part: the fake driver is loaded first. */
 static int run_on_fake_driver(const char *path) {
   fake_driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -729,6 +832,11 @@ static int run_on_fake_driver(const char *path) {
   if (getenv("UOPC_TEST_FAKE_LACKS_A_FUNCTION")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_lacking_a_function_is_no_cuda_naming_it)};
     return cmocka_run_group_tests_name("on a fake driver lacking a function", tests, NULL, NULL);
+  }
+  if (getenv("UOPC_TEST_FAKE_ATTRIBUTE_FAILS")) {
+    const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fake_driver_failing_to_give_the_compute_capability_is_no_cuda)};
+    return cmocka_run_group_tests_name("on a fake driver without a compute capability", tests, NULL, NULL);
   }
   if (getenv("UOPC_TEST_FAKE_NO_DEVICE") || getenv("UOPC_TEST_FAKE_COUNT_UNWRITTEN")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_without_a_device_is_no_cuda)};
@@ -742,6 +850,9 @@ static int run_on_fake_driver(const char *path) {
     cmocka_unit_test(test_fake_driver_ptx_newer_than_the_driver_says_to_update_it),
     cmocka_unit_test(test_fake_driver_load_failure_gives_the_drivers_log_cut_at_1023_bytes),
     cmocka_unit_test(test_fake_driver_copies_hand_the_bytes_to_the_driver),
+    cmocka_unit_test(test_fake_driver_kernel_not_in_the_module_says_to_declare_it_extern_c),
+    cmocka_unit_test(test_fake_driver_launch_and_synchronize_failures_say_which),
+    cmocka_unit_test(test_fake_driver_alloc_and_free_failures_give_the_drivers_code),
   };
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
 }
@@ -785,6 +896,11 @@ static void test_cuda_driver_without_a_device_on_a_fake_driver(void **state) {
 static void test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none(void **state) {
   (void)state;
   run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_COUNT_UNWRITTEN");
+}
+
+static void test_cuda_driver_without_a_compute_capability_on_a_fake_driver_is_refused(void **state) {
+  (void)state;
+  run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_ATTRIBUTE_FAILS");
 }
 
 /* The fake driver with cuGetErrorString renamed, so that the library lacks it. */
@@ -1114,6 +1230,7 @@ int main(void) {
     BY_BOTH(test_cuda_compile_from_eight_threads_agrees_on_one_entry),
     cmocka_unit_test(test_cuda_compile_nvrtc_and_nvcc_use_different_entries),
     cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
+    cmocka_unit_test(test_cuda_program_new_kernels_rejects_a_count_outside_1_to_max),
     cmocka_unit_test(test_cuda_ptx_check_finds_the_entry_before_a_parenthesis_space_or_line_end),
     cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),
     cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
@@ -1122,6 +1239,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_driver_without_a_device_on_a_fake_driver),
     cmocka_unit_test(test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none),
     cmocka_unit_test(test_cuda_driver_lacking_a_function_on_a_fake_driver_is_refused),
+    cmocka_unit_test(test_cuda_driver_without_a_compute_capability_on_a_fake_driver_is_refused),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     cmocka_unit_test(test_cuda_nvrtc_without_a_version_on_a_fake_nvrtc_is_named_0_0),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),
