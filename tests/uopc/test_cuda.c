@@ -925,10 +925,12 @@ static const char FAKE_NVRTC[] =
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "typedef int nvrtcResult;\n"
-    "static int prog, failed, short_log;\n"
+    "static int prog, failed, short_log, empty_log, ptx_fails;\n"
+    "int fake_log_calls;  /* nvrtcGetProgramLog's */\n"
     "static const char long_log[] = \"0123456789abcdefghijklmnopqrstuvwxyzABCD\";  /* 40 bytes */\n"
     "const char *nvrtcGetErrorString(nvrtcResult r) {\n"
-    "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\";\n"
+    "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r == 5 ? \"FAKE_CREATE_ERROR\" : r == 7 ? \"FAKE_PTX_ERROR\"\n"
+    "       : r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\";\n"
     "}\n"
     "nvrtcResult nvrtcVersion(int *major, int *minor) {\n"
     "  if (getenv(\"UOPC_TEST_FAKE_NVRTC_NO_VERSION\")) return 1;  /* NVRTC_ERROR_OUT_OF_MEMORY */\n"
@@ -936,25 +938,33 @@ static const char FAKE_NVRTC[] =
     "}\n"
     "nvrtcResult nvrtcCreateProgram(void **p, const char *s, const char *n, int k, const char *const *h,\n"
     "                               const char *const *i) {\n"
-    "  (void)s; (void)n; (void)k; (void)h; (void)i; *p = &prog; return 0;\n"
+    "  (void)n; (void)k; (void)h; (void)i;\n"
+    "  if (strstr(s, \"fake-create-fails\")) return 5;  /* NVRTC_ERROR_PROGRAM_CREATION_FAILURE */\n"
+    "  *p = &prog; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) {\n"
     "  (void)p; short_log = n == 1 && !strcmp(o[0], \"--fake-fail-short-log\");  /* a log: \"!\" */\n"
-    "  failed = short_log || (n == 1 && !strcmp(o[0], \"--fake-fail\")); return failed ? 3 : 0;\n"
+    "  empty_log = n == 1 && !strcmp(o[0], \"--fake-fail-empty-log\");  /* a log size of 0 */\n"
+    "  ptx_fails = n == 1 && !strcmp(o[0], \"--fake-ptx-fails\");  /* sized, then not given */\n"
+    "  failed = short_log || empty_log || (n == 1 && !strcmp(o[0], \"--fake-fail\")); return failed ? 3 : 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) {\n"
-    "  (void)p; *n = short_log ? 2 : failed ? sizeof long_log : 1; return 0;\n"
+    "  (void)p; *n = empty_log ? 0 : short_log ? 2 : failed ? sizeof long_log : 1; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLog(void *p, char *log) {\n"
-    "  (void)p; if (short_log) memcpy(log, \"!\", 2);\n"
+    "  (void)p; fake_log_calls++; if (empty_log) return 0;  /* no byte to write */\n"
+    "  if (short_log) memcpy(log, \"!\", 2);\n"
     "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) {\n"
     "  (void)p; if (getenv(\"UOPC_TEST_FAKE_NVRTC_SIZE_UNWRITTEN\")) return 0;  /* success, no size */\n"
+    "  if (ptx_fails) { *n = 5; return 0; }\n"
     "  *n = 0; return 6;\n"
     "}\n"
-    "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return 6; }\n"
+    "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return ptx_fails ? 7 : 6; }\n"
     "nvrtcResult nvrtcDestroyProgram(void **p) { *p = 0; return 0; }\n";
+
+static void *fake_nvrtc;  /* the fake's handle, for its counter */
 
 /* A PTX that NVRTC cannot size is a failed compile that says so, with NVRTC's own words. */
 static void test_fake_nvrtc_ptx_size_failure_is_a_compile_error(void **state) {
@@ -1013,6 +1023,47 @@ static void test_fake_nvrtc_one_character_log_is_kept(void **state) {
   assert_string_equal(log, "FAKE_COMPILE_ERROR\n!");
 }
 
+/* A log size of 0 (NVRTC's count includes the NUL, so there is no log, not even an empty one) asks
+ * NVRTC for no log: there is no byte to write it into. The verdict alone is the log. */
+static void test_fake_nvrtc_log_size_0_asks_for_no_log(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  int *log_calls = dlsym(fake_nvrtc, "fake_log_calls");
+  assert_non_null(log_calls);
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  const char *const options[] = {"--fake-fail-empty-log"};
+  int calls = *log_calls;
+  assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, options, ptx, log, sizeof log, &err), UOPC_E_COMPILE);
+  assert_string_equal(log, "FAKE_COMPILE_ERROR\n");
+  assert_int_equal(*log_calls - calls, 0);
+}
+
+/* A program NVRTC cannot create is a failed compile, in NVRTC's words; nothing is written. */
+static void test_fake_nvrtc_create_failure_is_a_compile_error(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  assert_int_equal(uopc_nvrtc_compile("/* fake-create-fails */", "fake.cu", 0, NULL, ptx, log, sizeof log, &err),
+                   UOPC_E_COMPILE);
+  assert_string_equal(log, "nvrtcCreateProgram failed: FAKE_CREATE_ERROR\n");
+  assert_int_equal(access(ptx, F_OK), -1);
+}
+
+/* PTX that NVRTC sizes but then does not give is a failed compile, in NVRTC's words; no file is
+ * written. */
+static void test_fake_nvrtc_ptx_failure_after_its_size_is_a_compile_error(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  const char *const options[] = {"--fake-ptx-fails"};
+  assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, options, ptx, log, sizeof log, &err), UOPC_E_COMPILE);
+  assert_string_equal(log, "nvrtcGetPTX failed: FAKE_PTX_ERROR");
+  assert_int_equal(access(ptx, F_OK), -1);
+}
+
 /* NVRTC's identity names its version, then the file it was loaded from: "nvrtc 12.0 <dir>/<file> (". */
 static void assert_nvrtc_identity(const char *version, const char *dir, const char *file) {
   char want[2 * PATH_MAX];
@@ -1036,7 +1087,7 @@ static int run_on_fake_nvrtc(const char *path) {
   *strrchr(home, '/') = '\0';
   *strrchr(home, '/') = '\0';
   setenv("CUDA_HOME", home, 1);
-  if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+  if (!(fake_nvrtc = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
     fprintf(stderr, "cannot open the fake NVRTC '%s': %s\n", path, dlerror());
     return 1;
   }
@@ -1049,6 +1100,9 @@ static int run_on_fake_nvrtc(const char *path) {
     cmocka_unit_test(test_fake_nvrtc_ptx_size_left_unwritten_is_a_compile_error),
     cmocka_unit_test(test_fake_nvrtc_long_log_is_cut_at_the_callers_size),
     cmocka_unit_test(test_fake_nvrtc_one_character_log_is_kept),
+    cmocka_unit_test(test_fake_nvrtc_log_size_0_asks_for_no_log),
+    cmocka_unit_test(test_fake_nvrtc_create_failure_is_a_compile_error),
+    cmocka_unit_test(test_fake_nvrtc_ptx_failure_after_its_size_is_a_compile_error),
   };
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
 }
