@@ -787,6 +787,37 @@ static void test_fake_driver_alloc_and_free_failures_give_the_drivers_code(void 
   assert_string_equal(err.message, "cuMemFree(0x999) failed: CUresult 999");
 }
 
+/* A whole cache entry whose PTX is empty (its manifest says 0 bytes, with the hash of none) is no
+ * PTX to load: UOPC_E_IO naming the file, and the driver is not asked. The manifest's first value
+ * of a name is the one read, so two lines put first stand for the entry's real size and hash. */
+static void test_fake_driver_empty_ptx_in_the_cache_is_refused_before_the_driver(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char ptx[PATH_MAX], manifest[PATH_MAX + 16], want[PATH_MAX + 64];
+  int *loads = dlsym(fake_driver, "fake_loads");
+  assert_non_null(loads);
+  assert_uopc_ok(uopc_cuda_compile(tagged("emptied"), "square_plus_one", NULL, ptx, sizeof ptx, &err), err);
+  snprintf(manifest, sizeof manifest, "%.*s/manifest", (int)(strrchr(ptx, '/') - ptx), ptx);
+  char *text = read_text(manifest);
+  assert_non_null(text);
+  chmod(manifest, 0600);
+  chmod(ptx, 0600);
+  FILE *f = fopen(manifest, "w");
+  assert_non_null(f);
+  fprintf(f, "artifact_size=0\nartifact_sha256=%s\n%s",
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", text);
+  assert_int_equal(fclose(f), 0);
+  free(text);
+  assert_int_equal(truncate(ptx, 0), 0);
+  int loads0 = *loads;
+  uopc_cuda_program *p = NULL;
+  assert_uopc_code(uopc_cuda_program_new(&p, tagged("emptied"), "square_plus_one", NULL, &err), UOPC_E_IO, err);
+  assert_null(p);
+  snprintf(want, sizeof want, "cannot read '%s' (empty or unreadable)", ptx);
+  assert_string_equal(err.message, want);
+  assert_int_equal(*loads, loads0);
+}
+
 /* A driver that loads but sees no device: unavailable, saying so, and no program. A count the
  * driver did not write (UOPC_TEST_FAKE_COUNT_UNWRITTEN) is none too. */
 static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
@@ -853,6 +884,7 @@ static int run_on_fake_driver(const char *path) {
     cmocka_unit_test(test_fake_driver_kernel_not_in_the_module_says_to_declare_it_extern_c),
     cmocka_unit_test(test_fake_driver_launch_and_synchronize_failures_say_which),
     cmocka_unit_test(test_fake_driver_alloc_and_free_failures_give_the_drivers_code),
+    cmocka_unit_test(test_fake_driver_empty_ptx_in_the_cache_is_refused_before_the_driver),
   };
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
 }
