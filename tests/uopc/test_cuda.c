@@ -100,6 +100,18 @@ static void test_cuda_compiler_available_is_ok_or_says_why(void **state) {
   assert_contains(err.message, "no CUDA compiler");
 }
 
+/* Where no NVRTC loads, the reason lists every place tried; where one does, there is no reason. */
+static void test_cuda_nvrtc_why_not_lists_the_places_tried_or_is_empty(void **state) {
+  (void)state;
+  if (uopc_nvrtc_ready()) {
+    assert_string_equal(uopc_nvrtc_why_not(), "");
+    return;
+  }
+  assert_string_equal(uopc_nvrtc_why_not(), "libnvrtc not found (tried libnvrtc.so, .so.13 and .so.12 in "
+                      "$CUDA_HOME/lib64, on the loader's path and in /usr/local/cuda/lib64)");
+  assert_string_equal(uopc_nvrtc_identity(), "");
+}
+
 /* ---- compiling ------------------------------------------------------------ */
 
 static void test_cuda_compile_only_produces_ptx_with_entry(void **state) {
@@ -1305,6 +1317,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
+    cmocka_unit_test(test_cuda_nvrtc_why_not_lists_the_places_tried_or_is_empty),
     BY_BOTH(test_cuda_compile_only_produces_ptx_with_entry),
     BY_BOTH(test_cuda_compile_twice_is_a_disk_cache_hit),
     BY_BOTH(test_cuda_compile_syntax_error_gives_diagnostics_and_source_path),
