@@ -100,6 +100,18 @@ static void test_cuda_compiler_available_is_ok_or_says_why(void **state) {
   assert_contains(err.message, "no CUDA compiler");
 }
 
+/* Where no NVRTC loads, the reason lists every place tried; where one does, there is no reason. */
+static void test_cuda_nvrtc_why_not_lists_the_places_tried_or_is_empty(void **state) {
+  (void)state;
+  if (uopc_nvrtc_ready()) {
+    assert_string_equal(uopc_nvrtc_why_not(), "");
+    return;
+  }
+  assert_string_equal(uopc_nvrtc_why_not(), "libnvrtc not found (tried libnvrtc.so, .so.13 and .so.12 in "
+                      "$CUDA_HOME/lib64, on the loader's path and in /usr/local/cuda/lib64)");
+  assert_string_equal(uopc_nvrtc_identity(), "");
+}
+
 /* ---- compiling ------------------------------------------------------------ */
 
 static void test_cuda_compile_only_produces_ptx_with_entry(void **state) {
@@ -335,6 +347,29 @@ static void test_cuda_compile_rejects_bad_arguments(void **state) {
   }
 }
 
+/* A program has 1 to UOPC_CUDA_KERNELS_MAX kernels, named in an array: any other count, or no
+ * array, is refused before a driver or compiler is asked, GPU or not, and *out is NULL. */
+static void test_cuda_program_new_kernels_rejects_a_count_outside_1_to_max(void **state) {
+  (void)state;
+  static const char *const entries[] = {"square_plus_one"};
+  static const struct { const char *const *entries; int n; const char *says; } cases[] = {
+    {entries, 0, "0 kernels named; a program has 1 to 1024"},
+    {entries, -1, "-1 kernels named; a program has 1 to 1024"},
+    {entries, UOPC_CUDA_KERNELS_MAX + 1, "1025 kernels named; a program has 1 to 1024"},
+    {NULL, 1, "0 kernels named; a program has 1 to 1024"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uopc_error err = {0};
+    static char dummy;
+    uopc_cuda_program *p = (uopc_cuda_program *)&dummy;  /* must come back NULL */
+    int rc = uopc_cuda_program_new_kernels(&p, SQUARE_PLUS_ONE, cases[i].entries, cases[i].n, NULL, &err);
+    if (rc != UOPC_E_INVALID || strcmp(err.message, cases[i].says) != 0)
+      fail_msg("case %zu: expected UOPC_E_INVALID saying \"%s\", got %s: %s", i, cases[i].says,
+               uopc_error_name(rc), err.message);
+    assert_null(p);
+  }
+}
+
 static void test_cuda_compile_reports_a_too_small_ptx_path_buffer(void **state) {
   uopc_error err = {0};
   char ptx[PATH_MAX];
@@ -517,6 +552,7 @@ static const char FAKE_DRIVER[] =
     "unsigned long long fake_htod_dst;  /* the last cuMemcpyHtoD's device address */\n"
     "char fake_function[64];  /* the last name cuModuleGetFunction was asked for */\n"
     "unsigned fake_launch[7];  /* the last launch's grid, block and shared bytes */\n"
+    "CUresult fake_sync_result;  /* what cuCtxSynchronize answers (a fault in the kernel) */\n"
     "static int ctx, mod, fn;\n"
     "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
     "CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n"
@@ -525,10 +561,13 @@ static const char FAKE_DRIVER[] =
     "  *n = getenv(\"UOPC_TEST_FAKE_NO_DEVICE\") ? 0 : 1; return 0;\n"
     "}\n"
     "CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
-    "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 0; return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, int d) {\n"
+    "  (void)d; if (getenv(\"UOPC_TEST_FAKE_ATTRIBUTE_FAILS\")) return 34;  /* CUDA_ERROR_STUB_LIBRARY */\n"
+    "  *v = a == 75 ? 8 : 0; return 0;\n"
+    "}\n"
     "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx; return 0; }\n"
     "CUresult cuCtxSetCurrent(void *c) { return c == &ctx ? 0 : 201; }\n"
-    "CUresult cuCtxSynchronize(void) { return 0; }\n"
+    "CUresult cuCtxSynchronize(void) { return fake_sync_result; }\n"
     "CUresult cuModuleLoadDataEx(void **m, const void *i, unsigned n, int *o, void **v) {\n"
     "  (void)n; (void)o;\n"
     "  if (strstr(i, \"too_new\")) return 222;  /* CUDA_ERROR_UNSUPPORTED_PTX_VERSION */\n"
@@ -542,18 +581,20 @@ static const char FAKE_DRIVER[] =
     "CUresult cuModuleGetFunction(void **f, void *m, const char *s) {\n"
     "  (void)m; strncpy(fake_function, s, sizeof fake_function - 1);\n"
     "  if (*fake_evict) { unlink(fake_evict); *fake_evict = 0; return 1; }\n"
+    "  if (!strcmp(s, \"not_found\")) return 500;  /* CUDA_ERROR_NOT_FOUND */\n"
     "  *f = &fn; return 0;\n"
     "}\n"
     "CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
     "                        unsigned bz, unsigned shared, void *stream, void **args, void **extra) {\n"
     "  (void)stream; (void)args; (void)extra;\n"
     "  if (f != &fn) return 400;  /* CUDA_ERROR_INVALID_HANDLE: not a function this driver gave */\n"
+    "  if (!gx) return 1;  /* CUDA_ERROR_INVALID_VALUE: an empty grid */\n"
     "  unsigned got[7] = {gx, gy, gz, bx, by, bz, shared};\n"
     "  for (int i = 0; i < 7; i++) fake_launch[i] = got[i];\n"
     "  return 0;\n"
     "}\n"
-    "CUresult cuMemAlloc_v2(void) { return 2; }\n"
-    "CUresult cuMemFree_v2(void) { return 0; }\n"
+    "CUresult cuMemAlloc_v2(void) { return 2; }  /* CUDA_ERROR_OUT_OF_MEMORY, always */\n"
+    "CUresult cuMemFree_v2(unsigned long long d) { return d == 0x999 ? 999 : 0; }  /* 999: no such code */\n"
     "CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {\n"
     "  if (n > sizeof fake_memory) return 1;\n"
     "  fake_htod_dst = d; memcpy(fake_memory, s, n); return 0;\n"
@@ -562,8 +603,11 @@ static const char FAKE_DRIVER[] =
     "  (void)s; if (n > sizeof fake_memory) return 1;\n"
     "  memcpy(d, fake_memory, n); return 0;\n"
     "}\n"
-    "CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = \"FAKE\"; return 0; }\n"
-    "CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = \"fake\"; return 0; }\n"
+    /* as a driver does for a code it does not know (and the stub for its own): CUDA_ERROR_INVALID_VALUE,
+     * *s untouched */
+    "static int unknown(CUresult r) { return r == 34 || r == 999; }\n"
+    "CUresult cuGetErrorName(CUresult r, const char **s) { if (unknown(r)) return 1; *s = \"FAKE\"; return 0; }\n"
+    "CUresult cuGetErrorString(CUresult r, const char **s) { if (unknown(r)) return 1; *s = \"fake\"; return 0; }\n"
     /* NVRTC opens libcuda.so.1 too, and asks it for this table: none here */
     "CUresult cuGetExportTable(const void **t, const void *id) { (void)id; *t = 0; return 500; }\n";
 
@@ -698,6 +742,94 @@ static void test_fake_driver_copies_hand_the_bytes_to_the_driver(void **state) {
   assert_memory_equal(out, in, sizeof in);
 }
 
+/* A kernel the module does not have (CUDA_ERROR_NOT_FOUND) says how to declare one it would
+ * find; the module loaded for the lookup is unloaded with the program that failed. */
+static void test_fake_driver_kernel_not_in_the_module_says_to_declare_it_extern_c(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  int *loads = dlsym(fake_driver, "fake_loads"), *unloads = dlsym(fake_driver, "fake_unloads");
+  assert_true(loads && unloads);
+  int loads0 = *loads, unloads0 = *unloads;
+  fake_load_fails("not_found", &err);
+  assert_string_equal(err.message, "cuModuleGetFunction(not_found) failed: FAKE (fake); declare it "
+                                   "extern \"C\" __global__");
+  assert_int_equal(*loads - loads0, 1);
+  assert_int_equal(*unloads - unloads0, 1);
+}
+
+/* A launch the driver refuses names the kernel, the driver's words and the shape, and counts no call;
+ * a fault in the kernel surfaces at the synchronize, after the launch (counted) went through. */
+static void test_fake_driver_launch_and_synchronize_failures_say_which(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_cuda_program *p = NULL;
+  int *sync = dlsym(fake_driver, "fake_sync_result");
+  assert_non_null(sync);
+  assert_uopc_ok(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), err);
+  int64_t calls = uopc_counter_get("calls square_plus_one");
+  unsigned empty[3] = {0, 1, 1}, grid[3] = {2, 3, 5}, block[3] = {7, 11, 13};
+  unsigned long long none = 0;
+  void *args[] = {&none, &none, &none};
+  assert_uopc_code(uopc_cuda_launch(p, empty, block, 17, args, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuLaunchKernel(square_plus_one) failed: FAKE (fake) (grid 0x1x1, "
+                                   "block 7x11x13, 17 shared bytes)");
+  assert_int_equal(delta("calls square_plus_one", calls), 0);
+  *sync = 700;  /* CUDA_ERROR_ILLEGAL_ADDRESS */
+  int rc = uopc_cuda_launch(p, grid, block, 17, args, &err);
+  *sync = 0;
+  assert_uopc_code(rc, UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "square_plus_one failed on the device: cuCtxSynchronize: FAKE (fake)");
+  assert_int_equal(delta("calls square_plus_one", calls), 1);
+  assert_uopc_ok(uopc_cuda_launch(p, grid, block, 17, args, &err), err);
+  assert_int_equal(delta("calls square_plus_one", calls), 2);
+  uopc_cuda_program_free(p);
+}
+
+/* Device memory the driver refuses: the request and the driver's words; a code the driver cannot
+ * name (999) is given as a number. An allocation that failed leaves *dptr 0. */
+static void test_fake_driver_alloc_and_free_failures_give_the_drivers_code(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  unsigned long long dptr = 1;
+  assert_uopc_code(uopc_cuda_alloc(&dptr, 64, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuMemAlloc(64 bytes) failed: FAKE (fake)");
+  assert_true(dptr == 0);
+  assert_uopc_ok(uopc_cuda_free(0x1000, &err), err);
+  assert_uopc_code(uopc_cuda_free(0x999, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuMemFree(0x999) failed: CUresult 999");
+}
+
+/* A whole cache entry whose PTX is empty (its manifest says 0 bytes, with the hash of none) is no
+ * PTX to load: UOPC_E_IO naming the file, and the driver is not asked. The manifest's first value
+ * of a name is the one read, so two lines put first stand for the entry's real size and hash. */
+static void test_fake_driver_empty_ptx_in_the_cache_is_refused_before_the_driver(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char ptx[PATH_MAX], manifest[PATH_MAX + 16], want[PATH_MAX + 64];
+  int *loads = dlsym(fake_driver, "fake_loads");
+  assert_non_null(loads);
+  assert_uopc_ok(uopc_cuda_compile(tagged("emptied"), "square_plus_one", NULL, ptx, sizeof ptx, &err), err);
+  snprintf(manifest, sizeof manifest, "%.*s/manifest", (int)(strrchr(ptx, '/') - ptx), ptx);
+  char *text = read_text(manifest);
+  assert_non_null(text);
+  chmod(manifest, 0600);
+  chmod(ptx, 0600);
+  FILE *f = fopen(manifest, "w");
+  assert_non_null(f);
+  fprintf(f, "artifact_size=0\nartifact_sha256=%s\n%s",
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", text);
+  assert_int_equal(fclose(f), 0);
+  free(text);
+  assert_int_equal(truncate(ptx, 0), 0);
+  int loads0 = *loads;
+  uopc_cuda_program *p = NULL;
+  assert_uopc_code(uopc_cuda_program_new(&p, tagged("emptied"), "square_plus_one", NULL, &err), UOPC_E_IO, err);
+  assert_null(p);
+  snprintf(want, sizeof want, "cannot read '%s' (empty or unreadable)", ptx);
+  assert_string_equal(err.message, want);
+  assert_int_equal(*loads, loads0);
+}
+
 /* A driver that loads but sees no device: unavailable, saying so, and no program. A count the
  * driver did not write (UOPC_TEST_FAKE_COUNT_UNWRITTEN) is none too. */
 static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
@@ -719,6 +851,20 @@ static void test_fake_driver_lacking_a_function_is_no_cuda_naming_it(void **stat
                       "no CUDA device: libcuda.so.1 lacks cuGetErrorString (the NVIDIA driver is too old)");
 }
 
+/* A driver whose device cannot tell its compute capability is no device: the message names the
+ * step, and the code the driver cannot name (the link stub's, 34) is explained. */
+static void test_fake_driver_failing_to_give_the_compute_capability_is_no_cuda(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cuda_available(&err), UOPC_E_NO_CUDA, err);
+  assert_string_equal(err.message, "no CUDA device: cuDeviceGetAttribute(compute capability) failed: "
+                                   "CUDA_ERROR_STUB_LIBRARY (libcuda.so.1 is the toolkit's link stub, not a "
+                                   "driver: take lib64/stubs off LD_LIBRARY_PATH)");
+  unsigned long long dptr = 1;
+  assert_uopc_code(uopc_cuda_alloc(&dptr, 64, &err), UOPC_E_NO_CUDA, err);
+  assert_true(dptr == 0);
+}
+
 /* The fresh process's part: the fake driver is loaded first. */
 static int run_on_fake_driver(const char *path) {
   fake_driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -729,6 +875,11 @@ static int run_on_fake_driver(const char *path) {
   if (getenv("UOPC_TEST_FAKE_LACKS_A_FUNCTION")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_lacking_a_function_is_no_cuda_naming_it)};
     return cmocka_run_group_tests_name("on a fake driver lacking a function", tests, NULL, NULL);
+  }
+  if (getenv("UOPC_TEST_FAKE_ATTRIBUTE_FAILS")) {
+    const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fake_driver_failing_to_give_the_compute_capability_is_no_cuda)};
+    return cmocka_run_group_tests_name("on a fake driver without a compute capability", tests, NULL, NULL);
   }
   if (getenv("UOPC_TEST_FAKE_NO_DEVICE") || getenv("UOPC_TEST_FAKE_COUNT_UNWRITTEN")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_without_a_device_is_no_cuda)};
@@ -742,6 +893,10 @@ static int run_on_fake_driver(const char *path) {
     cmocka_unit_test(test_fake_driver_ptx_newer_than_the_driver_says_to_update_it),
     cmocka_unit_test(test_fake_driver_load_failure_gives_the_drivers_log_cut_at_1023_bytes),
     cmocka_unit_test(test_fake_driver_copies_hand_the_bytes_to_the_driver),
+    cmocka_unit_test(test_fake_driver_kernel_not_in_the_module_says_to_declare_it_extern_c),
+    cmocka_unit_test(test_fake_driver_launch_and_synchronize_failures_say_which),
+    cmocka_unit_test(test_fake_driver_alloc_and_free_failures_give_the_drivers_code),
+    cmocka_unit_test(test_fake_driver_empty_ptx_in_the_cache_is_refused_before_the_driver),
   };
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);
 }
@@ -787,6 +942,11 @@ static void test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_n
   run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_COUNT_UNWRITTEN");
 }
 
+static void test_cuda_driver_without_a_compute_capability_on_a_fake_driver_is_refused(void **state) {
+  (void)state;
+  run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_ATTRIBUTE_FAILS");
+}
+
 /* The fake driver with cuGetErrorString renamed, so that the library lacks it. */
 static void test_cuda_driver_lacking_a_function_on_a_fake_driver_is_refused(void **state) {
   (void)state;
@@ -809,10 +969,12 @@ static const char FAKE_NVRTC[] =
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "typedef int nvrtcResult;\n"
-    "static int prog, failed, short_log;\n"
+    "static int prog, failed, short_log, empty_log, ptx_fails;\n"
+    "int fake_log_calls;  /* nvrtcGetProgramLog's */\n"
     "static const char long_log[] = \"0123456789abcdefghijklmnopqrstuvwxyzABCD\";  /* 40 bytes */\n"
     "const char *nvrtcGetErrorString(nvrtcResult r) {\n"
-    "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\";\n"
+    "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r == 5 ? \"FAKE_CREATE_ERROR\" : r == 7 ? \"FAKE_PTX_ERROR\"\n"
+    "       : r ? \"FAKE_PTX_SIZE_ERROR\" : \"NVRTC_SUCCESS\";\n"
     "}\n"
     "nvrtcResult nvrtcVersion(int *major, int *minor) {\n"
     "  if (getenv(\"UOPC_TEST_FAKE_NVRTC_NO_VERSION\")) return 1;  /* NVRTC_ERROR_OUT_OF_MEMORY */\n"
@@ -820,25 +982,33 @@ static const char FAKE_NVRTC[] =
     "}\n"
     "nvrtcResult nvrtcCreateProgram(void **p, const char *s, const char *n, int k, const char *const *h,\n"
     "                               const char *const *i) {\n"
-    "  (void)s; (void)n; (void)k; (void)h; (void)i; *p = &prog; return 0;\n"
+    "  (void)n; (void)k; (void)h; (void)i;\n"
+    "  if (strstr(s, \"fake-create-fails\")) return 5;  /* NVRTC_ERROR_PROGRAM_CREATION_FAILURE */\n"
+    "  *p = &prog; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) {\n"
     "  (void)p; short_log = n == 1 && !strcmp(o[0], \"--fake-fail-short-log\");  /* a log: \"!\" */\n"
-    "  failed = short_log || (n == 1 && !strcmp(o[0], \"--fake-fail\")); return failed ? 3 : 0;\n"
+    "  empty_log = n == 1 && !strcmp(o[0], \"--fake-fail-empty-log\");  /* a log size of 0 */\n"
+    "  ptx_fails = n == 1 && !strcmp(o[0], \"--fake-ptx-fails\");  /* sized, then not given */\n"
+    "  failed = short_log || empty_log || (n == 1 && !strcmp(o[0], \"--fake-fail\")); return failed ? 3 : 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) {\n"
-    "  (void)p; *n = short_log ? 2 : failed ? sizeof long_log : 1; return 0;\n"
+    "  (void)p; *n = empty_log ? 0 : short_log ? 2 : failed ? sizeof long_log : 1; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLog(void *p, char *log) {\n"
-    "  (void)p; if (short_log) memcpy(log, \"!\", 2);\n"
+    "  (void)p; fake_log_calls++; if (empty_log) return 0;  /* no byte to write */\n"
+    "  if (short_log) memcpy(log, \"!\", 2);\n"
     "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) {\n"
     "  (void)p; if (getenv(\"UOPC_TEST_FAKE_NVRTC_SIZE_UNWRITTEN\")) return 0;  /* success, no size */\n"
+    "  if (ptx_fails) { *n = 5; return 0; }\n"
     "  *n = 0; return 6;\n"
     "}\n"
-    "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return 6; }\n"
+    "nvrtcResult nvrtcGetPTX(void *p, char *ptx) { (void)p; (void)ptx; return ptx_fails ? 7 : 6; }\n"
     "nvrtcResult nvrtcDestroyProgram(void **p) { *p = 0; return 0; }\n";
+
+static void *fake_nvrtc;  /* the fake's handle, for its counter */
 
 /* A PTX that NVRTC cannot size is a failed compile that says so, with NVRTC's own words. */
 static void test_fake_nvrtc_ptx_size_failure_is_a_compile_error(void **state) {
@@ -897,6 +1067,47 @@ static void test_fake_nvrtc_one_character_log_is_kept(void **state) {
   assert_string_equal(log, "FAKE_COMPILE_ERROR\n!");
 }
 
+/* A log size of 0 (NVRTC's count includes the NUL, so there is no log, not even an empty one) asks
+ * NVRTC for no log: there is no byte to write it into. The verdict alone is the log. */
+static void test_fake_nvrtc_log_size_0_asks_for_no_log(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  int *log_calls = dlsym(fake_nvrtc, "fake_log_calls");
+  assert_non_null(log_calls);
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  const char *const options[] = {"--fake-fail-empty-log"};
+  int calls = *log_calls;
+  assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, options, ptx, log, sizeof log, &err), UOPC_E_COMPILE);
+  assert_string_equal(log, "FAKE_COMPILE_ERROR\n");
+  assert_int_equal(*log_calls - calls, 0);
+}
+
+/* A program NVRTC cannot create is a failed compile, in NVRTC's words; nothing is written. */
+static void test_fake_nvrtc_create_failure_is_a_compile_error(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  assert_int_equal(uopc_nvrtc_compile("/* fake-create-fails */", "fake.cu", 0, NULL, ptx, log, sizeof log, &err),
+                   UOPC_E_COMPILE);
+  assert_string_equal(log, "nvrtcCreateProgram failed: FAKE_CREATE_ERROR\n");
+  assert_int_equal(access(ptx, F_OK), -1);
+}
+
+/* PTX that NVRTC sizes but then does not give is a failed compile, in NVRTC's words; no file is
+ * written. */
+static void test_fake_nvrtc_ptx_failure_after_its_size_is_a_compile_error(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char log[64], ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  const char *const options[] = {"--fake-ptx-fails"};
+  assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, options, ptx, log, sizeof log, &err), UOPC_E_COMPILE);
+  assert_string_equal(log, "nvrtcGetPTX failed: FAKE_PTX_ERROR");
+  assert_int_equal(access(ptx, F_OK), -1);
+}
+
 /* NVRTC's identity names its version, then the file it was loaded from: "nvrtc 12.0 <dir>/<file> (". */
 static void assert_nvrtc_identity(const char *version, const char *dir, const char *file) {
   char want[2 * PATH_MAX];
@@ -920,7 +1131,7 @@ static int run_on_fake_nvrtc(const char *path) {
   *strrchr(home, '/') = '\0';
   *strrchr(home, '/') = '\0';
   setenv("CUDA_HOME", home, 1);
-  if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+  if (!(fake_nvrtc = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
     fprintf(stderr, "cannot open the fake NVRTC '%s': %s\n", path, dlerror());
     return 1;
   }
@@ -933,6 +1144,9 @@ static int run_on_fake_nvrtc(const char *path) {
     cmocka_unit_test(test_fake_nvrtc_ptx_size_left_unwritten_is_a_compile_error),
     cmocka_unit_test(test_fake_nvrtc_long_log_is_cut_at_the_callers_size),
     cmocka_unit_test(test_fake_nvrtc_one_character_log_is_kept),
+    cmocka_unit_test(test_fake_nvrtc_log_size_0_asks_for_no_log),
+    cmocka_unit_test(test_fake_nvrtc_create_failure_is_a_compile_error),
+    cmocka_unit_test(test_fake_nvrtc_ptx_failure_after_its_size_is_a_compile_error),
   };
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
 }
@@ -1103,6 +1317,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
+    cmocka_unit_test(test_cuda_nvrtc_why_not_lists_the_places_tried_or_is_empty),
     BY_BOTH(test_cuda_compile_only_produces_ptx_with_entry),
     BY_BOTH(test_cuda_compile_twice_is_a_disk_cache_hit),
     BY_BOTH(test_cuda_compile_syntax_error_gives_diagnostics_and_source_path),
@@ -1114,6 +1329,7 @@ int main(void) {
     BY_BOTH(test_cuda_compile_from_eight_threads_agrees_on_one_entry),
     cmocka_unit_test(test_cuda_compile_nvrtc_and_nvcc_use_different_entries),
     cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
+    cmocka_unit_test(test_cuda_program_new_kernels_rejects_a_count_outside_1_to_max),
     cmocka_unit_test(test_cuda_ptx_check_finds_the_entry_before_a_parenthesis_space_or_line_end),
     cmocka_unit_test(test_cuda_program_new_without_gpu_returns_no_cuda),
     cmocka_unit_test(test_cuda_alloc_rejects_zero_bytes_and_null),
@@ -1122,6 +1338,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_driver_without_a_device_on_a_fake_driver),
     cmocka_unit_test(test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none),
     cmocka_unit_test(test_cuda_driver_lacking_a_function_on_a_fake_driver_is_refused),
+    cmocka_unit_test(test_cuda_driver_without_a_compute_capability_on_a_fake_driver_is_refused),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     cmocka_unit_test(test_cuda_nvrtc_without_a_version_on_a_fake_nvrtc_is_named_0_0),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),

@@ -25,9 +25,12 @@
 extern void __libc_free(void *p);
 static const void *watched[2];
 static int watched_frees[2];
+static void *last_aligned;      /* aligned_alloc's last block (below) */
+static int last_aligned_frees;  /* and the calls that freed it */
 void free(void *p) {
   for (int i = 0; i < 2; i++)
     if (p && p == watched[i]) watched_frees[i]++;
+  if (p && p == last_aligned) last_aligned_frees++;
   __libc_free(p);
 }
 
@@ -45,7 +48,11 @@ static int free_is_watched(void) {
 /* aligned_alloc as C11 lets a C library answer: NULL for 0 bytes (glibc's gives a block), so that
  * a runtime asking for 0 bytes would read as out of memory. */
 extern void *__libc_memalign(size_t alignment, size_t n);
-void *aligned_alloc(size_t alignment, size_t n) { return n ? __libc_memalign(alignment, n) : NULL; }
+void *aligned_alloc(size_t alignment, size_t n) {
+  last_aligned = n ? __libc_memalign(alignment, n) : NULL;
+  last_aligned_frees = 0;
+  return last_aligned;
+}
 #endif
 
 /* ---- checks that print their context ---------------------------------------- */
@@ -123,6 +130,10 @@ static void test_tensor_dtype_sizes_names_and_kinds(void **state) {
   CHECK_I64("np.dtype('int64').itemsize", "size", (int64_t)uopc_dtype_size(UOPC_I64), 8);
   assert_string_equal(uopc_dtype_name(UOPC_F32), "f32");
   assert_string_equal(uopc_dtype_name(UOPC_I64), "i64");
+  assert_string_equal(uopc_dtype_name(UOPC_F64), "f64");
+  assert_string_equal(uopc_dtype_name(UOPC_I32), "i32");
+  assert_string_equal(uopc_dtype_name(UOPC_BOOL), "bool");
+  assert_string_equal(uopc_dtype_name((uopc_dtype)99), "?");  /* outside the enum: no name */
   assert_true(uopc_dtype_is_float(UOPC_F64));
   assert_false(uopc_dtype_is_float(UOPC_I32));
 }
@@ -199,6 +210,44 @@ static void test_tensor_empty_rejects_overflowing_shapes(void **state) {
   CHECK_CODE("np.zeros((0, 2**62, 4))", uopc_tensor_empty(&t, UOPC_F32, 3, DIMS(0, big, 4), &err),
              UOPC_E_OVERFLOW, &err);
   assert_null(t.storage);
+}
+
+/* Bytes the allocator will not give (2^62 of them: the shape fits int64, the memory does not)
+ * are UOPC_E_NOMEM saying how many, for which shape; out stays released. */
+static void test_tensor_empty_beyond_memory_is_nomem(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("an allocator that answers NULL for 2^62 bytes");
+#else
+  uopc_tensor t;
+  uopc_error err = {0};
+  CHECK_CODE("np.zeros(2**60, np.float32)", uopc_tensor_empty(&t, UOPC_F32, 1, DIMS(INT64_C(1) << 60), &err),
+             UOPC_E_NOMEM, &err);
+  assert_string_equal(err.message, "out of memory for 4611686018427387904 bytes of shape (1152921504606846976,)");
+  assert_null(t.storage);
+#endif
+}
+
+/* No memory for the storage header: UOPC_E_NOMEM, out released, and the bytes already allocated
+ * for the elements freed (once). */
+static void test_tensor_empty_without_memory_for_the_header_frees_the_bytes(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  uopc_tensor t;
+  uopc_error err = {0};
+  fail_next_malloc = 1;
+  int rc = uopc_tensor_empty(&t, UOPC_F32, 2, DIMS(2, 3), &err);
+  fail_next_malloc = 0;
+  CHECK_CODE("np.zeros((2, 3)) without memory", rc, UOPC_E_NOMEM, &err);
+  assert_string_equal(err.message, "out of memory for a storage header");
+  assert_null(t.storage);
+  assert_non_null(last_aligned);
+  CHECK_I64("np.zeros((2, 3)) without memory", "frees of the elements' bytes", last_aligned_frees, 1);
+  last_aligned = NULL;
+#endif
 }
 
 /* ---- slice --------------------------------------------------------------------- */
@@ -379,6 +428,43 @@ static void test_tensor_failed_view_leaves_out_released(void **state) {
 }
 
 /* ---- select, transpose, permute ---------------------------------------------------- */
+
+/* A hand-built x (the struct is public; ctypes builds one too) whose rank is out of range, or whose
+ * offset arithmetic would overflow int64, is refused with the numbers, and out is left released. */
+static void test_tensor_views_of_a_hand_built_tensor_refuse_bad_rank_and_overflow(void **state) {
+  (void)state;
+  uopc_tensor a, x, v;
+  uopc_error err;
+  arange(&a, UOPC_F32, 1, DIMS(4));
+  x = a;   /* a copy without a reference of its own: never released */
+  x.rank = UOPC_MAX_RANK + 1;
+  CHECK_CODE("rank 9", uopc_tensor_slice(&v, &x, 0, 0, 2, 1, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x has rank 9 outside [0, 8]");
+  x.rank = -1;
+  CHECK_CODE("rank -1", uopc_tensor_transpose(&v, &x, 0, 0, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x has rank -1 outside [0, 8]");
+  assert_null(v.storage);
+  x.rank = 1;
+  x.strides[0] = INT64_C(1) << 62;
+  /* index 2 * stride 2^62 is 2^63 */
+  CHECK_CODE("x[2], stride 2**62", uopc_tensor_select(&v, &x, 0, 2, &err), UOPC_E_OVERFLOW, &err);
+  assert_string_equal(err.message, "offset 0 + index 2 * stride 4611686018427387904 overflows");
+  /* the step fits, the offset plus it does not */
+  x.strides[0] = 1;
+  x.offset = INT64_MAX;
+  CHECK_CODE("x[1], offset INT64_MAX", uopc_tensor_select(&v, &x, 0, 1, &err), UOPC_E_OVERFLOW, &err);
+  assert_string_equal(err.message, "offset 9223372036854775807 + index 1 * stride 1 overflows");
+  CHECK_CODE("x[1:3], offset INT64_MAX", uopc_tensor_slice(&v, &x, 0, 1, 3, 1, &err), UOPC_E_OVERFLOW, &err);
+  assert_string_equal(err.message, "offset 9223372036854775807 + index 1 * stride 1 overflows");
+  /* x[0:4:2] with stride 2^62: two elements 2^63 apart */
+  x.offset = 0;
+  x.strides[0] = INT64_C(1) << 62;
+  CHECK_CODE("x[::2], stride 2**62", uopc_tensor_slice(&v, &x, 0, 0, 4, 2, &err), UOPC_E_OVERFLOW, &err);
+  assert_string_equal(err.message, "stride 4611686018427387904 * step 2 along axis 0 overflows int64");
+  assert_null(v.storage);
+  CHECK_I64("refused views", "refs of a", uopc_tensor_storage_refs(&a), 1);
+  uopc_tensor_release(&a);
+}
 
 static void test_tensor_select_negative_index_counts_from_end(void **state) {
   (void)state;
@@ -571,6 +657,26 @@ static void test_tensor_reshape_of_strided_slice_splits_as_view(void **state) {
   uopc_tensor_release(&c);
 }
 
+/* Rows padded, each row packed: d = np.arange(40).reshape(2, 5, 4)[:, :3] has strides (20, 4, 1).
+ * d.reshape(2, 12) merges the packed dims of each row as a view, strides (20, 1); merging across
+ * the padding, d.reshape(6, 4), needs a copy. */
+static void test_tensor_reshape_of_row_padded_slice_merges_each_rows_packed_dims(void **state) {
+  (void)state;
+  uopc_tensor c, d, v;
+  uopc_error err;
+  arange(&c, UOPC_F64, 3, DIMS(2, 5, 4));
+  CHECK_OK("d = c[:, :3]", uopc_tensor_slice(&d, &c, 1, NONE, 3, NONE, &err), &err);
+  CHECK_VIEW("d = c[:, :3]", &d, 3, DIMS(2, 3, 4), DIMS(20, 4, 1), 0);
+  CHECK_OK("d.reshape(2, 12)", uopc_tensor_reshape(&v, &d, 2, DIMS(2, 12), &err), &err);
+  CHECK_VIEW("d.reshape(2, 12)", &v, 2, DIMS(2, 12), DIMS(20, 1), 0);
+  CHECK_VALUES("d.reshape(2, 12)", &v, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+               20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  uopc_tensor_release(&v);
+  CHECK_CODE("d.reshape(6, 4)", uopc_tensor_reshape(&v, &d, 2, DIMS(6, 4), &err), UOPC_E_LAYOUT, &err);
+  uopc_tensor_release(&d);
+  uopc_tensor_release(&c);
+}
+
 static void test_tensor_reshape_of_offset_slice_keeps_offset(void **state) {
   (void)state;
   uopc_tensor c, d, v;
@@ -719,6 +825,17 @@ static void test_tensor_wrap_new_without_memory_is_nomem(void **state) {
   assert_int_equal(err.code, UOPC_E_NOMEM);
   assert_string_equal(err.message, "out of memory for a tensor handle");
 #endif
+}
+
+/* Retaining no tensor gives a released one (all zero bytes), whatever out held. */
+static void test_tensor_retain_of_null_gives_a_released_tensor(void **state) {
+  (void)state;
+  uopc_tensor t, zero;
+  memset(&t, 0xff, sizeof t);
+  memset(&zero, 0, sizeof zero);
+  uopc_tensor_retain(&t, NULL);
+  assert_memory_equal(&t, &zero, sizeof t);
+  uopc_tensor_release(&t);
 }
 
 static void test_tensor_release_of_zeroed_tensor_is_safe(void **state) {
@@ -935,6 +1052,41 @@ static void test_tensor_copy_overlapping_shift_is_out_of_place(void **state) {
   uopc_tensor_release(&x);
 }
 
+/* Only an overlapping copy stages x in a temporary: with no memory for one it is UOPC_E_NOMEM and
+ * out is unchanged (and not counted as written); a copy between separate tensors allocates nothing. */
+static void test_tensor_copy_allocates_only_for_overlap(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  uopc_tensor x, src, dst, y;
+  uopc_error err = {0};
+  arange(&x, UOPC_F32, 1, DIMS(6));
+  CHECK_OK("x[0:4]", uopc_tensor_slice(&src, &x, 0, 0, 4, 1, &err), &err);
+  CHECK_OK("x[1:5]", uopc_tensor_slice(&dst, &x, 0, 1, 5, 1, &err), &err);
+  uint64_t version = uopc_tensor_version(&x);
+  fail_next_malloc = 1;
+  int rc = uopc_tensor_copy(&dst, &src, &err);
+  fail_next_malloc = 0;
+  CHECK_CODE("x[1:5] = x[0:4] without memory", rc, UOPC_E_NOMEM, &err);
+  assert_string_equal(err.message, "out of memory for a storage header");
+  CHECK_VALUES("x[1:5] = x[0:4] without memory", &x, 0, 1, 2, 3, 4, 5);
+  CHECK_I64("x[1:5] = x[0:4] without memory", "version", (int64_t)(uopc_tensor_version(&x) - version), 0);
+  /* y = np.zeros(4); y[...] = x[0:4], no allocation allowed */
+  CHECK_OK("np.zeros(4)", uopc_tensor_empty(&y, UOPC_F32, 1, DIMS(4), &err), &err);
+  fail_next_malloc = 1;
+  rc = uopc_tensor_copy(&y, &src, &err);
+  fail_next_malloc = 0;
+  CHECK_CODE("y[...] = x[0:4] without memory", rc, UOPC_OK, &err);
+  CHECK_VALUES("y[...] = x[0:4] without memory", &y, 0, 1, 2, 3);
+  uopc_tensor_release(&y);
+  uopc_tensor_release(&src);
+  uopc_tensor_release(&dst);
+  uopc_tensor_release(&x);
+#endif
+}
+
 static void test_tensor_copy_reversed_onto_itself_is_out_of_place(void **state) {
   (void)state;
   uopc_tensor x, rev;
@@ -1023,6 +1175,12 @@ static void test_tensor_copy_rejects_dtype_and_shape_mismatch(void **state) {
   CHECK_MESSAGE("f32[...] = f64", &err, "out is f32 but x is f64");
   CHECK_CODE("(4,)[...] = (2, 2)", uopc_tensor_copy(&f, &g, &err), UOPC_E_INVALID, &err);
   CHECK_MESSAGE("(4,)[...] = (2, 2)", &err, "out has shape (4,) but x has shape (2, 2)");
+  /* the same rank and element count, another shape: (2, 2)[...] = (2, 2).reshape(1, 4) */
+  uopc_tensor r;
+  CHECK_OK("np.zeros((2, 2)).reshape(1, 4)", uopc_tensor_reshape(&r, &g, 2, DIMS(1, 4), &err), &err);
+  CHECK_CODE("(2, 2)[...] = (1, 4)", uopc_tensor_copy(&g, &r, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "out has shape (2, 2) but x has shape (1, 4)");
+  uopc_tensor_release(&r);
   uopc_tensor_release(&f);
   uopc_tensor_release(&d);
   uopc_tensor_release(&g);
@@ -1151,6 +1309,8 @@ int main(void) {
     cmocka_unit_test(test_tensor_empty_with_zero_dim_is_empty_and_contiguous),
     cmocka_unit_test(test_tensor_empty_rejects_bad_arguments),
     cmocka_unit_test(test_tensor_empty_rejects_overflowing_shapes),
+    cmocka_unit_test(test_tensor_empty_beyond_memory_is_nomem),
+    cmocka_unit_test(test_tensor_empty_without_memory_for_the_header_frees_the_bytes),
     cmocka_unit_test(test_tensor_slice_full_reverse_matches_numpy),
     cmocka_unit_test(test_tensor_slice_negative_step_matches_numpy),
     cmocka_unit_test(test_tensor_slice_negative_start_counts_from_end),
@@ -1162,6 +1322,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_slice_rejects_step_zero_and_bad_axis),
     cmocka_unit_test(test_tensor_failed_view_leaves_out_released),
     cmocka_unit_test(test_tensor_failed_view_clears_an_out_at_a_lower_address_than_x),
+    cmocka_unit_test(test_tensor_views_of_a_hand_built_tensor_refuse_bad_rank_and_overflow),
     cmocka_unit_test(test_tensor_select_negative_index_counts_from_end),
     cmocka_unit_test(test_tensor_select_twice_gives_rank_0),
     cmocka_unit_test(test_tensor_select_out_of_range_is_bounds_error),
@@ -1172,12 +1333,14 @@ int main(void) {
     cmocka_unit_test(test_tensor_reshape_infers_minus_one),
     cmocka_unit_test(test_tensor_reshape_of_transpose_needs_copy),
     cmocka_unit_test(test_tensor_reshape_of_strided_slice_splits_as_view),
+    cmocka_unit_test(test_tensor_reshape_of_row_padded_slice_merges_each_rows_packed_dims),
     cmocka_unit_test(test_tensor_reshape_of_offset_slice_keeps_offset),
     cmocka_unit_test(test_tensor_reshape_ignores_a_unit_dims_stride),
     cmocka_unit_test(test_tensor_reshape_to_and_from_rank_0),
     cmocka_unit_test(test_tensor_reshape_of_empty_keeps_packed_strides),
     cmocka_unit_test(test_tensor_views_share_storage_until_the_last_release),
     cmocka_unit_test(test_tensor_last_release_frees_the_storage_once),
+    cmocka_unit_test(test_tensor_retain_of_null_gives_a_released_tensor),
     cmocka_unit_test(test_tensor_release_of_zeroed_tensor_is_safe),
     cmocka_unit_test(test_tensor_wrap_stack_buffer_with_negative_strides),
     cmocka_unit_test(test_tensor_wrap_allows_empty),
@@ -1189,6 +1352,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_may_overlap_disjoint_halves_vs_overlapping_slices),
     cmocka_unit_test(test_tensor_may_overlap_compares_addresses_across_wraps),
     cmocka_unit_test(test_tensor_copy_overlapping_shift_is_out_of_place),
+    cmocka_unit_test(test_tensor_copy_allocates_only_for_overlap),
     cmocka_unit_test(test_tensor_copy_reversed_onto_itself_is_out_of_place),
     cmocka_unit_test(test_tensor_copy_between_wraps_of_one_buffer_is_out_of_place),
     cmocka_unit_test(test_tensor_copy_strided_into_packed),

@@ -35,11 +35,12 @@ static int finish_view(uopc_tensor *out, const uopc_tensor *v) {
 /* Moves element 0 to index along axis. Cannot overflow for a tensor this
  * module made (the index stays inside its span), but x may be hand-built. */
 static int move_offset(const char *fn, uopc_tensor *v, int axis, int64_t index, uopc_error *err) {
-  int64_t step;
+  int64_t step, moved;  /* not into v->offset: an overflowing add stores the wrapped sum */
   if (__builtin_mul_overflow(index, v->strides[axis], &step) ||
-      __builtin_add_overflow(v->offset, step, &v->offset))
+      __builtin_add_overflow(v->offset, step, &moved))
     return uopc_fail(err, UOPC_E_OVERFLOW, fn, "offset %lld + index %lld * stride %lld overflows",
                      (long long)v->offset, (long long)index, (long long)v->strides[axis]);
+  v->offset = moved;
   return UOPC_OK;
 }
 
