@@ -154,6 +154,28 @@ static void test_fault_entry_evicted_between_publish_and_load_is_rebuilt(void **
   uopc_program_free(p);
 }
 
+/* A peer that evicts every entry before this process can load it: the build
+ * gives up after UOPC_BUILD_TRIES compilations, each counted, and says why,
+ * instead of compiling for ever; once the peer stops, the same build loads. */
+static void test_fault_entry_evicted_every_time_gives_up_after_the_tries(void **state) {
+  (void)state;
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES), inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  uopc_error err = {0};
+  uopc_program *p = NULL;
+  uopc_fault_arm(UOPC_FAULT_EVICT, UOPC_FAULT_ALWAYS);
+  int rc = uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err);
+  uopc_fault_arm(UOPC_FAULT_EVICT, 0);
+  assert_uopc_code(rc, UOPC_E_LOAD, err);
+  assert_null(p);
+  assert_contains(err.message, "was evicted before it could be loaded, 3 times in a row: the cache's limit "
+                               "(UOPC_CACHE_MAX_SIZE, ");
+  assert_int_equal(counted(UOPC_C_DISK_CACHE_MISSES, misses), 3);
+  assert_int_equal(counted(UOPC_C_COMPILER_INVOCATIONS, inv), 3);
+  assert_int_equal(staging_dirs_left(), 0);
+  uopc_program_free(construct("evicted-no-more"));
+  assert_int_equal(counted(UOPC_C_COMPILER_INVOCATIONS, inv), 4);
+}
+
 /* The entry found is evicted while this process still holds it loaded: dlopen answers with the
  * object it has by that path, so the load succeeds and the program is not built again. */
 static void test_fault_entry_evicted_while_loaded_here_is_not_rebuilt(void **state) {
@@ -283,6 +305,7 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_second_spawn_fails_after_a_success, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_between_lookup_and_load_is_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_between_publish_and_load_is_rebuilt, fresh),
+    cmocka_unit_test_setup(test_fault_entry_evicted_every_time_gives_up_after_the_tries, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_while_loaded_here_is_not_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_fails_and_the_build_goes_on, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_failure_is_told_at_debug_level_2, fresh),

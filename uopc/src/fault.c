@@ -13,6 +13,7 @@ void uopc_fault_arm(uopc_fault_site site, int k) {
 int uopc_fault_hit(uopc_fault_site site) {
   if (site < 0 || site >= UOPC_FAULT_SITES) return 0;
   int left = __atomic_load_n(&countdown[site], __ATOMIC_SEQ_CST);
+  if (left == UOPC_FAULT_ALWAYS) return 1;
   if (left <= 0) return 0;
   __atomic_store_n(&countdown[site], left - 1, __ATOMIC_SEQ_CST);
   return left == 1;

@@ -17,7 +17,11 @@ typedef enum uopc_fault_site {
 } uopc_fault_site;
 
 #ifdef UOPC_FAULT_INJECTION
-/* The k-th call at site from now (k >= 1) fails once; 0 disarms the site. */
+/* k for every call at a site to fail, until it is disarmed: a peer that evicts
+ * each entry before this process loads it, which one failure cannot model. */
+#define UOPC_FAULT_ALWAYS (-1)
+/* The k-th call at site from now (k >= 1) fails once, every call fails
+ * (UOPC_FAULT_ALWAYS), or none (0: the site is disarmed). */
 void uopc_fault_arm(uopc_fault_site site, int k);
 /* 1 when this call at site must fail (and counts the call). */
 int uopc_fault_hit(uopc_fault_site site);
