@@ -14,6 +14,8 @@ TEST_IMPL := $(IMPL)
 endif
 IMPL ?= labs
 SAN ?=
+# COV=1 builds with gcov's counters (make coverage-uopc) into a directory of its own.
+COV ?=
 CC := gcc
 # Quiet by default: one line per step; `make V=1` shows every command.
 V ?= 0
@@ -21,7 +23,7 @@ Q := $(if $(filter 1,$(V)),,@)
 # (quoted: a path with a note, "uopc/src/x.c [faults]", is one argument, not two lines)
 say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' '$(1)' '$(2)';)
 PYTHON := .venv/bin/python
-BUILD := build/$(IMPL)$(if $(SAN),-san)
+BUILD := build/$(IMPL)$(if $(SAN),-san)$(if $(COV),-cov)
 
 ifneq ($(IMPL),labs)
 ifneq ($(IMPL),solutions)
@@ -44,6 +46,9 @@ endif
 SANFLAGS :=
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+ifneq ($(COV),)
+SANFLAGS += --coverage
 endif
 # Without SAN, glibc's _FORTIFY_SOURCE=3 checks string and memory calls against what is left of
 # the object they write into, offsets computed at run time included: a snprintf told that its
@@ -263,6 +268,22 @@ mutants-uopc: setup
 
 mutants-ci: setup
 	@tools/mutants-ci.sh
+
+# make coverage-uopc: the lines of uopc/src/*.c that the runtime's own suites (tests/uopc and
+# tests/faults, the ones make mutants-uopc grades with) never run. A mutant of such a line
+# survives every draw, so this list is the one to read before drawing. COV=1 builds with
+# gcov's counters into build/<IMPL>-cov; gcovr merges the plain and the fault-injection build.
+UOPC_TEST_BINS = $(filter $(BUILD)/tests/uopc/%,$(TEST_BINS)) $(FAULT_BINS)
+.PHONY: coverage-uopc coverage-run
+coverage-uopc: setup
+	@tools/setup.sh --coverage
+	@$(MAKE) --no-print-directory COV=1 coverage-run
+
+coverage-run: $(UOPC_TEST_BINS)
+	@find $(BUILD) -name '*.gcda' -delete
+	@tools/run-tests.sh $(BUILD) -- $(UOPC_TEST_BINS) | tail -n 1
+	@$(PYTHON) -m gcovr --root . --filter 'uopc/src/' --sort uncovered-number --sort-reverse \
+	  --txt-summary $(BUILD)
 
 # make break LAB=23.N lists the guards; with GUARD=name it builds and runs the experiment.
 .PHONY: break

@@ -3,7 +3,8 @@
 # cmocka and OpenSSL's headers, bubblewrap (the grader's sandbox) from apt
 # (through sudo when not root), and a .venv with NumPy for the harness (and, where
 # solutions/ is, universalmutator for `make mutants`; with --plot, matplotlib for the figure of
-# `make bench` and `make lab-23.5-plot`; with --figures, Debian's graphviz for `make figures`).
+# `make bench` and `make lab-23.5-plot`; with --figures, Debian's graphviz for `make figures`;
+# with --coverage, gcovr for `make coverage-uopc`).
 # CUDA is optional and never installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,12 @@ fi
 if [ "${1:-}" = --plot ] && ! .venv/bin/python -c 'import matplotlib' 2>/dev/null; then
   echo "setup: installing matplotlib into .venv (bench/requirements.txt)"
   .venv/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+fi
+
+# `make coverage-uopc` reads gcov's counters through gcovr; only it asks (tools/setup.sh --coverage).
+if [ "${1:-}" = --coverage ] && ! .venv/bin/python -c 'import gcovr' 2>/dev/null; then
+  echo "setup: installing gcovr into .venv (tools/coverage-requirements.txt)"
+  .venv/bin/pip install -q --disable-pip-version-check -r tools/coverage-requirements.txt
 fi
 
 # The chapters' figures are committed as SVG; only `make figures`, which renders them again
