@@ -47,13 +47,17 @@ SANFLAGS :=
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
+# -O0: at -O2 gcc merges like lines (two identical snprintf calls count as one), so gcov
+# would report a line that ran as missed; _FORTIFY_SOURCE needs the optimiser, so it goes too.
+# Atomic counters: the suites build from several threads, whose plain increments can race
+# into counts gcov reads as negative.
 ifneq ($(COV),)
-SANFLAGS += --coverage
+SANFLAGS += --coverage -fprofile-update=atomic -O0
 endif
 # Without SAN, glibc's _FORTIFY_SOURCE=3 checks string and memory calls against what is left of
 # the object they write into, offsets computed at run time included: a snprintf told that its
 # buffer is larger stops the program (SAN=1's AddressSanitizer checks every access instead).
-FORTIFY := $(if $(SAN),,-D_FORTIFY_SOURCE=3)
+FORTIFY := $(if $(SAN)$(COV),,-D_FORTIFY_SOURCE=3)
 # -MF $@.d: a name per output (gcc would name lab-23.1 and lab-23.2 alike lab-23.d).
 CFLAGS = -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC $(SANFLAGS) $(FORTIFY) -Iuopc/include -MMD -MP -MF $@.d
 LDFLAGS := $(SANFLAGS) -Wl,-rpath,'$$ORIGIN' -L$(BUILD)/lib
