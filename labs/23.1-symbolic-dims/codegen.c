@@ -90,7 +90,7 @@ int codegen_expr_c(codegen_nest *n, const sym_expr *e, char *buf, size_t size) {
 }
 
 int codegen_require_lt(codegen_nest *n, const sym_expr *lhs, const sym_expr *rhs) {
-  char lt[CODEGEN_EXPR_MAX], rt[CODEGEN_EXPR_MAX];
+  char lt[CODEGEN_EXPR_MAX] = "", rt[CODEGEN_EXPR_MAX] = "";
   int proved = 0, rc = sym_scope_prove_lt(codegen_scope(n), lhs, rhs, &proved, n->err);
   if (rc || proved) return rc;
   rc = codegen_expr_c(n, lhs, lt, sizeof lt);

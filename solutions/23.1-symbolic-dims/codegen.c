@@ -90,7 +90,7 @@ int codegen_expr_c(codegen_nest *n, const sym_expr *e, char *buf, size_t size) {
 }
 
 int codegen_require_lt(codegen_nest *n, const sym_expr *lhs, const sym_expr *rhs) {
-  char lt[CODEGEN_EXPR_MAX], rt[CODEGEN_EXPR_MAX];
+  char lt[CODEGEN_EXPR_MAX] = "", rt[CODEGEN_EXPR_MAX] = "";
   int proved = 0, rc = sym_scope_prove_lt(codegen_scope(n), lhs, rhs, &proved, n->err);
   if (rc || proved) return rc;
   rc = codegen_expr_c(n, lhs, lt, sizeof lt);
@@ -103,7 +103,7 @@ int codegen_require_lt(codegen_nest *n, const sym_expr *lhs, const sym_expr *rhs
 int codegen_open_loop(codegen_nest *n, const char *name, const sym_expr *extent,
                       const sym_expr **var, uopc_error *err) {
 // STUDENT 23.1 codegen_open_loop
-  char text[CODEGEN_EXPR_MAX];
+  char text[CODEGEN_EXPR_MAX] = "";
   sym_scope *s;
   if (n->n_scopes == CODEGEN_MAX_SCOPES)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "codegen: loops nested deeper than %d", CODEGEN_MAX_SCOPES - 1);
@@ -122,7 +122,7 @@ int codegen_open_loop(codegen_nest *n, const char *name, const sym_expr *extent,
 /* The element j = r0 + r1 into lane r1, after proving both in range. */
 static int add_element(codegen_nest *n, const codegen_reducer *r, const sym_expr *j,
                        const sym_expr *r1, const sym_expr *extent, const sym_expr *lanes) {
-  char value[CODEGEN_EXPR_MAX];
+  char value[CODEGEN_EXPR_MAX] = "";
   int rc = codegen_require_lt(n, j, extent);            /* the index stays in its row */
   if (!rc) rc = codegen_require_lt(n, r1, lanes);       /* and the lane in acc0 */
   if (!rc) rc = r->element(r->ctx, n, j, value, sizeof value);
@@ -137,7 +137,7 @@ static int add_element(codegen_nest *n, const codegen_reducer *r, const sym_expr
 static int emit_blocks(codegen_nest *n, const codegen_reducer *r, const sym_expr *extent,
                        const sym_expr *lanes) {
   sym_arena *a = n->arena;
-  char text[CODEGEN_EXPR_MAX];
+  char text[CODEGEN_EXPR_MAX] = "";
   const sym_expr *r0, *r1;
   sym_scope *blocks;
   int rc = codegen_expr_c(n, extent, text, sizeof text);
@@ -164,7 +164,7 @@ static int emit_blocks(codegen_nest *n, const codegen_reducer *r, const sym_expr
 static int emit_tail(codegen_nest *n, const codegen_reducer *r, const sym_expr *extent,
                      const sym_expr *lanes) {
   sym_arena *a = n->arena;
-  char text[CODEGEN_EXPR_MAX];
+  char text[CODEGEN_EXPR_MAX] = "";
   const sym_expr *r0, *r1, *j = NULL;
   sym_scope *rest, *lane;
   /* After the blocks r0 is in [0, n]: a variable below n + 1, with n < r0 + LANES. */

@@ -176,7 +176,7 @@ static int constant_quotient(const sym_expr *r, const sym_expr *y, int *known, i
   sym_interval ri, yi;
   int rc = sym_expr_interval(r, &ri, err);
   if (!rc) rc = sym_expr_interval(y, &yi, err);
-  if (rc) return rc;
+  if (rc != UOPC_OK) return rc;
   *known = 0;
   if (ri.lo >= 0 && ri.hi < yi.lo) {
     *known = 1;

@@ -442,6 +442,9 @@ static void test_sym_expr_interval_saturates_a_product(void **state) {
   assert_uopc_ok(sym_dim_init(&w, "w", INT64_MIN, -1, 1, &err), err);
   const sym_expr *ew = sym_expr_dim(a, &w);
   expect_interval(sym_expr_mul(a, ew, ew), "w*w for w in [INT64_MIN, -1]", 1, INT64_MAX);
+  /* the negative factor first: (-4) * 2^62 saturates down, as big * (-4) does */
+  expect_interval(sym_expr_mul(a, sym_expr_const(a, -4), sym_expr_dim(a, &big)), "(-4)*big (big in [1, 2^62])",
+                  INT64_MIN, -4);
   sym_arena_free(a);
 }
 
@@ -454,6 +457,20 @@ static void test_sym_expr_interval_saturates_a_sum_downward(void **state) {
   expect_interval(e, "big*(-4) + (-1) (big in [1, 2^62])", INT64_MIN, -5);
   const sym_expr *down = sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, -4));
   expect_interval(sym_expr_sub(a, down, sym_expr_const(a, 1)), "big*(-4) - 1 (big in [1, 2^62])", INT64_MIN, -5);
+  sym_arena_free(a);
+}
+
+/* A sum that overflows upward saturates to INT64_MAX, even when it adds only 1. */
+static void test_sym_expr_interval_saturates_a_sum_upward(void **state) {
+  (void)state;
+  sym_dim big, top;
+  uopc_error err = {0};
+  sym_arena *a = big_arena(&big);
+  const sym_expr *up = sym_expr_mul(a, sym_expr_dim(a, &big), sym_expr_const(a, 4));
+  expect_interval(sym_expr_add(a, up, sym_expr_const(a, 1)), "big*4 + 1 (big in [1, 2^62])", 5, INT64_MAX);
+  assert_uopc_ok(sym_dim_init(&top, "top", 0, INT64_MAX, 1, &err), err);
+  expect_interval(sym_expr_add(a, sym_expr_dim(a, &top), sym_expr_const(a, 1)), "top + 1 (top in [0, INT64_MAX])",
+                  1, INT64_MAX);
   sym_arena_free(a);
 }
 
@@ -798,6 +815,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_exhaustive_small_dims, setup, teardown),
     cmocka_unit_test(test_sym_expr_interval_saturates_a_product),
     cmocka_unit_test(test_sym_expr_interval_saturates_a_sum_downward),
+    cmocka_unit_test(test_sym_expr_interval_saturates_a_sum_upward),
     cmocka_unit_test(test_sym_expr_interval_saturates_a_difference_upward),
     cmocka_unit_test(test_sym_expr_interval_is_tight_for_dims_min_and_max),
     cmocka_unit_test(test_sym_arena_interns_equal_nodes_after_growing),
