@@ -381,6 +381,53 @@ static void test_cuda_compile_reports_a_too_small_ptx_path_buffer(void **state) 
   assert_contains(err.message, "ptx_path_size 16 is too small");
 }
 
+/* A size of 0 has no room even for the NUL: refused in so many words before anything is looked
+ * up or compiled, compiler or not, and the buffer is left alone. */
+static void test_cuda_compile_ptx_path_size_0_is_refused_before_any_compile(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char ptx[8] = "unset";
+  int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES), hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  int rc = uopc_cuda_compile(SQUARE_PLUS_ONE, "square_plus_one", NULL, ptx, 0, &err);
+  assert_uopc_code(rc, UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "ptx_path_size is 0");
+  assert_string_equal(err.where, "uopc_cuda_compile");
+  assert_string_equal(ptx, "unset");
+  assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 0);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_MISSES, misses), 0);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 0);
+}
+
+/* A size of 1 is not 0: the PTX is built (here found in the cache), and then its path does not
+ * fit, which the message says with the path's own size; the buffer holds the empty string. */
+static void test_cuda_compile_ptx_path_size_1_builds_then_says_the_path_does_not_fit(void **state) {
+  uopc_error err = {0};
+  char ptx[PATH_MAX], want[2 * PATH_MAX], one[1] = {'x'};
+  assert_uopc_ok(compile(forced(state), SQUARE_PLUS_ONE, "square_plus_one", NULL, ptx, &err), err);
+  uopc_cuda_options opts = {.force_nvcc = forced(state)};
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  int rc = uopc_cuda_compile(SQUARE_PLUS_ONE, "square_plus_one", &opts, one, sizeof one, &err);
+  assert_uopc_code(rc, UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "ptx_path_size 1 is too small for '%s' (%zu bytes)", ptx, strlen(ptx) + 1);
+  assert_string_equal(err.message, want);
+  assert_int_equal(one[0], '\0');
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 1);
+}
+
+/* The manifest says how the PTX was made: the target, then C++17, the one language option,
+ * which both compilers are given. */
+static void test_cuda_compile_manifest_records_the_target_and_cxx17(void **state) {
+  uopc_error err = {0};
+  char ptx[PATH_MAX], manifest[PATH_MAX];
+  assert_uopc_ok(compile(forced(state), tagged("manifest flags"), "square_plus_one", "sm_80", ptx, &err), err);
+  snprintf(manifest, sizeof manifest, "%.*s/manifest", (int)(strrchr(ptx, '/') - ptx), ptx);
+  char *text = read_text(manifest);
+  assert_non_null(text);
+  assert_contains(text, "\nflags=-arch=compute_80 -std=c++17\n");
+  free(text);
+}
+
 /* ---- without a GPU ---------------------------------------------------------- */
 
 static void test_cuda_program_new_without_gpu_returns_no_cuda(void **state) {
@@ -971,6 +1018,7 @@ static const char FAKE_NVRTC[] =
     "typedef int nvrtcResult;\n"
     "static int prog, failed, short_log, empty_log, ptx_fails;\n"
     "int fake_log_calls;  /* nvrtcGetProgramLog's */\n"
+    "char fake_options[256];  /* the last compile's options, each followed by a space */\n"
     "static const char long_log[] = \"0123456789abcdefghijklmnopqrstuvwxyzABCD\";  /* 40 bytes */\n"
     "const char *nvrtcGetErrorString(nvrtcResult r) {\n"
     "  return r == 3 ? \"FAKE_COMPILE_ERROR\" : r == 5 ? \"FAKE_CREATE_ERROR\" : r == 7 ? \"FAKE_PTX_ERROR\"\n"
@@ -987,6 +1035,9 @@ static const char FAKE_NVRTC[] =
     "  *p = &prog; return 0;\n"
     "}\n"
     "nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) {\n"
+    "  *fake_options = 0;\n"
+    "  for (int i = 0; i < n && strlen(fake_options) + strlen(o[i]) + 2 <= sizeof fake_options; i++)\n"
+    "    strcat(strcat(fake_options, o[i]), \" \");\n"
     "  (void)p; short_log = n == 1 && !strcmp(o[0], \"--fake-fail-short-log\");  /* a log: \"!\" */\n"
     "  empty_log = n == 1 && !strcmp(o[0], \"--fake-fail-empty-log\");  /* a log size of 0 */\n"
     "  ptx_fails = n == 1 && !strcmp(o[0], \"--fake-ptx-fails\");  /* sized, then not given */\n"
@@ -1019,6 +1070,11 @@ static void test_fake_nvrtc_ptx_size_failure_is_a_compile_error(void **state) {
   assert_uopc_code(uopc_cuda_compile(tagged("fake nvrtc"), "square_plus_one", &opts, ptx, sizeof ptx, &err),
                    UOPC_E_COMPILE, err);
   assert_contains(err.message, "nvrtcGetPTXSize failed: FAKE_PTX_SIZE_ERROR");
+  /* The one language option reaches NVRTC, after the target, and is named in the message. */
+  const char *options = dlsym(fake_nvrtc, "fake_options");
+  assert_non_null(options);
+  assert_string_equal(options, "-arch=compute_80 -std=c++17 ");
+  assert_contains(err.message, "(entry 'square_plus_one', flags -arch=compute_80 -std=c++17); full log in ");
 }
 
 /* A PTX size that NVRTC reports success for but does not write is none: a failed compile
@@ -1326,6 +1382,9 @@ int main(void) {
     BY_BOTH(test_cuda_compile_leaves_an_arch_suffix_to_the_compiler),
     BY_BOTH(test_cuda_compile_without_gpu_targets_compute_90),
     BY_BOTH(test_cuda_compile_reports_a_too_small_ptx_path_buffer),
+    cmocka_unit_test(test_cuda_compile_ptx_path_size_0_is_refused_before_any_compile),
+    BY_BOTH(test_cuda_compile_ptx_path_size_1_builds_then_says_the_path_does_not_fit),
+    BY_BOTH(test_cuda_compile_manifest_records_the_target_and_cxx17),
     BY_BOTH(test_cuda_compile_from_eight_threads_agrees_on_one_entry),
     cmocka_unit_test(test_cuda_compile_nvrtc_and_nvcc_use_different_entries),
     cmocka_unit_test(test_cuda_compile_rejects_bad_arguments),
