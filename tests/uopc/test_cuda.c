@@ -640,7 +640,10 @@ static const char FAKE_DRIVER[] =
     "  for (int i = 0; i < 7; i++) fake_launch[i] = got[i];\n"
     "  return 0;\n"
     "}\n"
-    "CUresult cuMemAlloc_v2(void) { return 2; }  /* CUDA_ERROR_OUT_OF_MEMORY, always */\n"
+    "CUresult cuMemAlloc_v2(unsigned long long *d, size_t n) {  /* 96 bytes at 0xd000, else */\n"
+    "  if (n != 96) return 2;  /* CUDA_ERROR_OUT_OF_MEMORY */\n"
+    "  *d = 0xd000; return 0;\n"
+    "}\n"
     "CUresult cuMemFree_v2(unsigned long long d) { return d == 0x999 ? 999 : 0; }  /* 999: no such code */\n"
     "CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {\n"
     "  if (n > sizeof fake_memory) return 1;\n"
@@ -846,6 +849,16 @@ static void test_fake_driver_alloc_and_free_failures_give_the_drivers_code(void 
   assert_string_equal(err.message, "cuMemFree(0x999) failed: CUresult 999");
 }
 
+/* Device memory the driver gives: OK, and *dptr is the driver's address. */
+static void test_fake_driver_alloc_gives_the_drivers_address(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  unsigned long long dptr = 1;
+  assert_uopc_ok(uopc_cuda_alloc(&dptr, 96, &err), err);
+  assert_true(dptr == 0xd000);
+  assert_uopc_ok(uopc_cuda_free(dptr, &err), err);
+}
+
 /* A whole cache entry whose PTX is empty (its manifest says 0 bytes, with the hash of none) is no
  * PTX to load: UOPC_E_IO naming the file, and the driver is not asked. The manifest's first value
  * of a name is the one read, so two lines put first stand for the entry's real size and hash. */
@@ -943,6 +956,7 @@ static int run_on_fake_driver(const char *path) {
     cmocka_unit_test(test_fake_driver_kernel_not_in_the_module_says_to_declare_it_extern_c),
     cmocka_unit_test(test_fake_driver_launch_and_synchronize_failures_say_which),
     cmocka_unit_test(test_fake_driver_alloc_and_free_failures_give_the_drivers_code),
+    cmocka_unit_test(test_fake_driver_alloc_gives_the_drivers_address),
     cmocka_unit_test(test_fake_driver_empty_ptx_in_the_cache_is_refused_before_the_driver),
   };
   return cmocka_run_group_tests_name("on a fake driver", tests, NULL, NULL);

@@ -827,6 +827,38 @@ static void test_tensor_wrap_new_without_memory_is_nomem(void **state) {
 #endif
 }
 
+/* No memory for a wrap's storage header: UOPC_E_NOMEM from uopc_tensor_wrap, out released and the
+ * caller's bytes untouched; through uopc_tensor_wrap_new (whose handle is the first malloc, the
+ * header the second) NULL, the handle freed. */
+static void test_tensor_wrap_without_memory_for_the_header_is_nomem(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  int32_t buf[6] = {1, 2, 3, 4, 5, 6};
+  uopc_tensor t;
+  uopc_error err = {0};
+  fail_next_malloc = 1;
+  int rc = uopc_tensor_wrap(&t, buf, UOPC_I32, 2, DIMS(2, 3), DIMS(3, 1), &err);
+  fail_next_malloc = 0;
+  CHECK_CODE("wrap (2, 3) without memory", rc, UOPC_E_NOMEM, &err);
+  assert_string_equal(err.message, "out of memory for a storage header");
+  assert_string_equal(err.where, "uopc_tensor_wrap");
+  assert_null(t.storage);
+  assert_int_equal(t.rank, 0);
+  assert_int_equal(buf[0], 1);
+  assert_int_equal(buf[5], 6);
+  err = (uopc_error){0};
+  fail_next_malloc = 2;
+  uopc_tensor *h = uopc_tensor_wrap_new(buf, UOPC_I32, 2, DIMS(2, 3), DIMS(3, 1), &err);
+  fail_next_malloc = 0;
+  assert_null(h);
+  assert_int_equal(err.code, UOPC_E_NOMEM);
+  assert_string_equal(err.message, "out of memory for a storage header");
+#endif
+}
+
 /* Retaining no tensor gives a released one (all zero bytes), whatever out held. */
 static void test_tensor_retain_of_null_gives_a_released_tensor(void **state) {
   (void)state;
@@ -1349,6 +1381,7 @@ int main(void) {
     cmocka_unit_test(test_tensor_wrap_of_a_scalar_needs_no_strides),
     cmocka_unit_test(test_tensor_wrap_new_round_trips_through_a_heap_handle),
     cmocka_unit_test(test_tensor_wrap_new_without_memory_is_nomem),
+    cmocka_unit_test(test_tensor_wrap_without_memory_for_the_header_is_nomem),
     cmocka_unit_test(test_tensor_may_overlap_disjoint_halves_vs_overlapping_slices),
     cmocka_unit_test(test_tensor_may_overlap_compares_addresses_across_wraps),
     cmocka_unit_test(test_tensor_copy_overlapping_shift_is_out_of_place),
