@@ -134,6 +134,21 @@ static void test_counters_past_one_block_of_cells(void **state) {
   free(text);
 }
 
+/* 4400 counters reach block 17 of a thread's table (ids past 4352, 17 * 256 + 0), far below the
+ * limit of UOPC_COUNTER_CHUNK * UOPC_COUNTER_CHUNKS: the last one made counts like the first. */
+static void test_counters_count_in_a_block_far_past_the_first(void **state) {
+  (void)state;
+  enum { N = 4400 };
+  static uopc_counter_id ids[N];
+  make_counters("test far", ids, N);
+  assert_true(ids[N - 1] > UOPC_COUNTER_CHUNK + UOPC_COUNTER_CHUNKS);
+  uopc_counter_bump(ids[N - 1], 7);   /* its block's first count in this thread */
+  uopc_counter_bump(ids[N - 1], 2);
+  uopc_counter_bump(ids[0], 1);
+  assert_int_equal(uopc_counter_get("test far 4399"), 9);
+  assert_int_equal(uopc_counter_get("test far 0"), 1);
+}
+
 /* A reset zeroes every counter, the first one made (id 0, the runtime's first) included, in the
  * cells of this thread and in what exited threads left. */
 static void test_counters_reset_zeroes_the_first_counter_too(void **state) {
@@ -286,6 +301,16 @@ static void test_error_where_with_a_percent_sign_is_copied_as_written(void **sta
   assert_string_equal(err.where, "");
 }
 
+/* Codes outside UOPC_E_OK .. UOPC_E_COUNT - 1 name no error: below, at and past the count. */
+static void test_error_name_of_a_code_out_of_range_is_a_question_mark(void **state) {
+  (void)state;
+  assert_string_equal(uopc_error_name(-1), "UOPC_E_?");
+  assert_string_equal(uopc_error_name(UOPC_E_COUNT), "UOPC_E_?");
+  assert_string_equal(uopc_error_name(UOPC_E_COUNT + 1), "UOPC_E_?");
+  assert_string_equal(uopc_error_name(INT_MAX), "UOPC_E_?");
+  assert_string_equal(uopc_error_name(UOPC_E_COUNT - 1), "UOPC_E_NOT_IMPLEMENTED");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_counters_sum_eight_threads_exactly, fresh),
@@ -299,6 +324,9 @@ int main(void) {
     cmocka_unit_test_setup(test_counters_get_waits_for_the_registry_lock, fresh),
     cmocka_unit_test(test_counters_json_path_too_long_names_the_limit),
     cmocka_unit_test(test_error_where_with_a_percent_sign_is_copied_as_written),
+    cmocka_unit_test(test_error_name_of_a_code_out_of_range_is_a_question_mark),
+    /* last: its 4400 counters would fill the JSON file the escaping test reads */
+    cmocka_unit_test_setup(test_counters_count_in_a_block_far_past_the_first, fresh),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

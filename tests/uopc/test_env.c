@@ -3,6 +3,9 @@
  * UOPC_COUNTERS_JSON path it cannot write) is warned about once on stderr,
  * naming the variable and the value, and never changes the exit status. */
 #include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "uopc/uopc.h"
@@ -255,6 +258,111 @@ static void test_nvcc_ptx_without_the_kernel_is_refused_and_closed(void **state)
   assert_contains(err, "\n0 more descriptors\n");
 }
 
+static char stats_dir[4200];
+
+/* Builds a program in the cache stats_dir at UOPC_DEBUG=2; with remove set, removes that cache
+ * before exit, where the statistics of the caches used are printed. */
+static void build_in_stats_dir(int remove) {
+  setenv("UOPC_CACHE_DIR", stats_dir, 1);
+  uopc_program *p;
+  uopc_error err = {0};
+  int rc = uopc_program_new(&p, "void stats_probe(void) {}\n", "stats_probe", "", NULL, &err);
+  if (rc != UOPC_OK) {
+    fprintf(stderr, "uopc_program_new: %s\n", err.message);
+    exit(rc);
+  }
+  uopc_program_free(p);
+  if (remove) testutil_remove_tree(stats_dir);
+}
+static void build_and_keep_the_cache(void) { build_in_stats_dir(0); }
+static void build_and_remove_the_cache(void) { build_in_stats_dir(1); }
+
+/* At UOPC_DEBUG=2 a process prints, at exit, the statistics of each cache it used that is still
+ * there: this build's miss is in them; a cache removed before the exit is not printed. */
+static void test_debug_level_2_prints_the_statistics_of_a_cache_still_there_at_exit(void **state) {
+  (void)state;
+  char err[16384], want[8600];
+  snprintf(stats_dir, sizeof stats_dir, "%s/stats-kept", testutil_cache_dir);
+  assert_int_equal(run_with("UOPC_DEBUG", "2", build_and_keep_the_cache, err, sizeof err), 0);
+  snprintf(want, sizeof want, "uopc: cache directory            %s\nuopc: entries                    1\n", stats_dir);
+  assert_contains(err, want);
+  assert_contains(err, "\nuopc: misses                     1\nuopc: evictions                  0\n");
+  snprintf(stats_dir, sizeof stats_dir, "%s/stats-removed", testutil_cache_dir);
+  assert_int_equal(run_with("UOPC_DEBUG", "2", build_and_remove_the_cache, err, sizeof err), 0);
+  if (strstr(err, "cache directory")) fail_msg("the statistics of a removed cache were printed:\n%s", err);
+  assert_contains(err, "uopc: compiling stats_probe with ");   /* level 2 was on */
+}
+
+/* Writes text into path; 0 when it could not. */
+static int write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return 0;
+  int ok = fputs(text, f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
+/* Hides /usr/local/cuda (nvcc and libnvrtc) from this process behind an empty directory, in a
+ * mount namespace of its own; exits 77 where there are none. No such directory: nothing to hide. */
+static void hide_usr_local_cuda(void) {
+  char map[64], empty[4300];
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  snprintf(empty, sizeof empty, "%s/empty-cuda", testutil_cache_dir);
+  if (mkdir(empty, 0755) != 0 && errno != EEXIST) exit(1);
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) exit(77);
+  snprintf(map, sizeof map, "%d %d 1\n", (int)uid, (int)uid);
+  if (!write_text("/proc/self/setgroups", "deny") || !write_text("/proc/self/uid_map", map)) exit(77);
+  snprintf(map, sizeof map, "%d %d 1\n", (int)gid, (int)gid);
+  if (!write_text("/proc/self/gid_map", map)) exit(77);
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) exit(77);
+  if (mount(empty, "/usr/local/cuda", NULL, MS_BIND, NULL) != 0 && errno != ENOENT) exit(77);
+}
+
+/* With no CUDA compiler at all (NVRTC first asked here, in this new process); 78: one found. */
+static void look_for_a_cuda_compiler(void) {
+  hide_usr_local_cuda();
+  unsetenv("CUDA_HOME");
+  uopc_error err = {0};
+  int rc = uopc_cuda_compiler_available(&err);
+  fputs(err.message, stderr);
+  exit(rc == UOPC_OK ? 78 : rc);
+}
+
+static void compile_by_nvcc_without_one(void) {
+  hide_usr_local_cuda();
+  unsetenv("CUDA_HOME");
+  uopc_cuda_options opts = {.arch = "sm_80", .force_nvcc = 1};
+  uopc_error err = {0};
+  int rc = uopc_cuda_compile("extern \"C\" __global__ void k() {}\n", "k", &opts, NULL, 0, &err);
+  fputs(err.message, stderr);
+  exit(rc);
+}
+
+/* No NVRTC and no nvcc (PATH empty, no CUDA_HOME, /usr/local/cuda hidden): the error says why
+ * for each, joined by ", and "; with force_nvcc, NVRTC is not asked and the message says so. */
+static void test_no_cuda_compiler_anywhere_says_why_for_nvrtc_and_nvcc(void **state) {
+  (void)state;
+  char empty[4200], err[16384];
+  snprintf(empty, sizeof empty, "%s/no-nvcc-anywhere", testutil_cache_dir);
+  assert_int_equal(mkdir(empty, 0700), 0);
+  int rc = run_with("PATH", empty, look_for_a_cuda_compiler, err, sizeof err);
+  if (rc == 77) {
+    print_message("  skipped: no user and mount namespaces here to hide /usr/local/cuda\n");
+    skip();
+  }
+  if (rc == 78) {
+    print_message("  skipped: a CUDA compiler outside /usr/local/cuda (the loader's path?)\n");
+    skip();
+  }
+  assert_int_equal(rc, UOPC_E_NO_CUDA);
+  assert_string_equal(err, "no CUDA compiler: libnvrtc not found (tried libnvrtc.so, .so.13 and .so.12 in "
+                           "$CUDA_HOME/lib64, on the loader's path and in /usr/local/cuda/lib64), and "
+                           "nvcc not found on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin");
+  assert_int_equal(run_with("PATH", empty, compile_by_nvcc_without_one, err, sizeof err), UOPC_E_NO_CUDA);
+  assert_string_equal(err, "no CUDA compiler: force_nvcc is set and "
+                           "nvcc not found on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_debug_level_that_is_not_a_number_is_warned_about_once),
@@ -266,6 +374,8 @@ int main(void) {
     cmocka_unit_test(test_nvcc_on_path_runs_before_the_one_in_cuda_home),
     cmocka_unit_test(test_nvcc_in_cuda_home_runs_when_none_is_on_path),
     cmocka_unit_test(test_nvcc_ptx_without_the_kernel_is_refused_and_closed),
+    cmocka_unit_test(test_debug_level_2_prints_the_statistics_of_a_cache_still_there_at_exit),
+    cmocka_unit_test(test_no_cuda_compiler_anywhere_says_why_for_nvrtc_and_nvcc),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -759,6 +759,50 @@ static void test_compiler_version_in_reads_the_first_ptx_header_line(void **stat
   assert_int_equal(testutil_open_fds(), fds);   /* the PTX file is closed again */
 }
 
+/* Files shorter than the ELF magic, even its first bytes, name no version: none is an ELF, and
+ * none has a PTX header. */
+static void test_compiler_version_in_reads_files_shorter_than_the_elf_magic(void **state) {
+  (void)state;
+  static const char *const names[] = {"empty.so", "one.so", "two.so", "three.so"};
+  for (size_t n = 0; n < SELFMAG; n++) {
+    char version[64] = "?";
+    version_of(names[n], (const unsigned char *)ELFMAG, n, version, sizeof version);
+    assert_string_equal(version, "");
+  }
+}
+
+#ifndef __SANITIZE_ADDRESS__
+/* The mallocs uopc_compiler_version_in makes for n bytes of elf, written as name. */
+static int mallocs_for_version_of(const char *name, const unsigned char *elf, size_t n) {
+  char path[PATH_MAX + 16], version[64] = "?";
+  uopc_error err = {0};
+  snprintf(path, sizeof path, "%s/%s", testutil_cache_dir, name);
+  assert_uopc_ok(uopc_write_file(path, elf, n, &err), err);
+  fail_next_malloc = 1 << 30;   /* counts down once a call: far from failing */
+  uopc_compiler_version_in(path, version, sizeof version);
+  int made = (1 << 30) - fail_next_malloc;
+  fail_next_malloc = 0;
+  assert_string_equal(version, "");
+  return made;
+}
+#endif
+
+/* A file of the 4 bytes of the ELF magic alone is read as an ELF (too short for its header: no
+ * version), not opened again as PTX: it takes the mallocs of a 5-byte ELF, no more. */
+static void test_compiler_version_in_reads_the_bare_elf_magic_as_an_elf(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, counted");
+#else
+  testutil_skip_unless_allocation_fails();
+  static const unsigned char elf[] = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64};
+  int bare = mallocs_for_version_of("magic4.so", elf, SELFMAG);
+  int longer = mallocs_for_version_of("magic5.so", elf, sizeof elf);
+  assert_true(longer > 0);
+  assert_int_equal(bare, longer);
+#endif
+}
+
 /* A manifest that names another artifact than the back end's describes some other build: the
  * entry is corrupted, counted so, and built again. */
 static void test_program_entry_whose_manifest_names_another_artifact_is_rebuilt(void **state) {
@@ -991,6 +1035,8 @@ int main(void) {
     cmocka_unit_test(test_program_manifest_holds_long_settings_whole),
     cmocka_unit_test(test_program_entry_whose_manifest_names_another_artifact_is_rebuilt),
     cmocka_unit_test(test_compiler_version_in_reads_the_first_ptx_header_line),
+    cmocka_unit_test(test_compiler_version_in_reads_files_shorter_than_the_elf_magic),
+    cmocka_unit_test(test_compiler_version_in_reads_the_bare_elf_magic_as_an_elf),
     cmocka_unit_test(test_program_native_target_hashes_the_cpu_model_and_features),
     cmocka_unit_test(test_program_native_target_hashes_arm_features_and_part),
     cmocka_unit_test(test_program_native_target_without_cpuinfo_says_cpu_unknown),

@@ -78,6 +78,39 @@ static void test_sha256_file_reports_a_read_error(void **state) {
   assert_string_equal(hex, "unchanged");
 }
 
+/* A file larger than the 64 KiB read buffer is hashed whole, read after read: FIPS 180-4's
+ * one million 'a's (about 15 buffers, the last one partly filled). */
+static void test_sha256_file_hashes_a_file_of_many_reads(void **state) {
+  (void)state;
+  enum { N = 1000000 };
+  char *text = malloc(N), hex[65];
+  assert_non_null(text);
+  memset(text, 'a', N);
+  hash_text_file(text, N, hex);
+  free(text);
+  assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+/* With stdin closed, the file opens as descriptor 0, a valid one: it is hashed. */
+static void test_sha256_file_reads_through_descriptor_0(void **state) {
+  (void)state;
+  char path[4200], hex[65] = "unchanged";
+  snprintf(path, sizeof path, "%s/input", testutil_cache_dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fputs("abc", f), 1);
+  assert_int_equal(fclose(f), 0);
+  uopc_error err = {0};
+  int saved = dup(0);
+  assert_true(saved > 0);
+  close(0);
+  int rc = uopc_hash_file(path, hex, &err);
+  assert_int_equal(dup2(saved, 0), 0);   /* stdin back before any assertion can stop the test */
+  close(saved);
+  assert_uopc_ok(rc, err);
+  assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
 /* No memory for the context: out of memory, said as such, and nothing handed out. */
 static void test_sha256_new_without_memory_is_nomem(void **state) {
   (void)state;
@@ -103,6 +136,8 @@ int main(void) {
     cmocka_unit_test(test_sha256_null_string_hashes_as_the_empty_string),
     cmocka_unit_test(test_sha256_file_reports_a_missing_file),
     cmocka_unit_test(test_sha256_file_reports_a_read_error),
+    cmocka_unit_test(test_sha256_file_hashes_a_file_of_many_reads),
+    cmocka_unit_test(test_sha256_file_reads_through_descriptor_0),
     cmocka_unit_test(test_sha256_new_without_memory_is_nomem),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);

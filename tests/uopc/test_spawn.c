@@ -49,6 +49,30 @@ static void test_spawn_replaces_the_users_lc_all(void **state) {
   free(res);
 }
 
+/* Every variable but LC_ALL reaches the child as it was, those that sort before "LC_ALL=" and
+ * those after; LC_ALL is C. */
+static void test_spawn_passes_every_other_variable_on(void **state) {
+  (void)state;
+  char sh[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("sh", sh, &err), err);
+  char *const argv[] = {sh, "-c", "echo \"$AAA_UOPC|$LC_ALL|$ZZZ_UOPC\"", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  assert_int_equal(setenv("AAA_UOPC", "before", 1), 0);
+  assert_int_equal(setenv("LC_ALL", "xx_XX.UTF-8", 1), 0);
+  assert_int_equal(setenv("ZZZ_UOPC", "after", 1), 0);
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  unsetenv("AAA_UOPC");
+  unsetenv("LC_ALL");
+  unsetenv("ZZZ_UOPC");
+  assert_uopc_ok(rc, err);
+  assert_int_equal(res->exit_status, 0);
+  assert_int_equal(res->output_len, 15);
+  assert_memory_equal(res->output, "before|C|after\n", 15);
+  free(res);
+}
+
 /* No memory for the child's environment: the program is named, nothing is started. */
 static void test_spawn_without_memory_names_the_program(void **state) {
   (void)state;
@@ -218,6 +242,7 @@ static void test_spawn_without_descriptors_for_the_pipe_names_the_program(void *
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
+    cmocka_unit_test(test_spawn_passes_every_other_variable_on),
     cmocka_unit_test(test_spawn_without_memory_names_the_program),
     cmocka_unit_test(test_spawn_of_a_missing_program_names_it_and_why),
     cmocka_unit_test(test_spawn_without_memory_for_the_working_directory_starts_nothing),
