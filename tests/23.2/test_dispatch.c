@@ -482,6 +482,22 @@ static void test_dispatch_explain_first_call_generic(void **state) {
   assert_uopc_ok(dispatch_explain(d, text, sizeof text, &err), err);
   assert_contains(text, "no fast variant can serve it: guard 'n = x.shape[0] is a multiple of 16' failed: "
                         "n = 17 is not a multiple of 16");
+#ifndef __SANITIZE_ADDRESS__
+  /* No memory for the fast guards it checks again: UOPC_E_NOMEM after the first line, naming no guard
+   * it could not check (an explain that needs no memory gives the whole text). */
+  char full[DISPATCH_EXPLAIN_MAX];
+  strcpy(full, text);
+  memset(text, '#', sizeof text);
+  reallocs_left = 0;
+  int rc = dispatch_explain(d, text, sizeof text, &err);
+  reallocs_left = -1;
+  if (rc == UOPC_OK) {
+    assert_string_equal(text, full);
+  } else {
+    assert_uopc_code(rc, UOPC_E_NOMEM, err);
+    assert_string_equal(text, "call 1: n = 17, generic (square_plus_one_generic)\n");
+  }
+#endif
   dispatch_fini(d);
 }
 

@@ -251,6 +251,10 @@ static void test_guard_set_check_stops_at_first_failure(void **state) {
   assert_string_equal(why.text, "x has no axis for 'x.shape[0] in [1, 8]' (rank 0)");
   assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F64, &err), err);
   make_call(&c, &scalar, &v);
+  /* the equality's first site missing, its second present: named by the first */
+  assert_uopc_ok(guard_check(&s, 3, &c, &failed, &why, &err), err);
+  assert_int_equal(failed, 0);
+  assert_string_equal(why.text, "out has no axis for 'out.shape[0] == x.shape[0]' (rank 0)");
   assert_uopc_ok(guard_check(&s, 5, &c, &failed, &why, &err), err);
   assert_int_equal(failed, 0);
   assert_string_equal(why.text, "x has dtype f32, not f64");
@@ -284,6 +288,9 @@ static void test_guard_set_rejects_bad_guards(void **state) {
   int holds;
   assert_uopc_code(guard_check(&s, 0, &c, &holds, NULL, &err), UOPC_E_INVALID, err);
   assert_uopc_code(guard_check(&s, s.count, &c, &holds, NULL, &err), UOPC_E_INVALID, err);
+  /* a guard whose second argument (x, 1) is past a call of one: refused by that argument */
+  assert_uopc_ok(guard_set_add_disjoint(&s, OUT, X, &err), err);
+  assert_uopc_code(guard_check(&s, s.count - 1, &c, &holds, NULL, &err), UOPC_E_INVALID, err);
   guard_set_fini(&s);
   uopc_tensor_release(&v);
 }
@@ -306,9 +313,13 @@ static void test_spec_key_compose_text(void **state) {
   spec_key_parts p;
   spec_key a;
   fill_parts(&p);
+  a.hash = 0;
   assert_uopc_ok(spec_key_compose(&p, &a, &err), err);
   assert_string_equal(a.text, "op=square_plus_one graph=0000000000001234 target=x86_64 dtypes=out:f32 x:f32 "
                               "layout=contiguous numerics=ieee compiler=gcc -O3 constraints=n%16==0");
+  /* the hash is FNV-1a 64 of the text, without its NUL */
+  assert_true(a.hash == 0xcf242bb46c27a50bull);
+  assert_true(a.hash == spec_key_fnv(SPEC_KEY_FNV_BASIS, a.text, strlen(a.text)));
 }
 
 /* Equal parts give equal keys; one part changed gives another. */
