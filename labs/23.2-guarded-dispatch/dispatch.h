@@ -140,7 +140,8 @@ int dispatch_on_miss(dispatcher *d, const guard_call *call, dispatch_variant **o
  * guard that failed, found by checking the recorded call again (its
  * description and the actual values), whether it built a variant or hit the
  * limit, or why no fast variant could serve it. Truncates to size. Errors:
- * UOPC_E_INVALID (no call yet), those of guard_set_check. */
+ * UOPC_E_INVALID (no call yet), UOPC_E_NOMEM (no memory for the guards
+ * checked again), those of guard_set_check. */
 int dispatch_explain(const dispatcher *d, char *buf, size_t size, uopc_error *err);
 
 /* ---- Plumbing, for the steps and the tests. */
