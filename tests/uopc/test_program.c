@@ -827,6 +827,37 @@ static void test_program_entry_whose_manifest_names_another_artifact_is_rebuilt(
   uopc_program_free(p);
 }
 
+/* A manifest without one of the lines a lookup checks (key, artifact, its size, its hash: each
+ * renamed in turn, so the rest stays whole) cannot vouch for the entry: corrupted, counted so,
+ * and built again, once per field. */
+static void test_program_entry_whose_manifest_lacks_a_checked_line_is_rebuilt(void **state) {
+  (void)state;
+  static const char *const fields[] = {"key=", "artifact=", "artifact_size=", "artifact_sha256="};
+  for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+    uopc_error err = {0};
+    uopc_program *p;
+    char tag[64], path[4200];
+    snprintf(tag, sizeof tag, "lacks %s", fields[k]);
+    assert_uopc_ok(build_and_run(tag, &p, &err), err);
+    snprintf(path, sizeof path, "%s/manifest", uopc_program_dir(p));
+    char *text = read_entry_file(uopc_program_dir(p), "manifest");
+    uopc_program_free(p);
+    char *line = text;   /* the field's line: the first, or one after a newline */
+    while (line && strncmp(line, fields[k], strlen(fields[k])) != 0)
+      if ((line = strchr(line, '\n'))) line++;
+    assert_non_null(line);
+    line[0] = 'X';   /* "Xey=", "Xrtifact=", ...: no longer the field asked for */
+    assert_uopc_ok(uopc_write_file(path, text, strlen(text), &err), err);
+    free(text);
+    int64_t inv = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), bad = uopc_counter_get(UOPC_C_CORRUPTED_REBUILT);
+    assert_uopc_ok(build_and_run(tag, &p, &err), err);
+    assert_int_equal(uopc_program_was_cached(p), 0);
+    assert_int_equal(delta(UOPC_C_CORRUPTED_REBUILT, bad), 1);
+    assert_int_equal(delta(UOPC_C_COMPILER_INVOCATIONS, inv), 1);
+    uopc_program_free(p);
+  }
+}
+
 /* Freeing no program does nothing, as free(NULL) does: error paths free what they may not have. */
 static void test_program_free_of_null_does_nothing(void **state) {
   (void)state;
@@ -1034,6 +1065,7 @@ int main(void) {
     cmocka_unit_test(test_program_long_compile_log_is_cut_with_a_mark),
     cmocka_unit_test(test_program_manifest_holds_long_settings_whole),
     cmocka_unit_test(test_program_entry_whose_manifest_names_another_artifact_is_rebuilt),
+    cmocka_unit_test(test_program_entry_whose_manifest_lacks_a_checked_line_is_rebuilt),
     cmocka_unit_test(test_compiler_version_in_reads_the_first_ptx_header_line),
     cmocka_unit_test(test_compiler_version_in_reads_files_shorter_than_the_elf_magic),
     cmocka_unit_test(test_compiler_version_in_reads_the_bare_elf_magic_as_an_elf),
