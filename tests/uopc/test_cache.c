@@ -441,6 +441,41 @@ static void test_cache_stats_print_puts_the_prefix_before_the_directory(void **s
   free(text);
 }
 
+/* A limit of 0 is no limit, and the line says so, whatever the variable's text. */
+static void test_cache_stats_print_says_none_for_a_limit_of_0(void **state) {
+  (void)state;
+  setenv("UOPC_CACHE_MAX_SIZE", "0", 1);   /* teardown unsets it */
+  char *text = printed(testutil_cache_dir, 0);
+  assert_contains(text, "\nlimit                      none (UOPC_CACHE_MAX_SIZE=0)\n");
+  free(text);
+}
+
+/* The lock and the statistics are the owner's alone: both are made with mode 0600, which a
+ * umask of 022 leaves as it is (it would show any other mode asked for). */
+static void test_cache_lock_and_stats_files_are_made_with_mode_0600(void **state) {
+  (void)state;
+  char dir[PATH_MAX + 16], path[PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/fresh", testutil_cache_dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  uopc_error err = {0};
+  int fd;
+  mode_t old = umask(022);
+  int rc_lock = uopc_cache_lock(dir, &fd, &err);
+  uopc_cache_record r = {.known = 1, .entries = 2, .bytes = 3};
+  int rc_write = rc_lock == UOPC_OK ? uopc_cache_record_write(dir, &r, &err) : rc_lock;
+  if (rc_lock == UOPC_OK) uopc_cache_unlock(fd);
+  umask(old);   /* back before any assertion can stop the test */
+  assert_uopc_ok(rc_lock, err);
+  assert_uopc_ok(rc_write, err);
+  struct stat st;
+  snprintf(path, sizeof path, "%s/lock", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0600);
+  snprintf(path, sizeof path, "%s/stats", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0600);
+}
+
 /* Holds the cache's lock while it interrupts the reader's wait for it with signals, then
  * writes a record of 7 hits and lets go. */
 typedef struct holder { pthread_t reader; sem_t locked; int failed; } holder;
@@ -835,6 +870,18 @@ static void test_cache_resolve_falls_back_to_xdg_then_home_then_passwd(void **st
   }
 }
 
+/* UOPC_CACHE_DIR is a directory's name, not a format: a '%' in it is kept as it is. */
+static void test_cache_resolve_takes_a_percent_in_uopc_cache_dir_literally(void **state) {
+  (void)state;
+  char *cache_dir = swap_env("UOPC_CACHE_DIR", "/tmp/100%s-dir");
+  char got[PATH_MAX];
+  uopc_error err = {0};
+  int rc = uopc_cache_resolve(NULL, got, &err);
+  restore_env("UOPC_CACHE_DIR", cache_dir);
+  assert_uopc_ok(rc, err);
+  assert_string_equal(got, "/tmp/100%s-dir");
+}
+
 /* A directory another user owns is refused, naming both uids and the private directory to make
  * instead. As root, one chowned to nobody (65534); as anyone else, "/" (root's). */
 static void test_cache_open_refuses_a_directory_another_user_owns(void **state) {
@@ -1062,6 +1109,8 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_stats_print_as_ccache_does, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_puts_the_prefix_before_the_directory, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_a_cache_not_created_yet, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_says_none_for_a_limit_of_0, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lock_and_stats_files_are_made_with_mode_0600, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_waits_out_a_signal_for_the_lock, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_without_stats_file_is_counted_once, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_record_read_leaves_garbled_values_at_zero, setup, teardown),
@@ -1078,6 +1127,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_past_path_max, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_without_room_for_entries, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_resolve_falls_back_to_xdg_then_home_then_passwd, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_resolve_takes_a_percent_in_uopc_cache_dir_literally, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_another_user_owns, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_open_names_the_tmp_it_cannot_create, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_lookup_refuses_an_entry_path_past_path_max, setup, teardown),

@@ -601,7 +601,7 @@ static const char FAKE_DRIVER[] =
     "unsigned fake_launch[7];  /* the last launch's grid, block and shared bytes */\n"
     "CUresult fake_sync_result;  /* what cuCtxSynchronize answers (a fault in the kernel) */\n"
     "static int ctx, mod, fn;\n"
-    "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
+    "CUresult cuInit(unsigned f) { return f ? 1 : 0; }  /* flags must be 0: CUDA_ERROR_INVALID_VALUE */\n"
     "CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n"
     "CUresult cuDeviceGetCount(int *n) {\n"
     "  if (getenv(\"UOPC_TEST_FAKE_COUNT_UNWRITTEN\")) return 0;  /* success, and no count written */\n"

@@ -875,6 +875,26 @@ static void test_build_check_names_takes_every_digit_after_the_first_character(v
   assert_string_equal(err.message, want);
 }
 
+/* Letters are a-z, A-Z and _, the ends of each range included: "A", "Z", "a" and "z" are names,
+ * first or later; the characters just outside the ranges ('@', '[', '`', '{') are refused. */
+static void test_build_check_names_takes_letters_up_to_both_ends_of_each_range(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  static const char *const names[] = {"A", "Z", "a", "z", "_", "Axpy", "Zeta", "kAZaz_"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    if (uopc_build_check_names(SQUARE, names[i], &err) != UOPC_OK)
+      fail_msg("entry '%s' refused: %s", names[i], err.message);
+  }
+  static const char *const refused[] = {"@", "[", "`", "{", "k@", "k[", "k`", "k{"};
+  char want[128];
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    assert_uopc_code(uopc_build_check_names(SQUARE, refused[i], &err), UOPC_E_INVALID, err);
+    snprintf(want, sizeof want, "entry '%s' is not a C identifier of at most %d characters", refused[i],
+             UOPC_ENTRY_MAX);
+    assert_string_equal(err.message, want);
+  }
+}
+
 /* A description that does not fit says how long a path fits: the size less
  * 64 bytes, room enough for " (<size> bytes, mtime <s>.<ns>)". */
 static void test_compiler_describe_file_refuses_a_path_longer_than_fits(void **state) {
@@ -1083,6 +1103,7 @@ int main(void) {
     cmocka_unit_test(test_compiler_version_in_reads_no_section_headers_of_another_size),
     cmocka_unit_test(test_program_free_of_null_does_nothing),
     cmocka_unit_test(test_build_check_names_takes_every_digit_after_the_first_character),
+    cmocka_unit_test(test_build_check_names_takes_letters_up_to_both_ends_of_each_range),
     cmocka_unit_test(test_counters_json_is_written_at_exit),
     cmocka_unit_test(test_program_native_without_memory_for_the_cpu_hash_says_cpu_unknown),
     cmocka_unit_test(test_program_static_entry_is_a_load_error_naming_it),
