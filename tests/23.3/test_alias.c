@@ -101,6 +101,11 @@ static void test_alias_halves_split_at_n_over_2_are_disjoint_by_ranges(void **st
   expect_answer(f, &lower, &upper, ALIAS_DISJOINT, "ranges", "a[:n//2] and a[n//2:]");
   alias_result r = decide(f, &lower, &upper);
   assert_contains(r.reason, "a in [0, n//2 - 1]");
+  /* Each end's text is whole up to 39 characters: b's last element is a 31-character name + 12345. */
+  const sym_expr *m = dim(f, "a_dimension_named_in_31_letters", 1, 64, 1);
+  mv_layout head = line(k(f, 4), k(f, 1), k(f, 0)), far = line(m, k(f, 1), k(f, 12346));
+  r = decide(f, &head, &far);
+  assert_string_equal(r.reason, "ranges (a in [0, 3], b in [12346, a_dimension_named_in_31_letters + 12345])");
 }
 
 static void test_alias_reversed_half_is_disjoint_by_ranges_from_the_other_half(void **state) {

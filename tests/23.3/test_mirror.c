@@ -273,7 +273,11 @@ static void test_mirror_read_and_write_reject_unknown_side_and_freed_mirror(void
   uopc_error err = {0};
   new_test_mirror(&m, &host);
   assert_uopc_code(mirror_read(&m, (mirror_side)2, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "mirror 'w': side 2 is neither the host nor the device");
   assert_uopc_code(mirror_write(&m, (mirror_side)-1, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "mirror 'w': side -1 is neither the host nor the device");
+  assert_uopc_code(mirror_read(&m, (mirror_side)7, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "mirror 'w': side 7 is neither the host nor the device");
   mirror_free(&m);
   assert_uopc_code(mirror_read(&m, MIRROR_HOST, &err), UOPC_E_INVALID, err);
   assert_uopc_code(mirror_write(&m, MIRROR_DEVICE, &err), UOPC_E_INVALID, err);

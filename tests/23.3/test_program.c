@@ -78,6 +78,21 @@ static void test_mv_store_broadcasts_a_scalar(void **state) {
   const mv_stmt *s = mv_program_stmt(f.p, 0);
   assert_int_equal(s->value->rank, 1);
   assert_ptr_equal(s->value->shape[0]->kind, SYM_DIM);
+  /* a new axis of extent 1 has stride 0 but one element: nothing collides, so the store goes in */
+  const sym_expr *shape[2] = {sym_expr_const(mv_program_arena(f.p), 1), f.n_e};
+  mv_view row;
+  mv_layout l;
+  assert_uopc_ok(mv_expand(f.p, &f.whole, 2, shape, &row, &f.err), f.err);
+  assert_uopc_ok(mv_view_layout(f.p, &row, &l, &f.err), f.err);
+  assert_int_equal(l.rank, 2);
+  assert_int_equal(l.strides[0]->kind, SYM_CONST);
+  assert_int_equal(l.strides[0]->value, 0);
+  g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_store(f.p, &row, ir_const(g, 5, UOPC_F32), &f.err), f.err);
+  assert_int_equal(mv_program_stmt_count(f.p), 2);
+  assert_int_equal(mv_program_stmt(f.p, 1)->version_in, 1);
+  assert_int_equal(mv_program_stmt(f.p, 1)->version_out, 2);
+  assert_int_equal(mv_program_storage(f.p, f.a)->version, 2);
   mv_program_free(f.p);
 }
 
@@ -154,6 +169,11 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &b, ir_const(g, 1, UOPC_F32), &f.err), UOPC_E_ALIAS, f.err);
   assert_non_null(strstr(f.err.message, "stride 0"));
+  char bt[MV_VIEW_TEXT_MAX], want[MV_VIEW_TEXT_MAX + 160];
+  mv_view_format(f.p, &b, bt, sizeof bt);
+  snprintf(want, sizeof want, "store into %s: axis 0 has stride 0 and up to 4 elements, which would all be written"
+           " to one element (a broadcast view is read-only)", bt);
+  assert_string_equal(f.err.message, want);
   /* no open statement */
   assert_uopc_code(mv_store(f.p, &f.whole, NULL, &f.err), UOPC_E_INVALID, f.err);
   assert_int_equal(mv_program_stmt_count(f.p), 0);
