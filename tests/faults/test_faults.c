@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include "uopc/uopc.h"
 #include "uopc/fault.h"
+#define TESTUTIL_FAILING_MALLOC   /* an earlier failure of a spawn on demand: fail_next_malloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
 
@@ -111,6 +112,41 @@ static void test_fault_second_spawn_fails_after_a_success(void **state) {
   assert_uopc_code(uopc_program_new(&p, "/* c */\nvoid one(float *x) { x[0] = 1; }\n", "one", "p", NULL, &err),
                    UOPC_E_IO, err);
   assert_int_equal(staging_dirs_left(), 0);
+}
+
+/* uopc_spawn of a missing program in cwd with the k-th malloc from now failing. */
+static int spawn_missing_in(const char *cwd, int k, uopc_error *err) {
+  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  fail_next_malloc = k;
+  int rc = uopc_spawn(argv, cwd, res, err);
+  fail_next_malloc = 0;
+  free(res);
+  return rc;
+}
+
+/* The spawn fault stands for posix_spawn's own failure: a spawn that failed before it (no memory
+ * to record the working directory: glibc's copy is the second malloc) reports that, and leaves
+ * the fault armed for the next spawn, which it fails with EAGAIN. */
+static void test_fault_spawn_is_not_consulted_after_an_earlier_failure(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  uopc_error err = {0};
+  uopc_fault_arm(UOPC_FAULT_SPAWN, 1);
+  int first = spawn_missing_in("/", 2, &err);
+  char first_message[UOPC_ERROR_MESSAGE_MAX];
+  snprintf(first_message, sizeof first_message, "%s", err.message);
+  int second = spawn_missing_in(NULL, 0, &err);
+  uopc_fault_arm(UOPC_FAULT_SPAWN, 0);   /* disarmed before any assertion can stop the test */
+  assert_int_equal(first, UOPC_E_IO);
+  assert_string_equal(first_message, "cannot start '/nonexistent/uopc-probe': Cannot allocate memory");
+  assert_uopc_code(second, UOPC_E_IO, err);
+  assert_string_equal(err.message, "cannot start '/nonexistent/uopc-probe': Resource temporarily unavailable");
+#endif
 }
 
 /* ---- the size limit and the statistics (cache_evict.c, cache_stats.c) ---- */
@@ -303,6 +339,7 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_dlopen_of_fresh_build_fails, fresh),
     cmocka_unit_test_setup(test_fault_dlopen_of_cached_entry_rebuilds, fresh),
     cmocka_unit_test_setup(test_fault_second_spawn_fails_after_a_success, fresh),
+    cmocka_unit_test_setup(test_fault_spawn_is_not_consulted_after_an_earlier_failure, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_between_lookup_and_load_is_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_between_publish_and_load_is_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_entry_evicted_every_time_gives_up_after_the_tries, fresh),

@@ -638,6 +638,54 @@ static void test_cache_discard_of_a_gone_entry_keeps_the_total(void **state) {
   assert_total_matches_disk(testutil_cache_dir);
 }
 
+/* UOPC_CACHE_MAX_SIZE=0 is no limit: however many bytes the entries take, none is evicted. */
+static void test_cache_limit_of_0_evicts_nothing(void **state) {
+  (void)state;
+  char dirs[3][PATH_MAX], tag[32];
+  set_limit(0);
+  int64_t evictions = uopc_counter_get(UOPC_C_CACHE_EVICTIONS);
+  for (int i = 0; i < 3; i++) {
+    snprintf(tag, sizeof tag, "nolimit-%d", i);
+    assert_int_equal(build_tag(tag, dirs[i], NULL), 0);
+  }
+  for (int i = 0; i < 3; i++) assert_int_equal(access(dirs[i], F_OK), 0);
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  assert_int_equal(r.entries, 3);
+  assert_int_equal(r.events[UOPC_CACHE_EVICTIONS], 0);
+  assert_int_equal(uopc_counter_get(UOPC_C_CACHE_EVICTIONS) - evictions, 0);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* Entries named as long as a name can be (a 64-character entry, '-', a 64-digit key) are listed
+ * and evicted by their whole names: all three go, none is left for a cut name that matched nothing. */
+static void test_cache_evicts_entries_whose_names_have_the_longest_length(void **state) {
+  (void)state;
+  char entry[UOPC_ENTRY_MAX + 1], source[512], dirs[3][PATH_MAX], trash[PATH_MAX];
+  memset(entry, 'e', UOPC_ENTRY_MAX);
+  entry[UOPC_ENTRY_MAX] = '\0';
+  uopc_error err = {0};
+  for (int i = 0; i < 3; i++) {
+    snprintf(source, sizeof source, "/* long-%d */\nvoid %s(float *x) { x[0] = %d; }\n", i, entry, i);
+    uopc_program *p;
+    assert_uopc_ok(uopc_program_new(&p, source, entry, "p", NULL, &err), err);
+    snprintf(dirs[i], PATH_MAX, "%s", uopc_program_dir(p));
+    assert_int_equal(strlen(strrchr(dirs[i], '/') + 1), UOPC_ENTRY_MAX + 1 + 64);
+    uopc_program_free(p);
+  }
+  uopc_cache c;
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  c.max_size = 1;   /* every entry is past it */
+  int64_t evictions = uopc_counter_get(UOPC_C_CACHE_EVICTIONS);
+  int rc = uopc_cache_account(&c, 0, 0, NULL, trash, &err);
+  if (*trash) testutil_remove_tree(trash);
+  assert_uopc_ok(rc, err);
+  for (int i = 0; i < 3; i++)
+    if (access(dirs[i], F_OK) == 0) fail_msg("entry %d of 3, '%s', was not evicted", i, dirs[i]);
+  assert_int_equal(uopc_counter_get(UOPC_C_CACHE_EVICTIONS) - evictions, 3);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 0);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
 /* ---- files ------------------------------------------------------------------------ */
 
 static char *read_all(const char *path, size_t *n) {
@@ -664,6 +712,23 @@ static void test_cache_write_file_writes_a_one_byte_file(void **state) {
   uopc_error err = {0};
   assert_uopc_ok(uopc_write_file(path, "x", 1, &err), err);
   assert_file_holds(path, "x", 1);
+}
+
+/* A file uopc_write_file makes (an entry's kernel source, manifest, log) is the user's alone:
+ * mode 0600, whatever the umask lets through. */
+static void test_cache_write_file_makes_a_file_of_mode_0600(void **state) {
+  (void)state;
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/private", testutil_cache_dir);
+  uopc_error err = {0};
+  mode_t old = umask(022);
+  int rc = uopc_write_file(path, "abc", 3, &err);
+  umask(old);   /* back before any assertion can stop the test */
+  assert_uopc_ok(rc, err);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0600);
+  assert_file_holds(path, "abc", 3);
 }
 
 /* With stdin closed, open() returns descriptor 0, a valid one: the file is still written. */
@@ -1118,7 +1183,10 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_account_counts_afresh_when_entries_go_negative, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_account_reports_an_eviction_without_trash, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_discard_of_a_gone_entry_keeps_the_total, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_limit_of_0_evicts_nothing, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_evicts_entries_whose_names_have_the_longest_length, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_writes_a_one_byte_file, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_write_file_makes_a_file_of_mode_0600, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_writes_through_descriptor_0, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_builds_leave_no_descriptor_open, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_fails_on_a_write_refused_for_good, setup, teardown),

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <time.h>
+#define TESTUTIL_FAILING_MALLOC   /* no memory for a counter on demand: fail_next_calloc */
 #include "testutil.h"
 #include "uopc/uopc.h"
 
@@ -285,6 +286,61 @@ static void test_counters_get_waits_for_the_registry_lock(void **state) {
   assert_int_equal(g.value, 4);
 }
 
+static void *slot_gated(void *arg) {
+  gate *g = arg;
+  g->value = uopc_counter_slot("test gated slot");
+  sem_post(&g->read);
+  return NULL;
+}
+
+/* uopc_counter_slot takes the registry's lock too: while the printer holds it, a new counter's
+ * slot waits (a registry grown under a reader could move by_id away from it). */
+static void test_counters_slot_waits_for_the_registry_lock(void **state) {
+  (void)state;
+  gate g = {.held = 0};
+  sem_init(&g.inside, 0, 0);
+  sem_init(&g.open, 0, 0);
+  sem_init(&g.read, 0, 0);
+  pthread_t printer, maker;
+  assert_int_equal(pthread_create(&printer, NULL, print_through_the_gate, &g), 0);
+  while (sem_wait(&g.inside) != 0) {}   /* the printer holds the lock from here until the gate opens */
+  assert_int_equal(pthread_create(&maker, NULL, slot_gated, &g), 0);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += 250 * 1000000L;   /* a quarter of a second: a slot that does not wait is made by then */
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  int early;
+  while ((early = sem_timedwait(&g.read, &until)) != 0 && errno == EINTR) {}
+  sem_post(&g.open);
+  pthread_join(printer, NULL);
+  pthread_join(maker, NULL);
+  sem_destroy(&g.inside);
+  sem_destroy(&g.open);
+  sem_destroy(&g.read);
+  assert_int_not_equal(early, 0);
+  assert_true(g.value >= 0);
+  assert_int_equal(uopc_counter_slot("test gated slot"), g.value);
+}
+
+/* No memory for a new counter: its slot is UOPC_COUNTER_NONE exactly (counters.h), and counting
+ * into it does nothing; the name is made once memory is back. */
+static void test_counters_slot_without_memory_is_none(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's calloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  uopc_counter_slot("test before no memory");   /* the runtime's counters exist already */
+  fail_next_calloc = 1;
+  uopc_counter_id id = uopc_counter_slot("test no memory");
+  fail_next_calloc = 0;
+  assert_int_equal(id, UOPC_COUNTER_NONE);
+  uopc_counter_bump(id, 5);
+  assert_int_equal(uopc_counter_get("test no memory"), 0);
+  assert_true(uopc_counter_slot("test no memory") >= 0);
+#endif
+}
+
 static int fresh_with_dir(void **state) { return fresh(state) || testutil_fresh_cache(state); }
 
 /* uopc_fail copies where as text: a '%' in it is kept, not read as a format (the suite's one
@@ -322,6 +378,8 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_counters_json_escapes_quotes_backslashes_and_control_characters, fresh_with_dir,
                                     testutil_remove_cache),
     cmocka_unit_test_setup(test_counters_get_waits_for_the_registry_lock, fresh),
+    cmocka_unit_test_setup(test_counters_slot_waits_for_the_registry_lock, fresh),
+    cmocka_unit_test_setup(test_counters_slot_without_memory_is_none, fresh),
     cmocka_unit_test(test_counters_json_path_too_long_names_the_limit),
     cmocka_unit_test(test_error_where_with_a_percent_sign_is_copied_as_written),
     cmocka_unit_test(test_error_name_of_a_code_out_of_range_is_a_question_mark),

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <time.h>
+#include <math.h>
 #include <errno.h>
 
 static const char SQUARE[] =
@@ -378,6 +379,108 @@ static void test_program_manifest_names_compiler_version_and_settings(void **sta
   assert_contains(text, "\nsignature=ppp\n");
   assert_contains(text, uopc_program_key(p));
   free(text);
+  uopc_program_free(p);
+}
+
+/* The value of "name=" on its own line of a manifest's text (a copy to free), or fails the test. */
+static char *manifest_value(const char *text, const char *name) {
+  char at[64];
+  snprintf(at, sizeof at, "\n%s=", name);
+  const char *p = strstr(text, at);
+  if (!p) fail_msg("the manifest has no %s=", name);
+  p += strlen(at);
+  return strndup(p, strcspn(p, "\n"));
+}
+
+/* The key is the ABI version, then every keyed field in order, labelled: a build made by a runtime
+ * of another ABI (generated code called another way) never shares an entry with this one. The
+ * fields are recomputed from the entry's manifest and kernel.c; "abi" is UOPC_ABI_VERSION. */
+static void test_program_key_is_the_abi_version_then_every_keyed_field(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, SQUARE, "square", "ppp", NULL, &err), err);
+  char *manifest = read_entry_file(uopc_program_dir(p), "manifest");
+  char *source = read_entry_file(uopc_program_dir(p), "kernel.c");
+  char *compiler = manifest_value(manifest, "compiler"), *flags = manifest_value(manifest, "flags");
+  char *target = manifest_value(manifest, "target"), abi[16], hex[65];
+  snprintf(abi, sizeof abi, "%d", UOPC_ABI_VERSION);
+  uopc_hash *h;
+  assert_uopc_ok(uopc_hash_new(&h, &err), err);
+  uopc_hash_str(h, "abi", abi);
+  uopc_hash_str(h, "kind", "c");
+  uopc_hash_str(h, "compiler", compiler);
+  uopc_hash_str(h, "mode", NULL);
+  uopc_hash_str(h, "flags", flags);
+  uopc_hash_str(h, "libs", "-lm");
+  uopc_hash_str(h, "target", target);
+  uopc_hash_str(h, "signature", "ppp");
+  uopc_hash_str(h, "entry", "square");
+  uopc_hash_str(h, "source", source);
+  uopc_hash_finish(h, hex);
+  assert_string_equal(uopc_program_key(p), hex);
+  free(manifest);
+  free(source);
+  free(compiler);
+  free(flags);
+  free(target);
+  uopc_program_free(p);
+}
+
+/* 1 when the shared object at path names lib among its DT_NEEDED libraries. */
+static int elf_needs(const char *path, const char *lib) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open '%s'", path);
+  Elf64_Ehdr eh;
+  int found = 0;
+  if (fread(&eh, sizeof eh, 1, f) == 1 && eh.e_shentsize == sizeof(Elf64_Shdr)) {
+    Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof *sh);
+    assert_non_null(sh);
+    assert_int_equal(fseek(f, (long)eh.e_shoff, SEEK_SET), 0);
+    assert_int_equal(fread(sh, sizeof *sh, eh.e_shnum, f), eh.e_shnum);
+    for (int i = 0; i < eh.e_shnum && !found; i++) {
+      if (sh[i].sh_type != SHT_DYNAMIC) continue;
+      const Elf64_Shdr *strtab = &sh[sh[i].sh_link];
+      char *strs = malloc(strtab->sh_size + 1);
+      Elf64_Dyn *dyn = malloc(sh[i].sh_size);
+      assert_true(strs && dyn);
+      assert_int_equal(fseek(f, (long)strtab->sh_offset, SEEK_SET), 0);
+      assert_int_equal(fread(strs, 1, strtab->sh_size, f), strtab->sh_size);
+      strs[strtab->sh_size] = '\0';
+      assert_int_equal(fseek(f, (long)sh[i].sh_offset, SEEK_SET), 0);
+      assert_int_equal(fread(dyn, 1, sh[i].sh_size, f), sh[i].sh_size);
+      for (size_t k = 0; k < sh[i].sh_size / sizeof *dyn && dyn[k].d_tag != DT_NULL; k++)
+        if (dyn[k].d_tag == DT_NEEDED && dyn[k].d_un.d_val < strtab->sh_size &&
+            strcmp(strs + dyn[k].d_un.d_val, lib) == 0)
+          found = 1;
+      free(strs);
+      free(dyn);
+    }
+    free(sh);
+  }
+  fclose(f);
+  return found;
+}
+
+/* A kernel may call libm (lgammaf: no builtin gcc expands inline): the back end links -lm after
+ * the source, so kernel.so needs libm.so.6 itself and loads in a process that lacks it (this
+ * suite is not linked with -lm). */
+static void test_program_kernel_calling_libm_links_it_and_runs(void **state) {
+  (void)state;
+  static const char LGAMMA[] =
+      "#include <math.h>\n"
+      "void lgam(const float *x, float *out) { out[0] = lgammaf(x[0]); }\n";
+  uopc_error err = {0};
+  uopc_program *p;
+  assert_uopc_ok(uopc_program_new(&p, LGAMMA, "lgam", "pp", NULL, &err), err);
+  float x = 5.0f, y = 0;
+  void *xp = &x, *yp = &y;
+  void *args[] = {&xp, &yp};
+  uopc_program_call(p, args);
+  assert_true(fabsf(y - 3.17805383f) < 1e-6f);   /* ln(4!) */
+  char so[PATH_MAX + 16];
+  snprintf(so, sizeof so, "%s/kernel.so", uopc_program_dir(p));
+  assert_true(elf_needs(so, "libm.so.6"));
   uopc_program_free(p);
 }
 
@@ -1076,6 +1179,8 @@ int main(void) {
     cmocka_unit_test(test_program_cache_path_with_spaces_and_metacharacters),
     cmocka_unit_test(test_program_rejects_bad_entry_and_signature),
     cmocka_unit_test(test_program_flags_change_the_key),
+    cmocka_unit_test(test_program_key_is_the_abi_version_then_every_keyed_field),
+    cmocka_unit_test(test_program_kernel_calling_libm_links_it_and_runs),
     cmocka_unit_test(test_program_flags_longer_than_fit_are_refused_by_name),
     cmocka_unit_test(test_program_flags_of_too_many_words_are_refused_not_cut),
     cmocka_unit_test(test_program_without_memory_for_either_allocation_is_nomem),

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #define TESTUTIL_FAILING_MALLOC   /* NOMEM paths on demand: fail_next_malloc */
 #include "testutil.h"
@@ -109,6 +110,35 @@ static void test_spawn_without_memory_for_the_working_directory_starts_nothing(v
   assert_uopc_code(spawn_with_malloc_k_failing(2, "/", &err), UOPC_E_IO, err);
   assert_string_equal(err.message, "cannot start '/nonexistent/uopc-probe': Cannot allocate memory");
 #endif
+}
+
+static volatile sig_atomic_t alarms;
+static void count_alarm(int sig) { (void)sig; alarms++; }
+
+/* A signal whose handler does not ask for SA_RESTART interrupts the read of the child's output
+ * (EINTR): the read is tried again and the output kept whole, not cut where the signal came. */
+static void test_spawn_reads_the_output_on_through_interrupting_signals(void **state) {
+  (void)state;
+  char sh[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("sh", sh, &err), err);
+  char *const argv[] = {sh, "-c", "sleep 0.3; echo done", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  struct sigaction on_alarm = {.sa_handler = count_alarm}, old;   /* no SA_RESTART */
+  sigemptyset(&on_alarm.sa_mask);
+  assert_int_equal(sigaction(SIGALRM, &on_alarm, &old), 0);
+  struct itimerval every_20ms = {{0, 20000}, {0, 20000}}, off = {{0, 0}, {0, 0}};
+  alarms = 0;
+  assert_int_equal(setitimer(ITIMER_REAL, &every_20ms, NULL), 0);
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  setitimer(ITIMER_REAL, &off, NULL);
+  sigaction(SIGALRM, &old, NULL);   /* both back before any assertion can stop the test */
+  assert_uopc_ok(rc, err);
+  assert_true(alarms >= 2);
+  assert_int_equal(res->exit_status, 0);
+  assert_string_equal(res->output, "done\n");
+  free(res);
 }
 
 /* With SIGCHLD ignored the kernel reaps the child itself, and waitpid fails with ECHILD: that is
@@ -248,6 +278,7 @@ int main(void) {
     cmocka_unit_test(test_spawn_without_memory_for_the_working_directory_starts_nothing),
     cmocka_unit_test(test_spawn_keeps_output_up_to_the_buffer_less_its_nul),
     cmocka_unit_test(test_spawn_reports_a_child_it_cannot_wait_for),
+    cmocka_unit_test(test_spawn_reads_the_output_on_through_interrupting_signals),
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
     cmocka_unit_test(test_find_program_stops_at_the_end_of_path),
     cmocka_unit_test(test_spawn_without_descriptors_for_the_pipe_names_the_program),
