@@ -210,6 +210,25 @@ static void test_attn_build_loops_to_the_length_never_the_capacity(void **state)
   fx_fini(&f);
 }
 
+/* A builder that fails inside attn_build (its "q" declared a second time) is the graph's first
+ * error, and attn_build returns it, code and message, with no node in *out. */
+static void test_attn_build_returns_the_graphs_first_error(void **state) {
+  (void)state;
+  attn_dims d;
+  ir_graph *g;
+  uopc_error err = {0};
+  assert_uopc_ok(attn_dims_init(&d, H, HD, CAP_MAX, &err), err);
+  assert_uopc_ok(ir_graph_new(&g, &err), err);
+  const sym_expr *shape[2] = {sym_expr_const(ir_graph_arena(g), H), sym_expr_const(ir_graph_arena(g), HD)};
+  assert_non_null(ir_input(g, "q", UOPC_F32, 2, shape));
+  const ir_node *out = NULL;
+  assert_uopc_code(attn_build(g, &d, &out, &err), UOPC_E_INVALID, err);
+  assert_null(out);
+  assert_string_equal(err.message, ir_graph_error(g)->message);
+  assert_contains(err.message, "input 'q' is declared twice");
+  ir_graph_free(g);
+}
+
 /* ---- attn_build_masked */
 
 static void test_attn_build_masked_matches_the_reference_with_a_minus_inf_bias(void **state) {
@@ -260,6 +279,7 @@ int main(void) {
       cmocka_unit_test(test_attn_build_serves_every_length_and_capacity_with_one_plan),
       cmocka_unit_test(test_attn_build_subtracts_the_maximum_before_exp),
       cmocka_unit_test(test_attn_build_loops_to_the_length_never_the_capacity),
+      cmocka_unit_test(test_attn_build_returns_the_graphs_first_error),
       cmocka_unit_test(test_attn_build_masked_matches_the_reference_with_a_minus_inf_bias),
       cmocka_unit_test(test_attn_build_masked_subtracts_the_maximum_before_exp),
       cmocka_unit_test(test_attn_build_masked_loops_over_the_capacity),
