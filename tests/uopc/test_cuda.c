@@ -1218,7 +1218,8 @@ static int run_on_fake_nvrtc(const char *path) {
     cmocka_unit_test(test_fake_nvrtc_create_failure_is_a_compile_error),
     cmocka_unit_test(test_fake_nvrtc_ptx_failure_after_its_size_is_a_compile_error),
   };
-  return cmocka_run_group_tests_name("on a fake NVRTC", tests, NULL, NULL);
+  /* A cache directory of its own: the tests' paths (never-written.ptx, ...) lie in it, not in "/". */
+  return cmocka_run_group_tests_name("on a fake NVRTC", tests, testutil_fresh_cache, testutil_remove_cache);
 }
 
 /* dir/file, a shared library of source_text (named soname unless NULL), built by gcc spawned
