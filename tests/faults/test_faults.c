@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include "uopc/uopc.h"
 #include "uopc/fault.h"
@@ -296,6 +297,60 @@ static void test_fault_stats_write_failure_is_told_at_debug_level_2(void **state
   free(text);
 }
 
+/* A publish whose rename fails is not told as a size left unchecked, even when the lock cannot be
+ * taken either (its path is a directory, for root too): only a renamed entry is. The child fails
+ * one publish, then makes one that succeeds, whose line the parent finds exactly once. */
+#define RENAME_CHILD_ENV "UOPC_TEST_RENAME_FAILS_UNLOCKED"
+
+static int rename_fails_unlocked(void) {
+  uopc_error err = {0};
+  uopc_program *p = NULL;
+  uopc_fault_arm(UOPC_FAULT_RENAME, 1);
+  int rc = uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err);
+  uopc_fault_arm(UOPC_FAULT_RENAME, 0);
+  if (rc != UOPC_E_IO || p) return 3;
+  rc = uopc_program_new(&p, KERNEL, "twice", "ppp", NULL, &err);
+  uopc_program_free(p);
+  return rc;
+}
+
+static int occurrences(const char *text, const char *what) {
+  int n = 0;
+  for (const char *at = text; (at = strstr(at, what)); at += strlen(what)) n++;
+  return n;
+}
+
+static void test_fault_failed_publish_is_not_told_as_a_size_unchecked(void **state) {
+  (void)state;
+  char log[8192], lock[8192], want[8192 + 64], *text = NULL;
+  size_t n;
+  snprintf(log, sizeof log, "%.8000s/debug.log", testutil_cache_dir);
+  snprintf(lock, sizeof lock, "%.8000s/lock", testutil_cache_dir);
+  assert_int_equal(mkdir(lock, 0700), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+    setenv("UOPC_DEBUG", "2", 1);
+    setenv(RENAME_CHILD_ENV, "1", 1);
+    execl("/proc/self/exe", "test_faults", (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_read_file(log, &text, &n, &err), err);
+  snprintf(want, sizeof want, "uopc: the cache's size is not checked after '%.8000s/twice-", testutil_cache_dir);
+  if (occurrences(text, want) != 1) fail_msg("expected one line starting '%s' in:\n%s", want, text);
+  snprintf(want, sizeof want, "': cannot open the cache's lock '%.8000s': Is a directory\n", lock);
+  assert_contains(text, want);
+  free(text);
+}
+
 /* The eviction's rename of its victim fails (publish is the first rename):
  * the victim stays whole and counted, and a later eviction takes it. */
 static void test_fault_eviction_rename_fails_and_the_entry_stays_whole(void **state) {
@@ -333,6 +388,7 @@ static void test_fault_arm_ignores_a_site_out_of_range(void **state) {
 
 int main(void) {
   if (getenv(STATS_CHILD_ENV)) return stats_write_fails_once();
+  if (getenv(RENAME_CHILD_ENV)) return rename_fails_unlocked();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_fault_compiler_spawn_fails, fresh),
     cmocka_unit_test_setup(test_fault_cache_write_of_source_fails, fresh),
@@ -348,6 +404,7 @@ int main(void) {
     cmocka_unit_test_setup(test_fault_entry_evicted_while_loaded_here_is_not_rebuilt, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_fails_and_the_build_goes_on, fresh),
     cmocka_unit_test_setup(test_fault_stats_write_failure_is_told_at_debug_level_2, fresh),
+    cmocka_unit_test_setup(test_fault_failed_publish_is_not_told_as_a_size_unchecked, fresh),
     cmocka_unit_test_setup(test_fault_eviction_rename_fails_and_the_entry_stays_whole, fresh),
     cmocka_unit_test(test_fault_arm_ignores_a_site_out_of_range),
   };

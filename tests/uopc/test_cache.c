@@ -803,6 +803,27 @@ static void test_cache_publish_cuts_a_long_manifest_at_64_KiB(void **state) {
   free(text);
 }
 
+/* An artifact that cannot be hashed (a directory: it stats but does not read) fails the publish with
+ * the hash's error; nothing is published and the staging directory is removed. */
+static void test_cache_publish_fails_when_the_artifact_cannot_be_hashed(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  uopc_cache c;
+  uopc_error err = {0};
+  char staging[PATH_MAX], artifact[PATH_MAX], path[PATH_MAX + 128], want[PATH_MAX + 160];
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  snprintf(path, sizeof path, "%s/kernel.so", staging);
+  assert_int_equal(mkdir(path, 0700), 0);
+  assert_uopc_code(uopc_cache_publish(&c, staging, "unhashed", key, "kernel.so", NULL, artifact, &err),
+                   UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot read '%s': Is a directory", path);
+  assert_string_equal(err.message, want);
+  assert_int_equal(access(staging, F_OK), -1);
+  snprintf(path, sizeof path, "%s/unhashed-%s", testutil_cache_dir, key);
+  assert_int_equal(access(path, F_OK), -1);
+}
+
 /* An entry's size is what st_blocks gives for its directory and for the regular files in it;
  * a subdirectory or a symlink inside adds nothing. (On tmpfs a directory has no blocks.) */
 static void test_cache_tree_size_counts_the_directory_and_its_files(void **state) {
@@ -1191,6 +1212,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_builds_leave_no_descriptor_open, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_fails_on_a_write_refused_for_good, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_publish_cuts_a_long_manifest_at_64_KiB, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_publish_fails_when_the_artifact_cannot_be_hashed, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_tree_size_counts_the_directory_and_its_files, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_past_path_max, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_directory_without_room_for_entries, setup, teardown),

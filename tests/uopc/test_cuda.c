@@ -695,7 +695,8 @@ static void test_fake_driver_program_free_unloads_its_module(void **state) {
 }
 
 /* A launch hands the driver the grid, block and shared bytes as given, in order, and runs kernel 0;
- * a kernel index past the program's kernels is refused before the driver is asked. */
+ * a kernel index past the program's kernels, or a NULL program, grid or block, is refused before
+ * the driver is asked. */
 static void test_fake_driver_launch_passes_the_shape_through(void **state) {
   (void)state;
   uopc_error err = {0};
@@ -717,6 +718,13 @@ static void test_fake_driver_launch_passes_the_shape_through(void **state) {
   assert_string_equal(err.message, "kernel 1 of a program of 1");
   assert_uopc_code(uopc_cuda_launch_kernel(p, -1, grid, block, 17, args, &err), UOPC_E_INVALID, err);
   assert_string_equal(err.message, "kernel -1 of a program of 1");
+  /* a NULL program, grid or block, each alone, is refused before anything is read through it */
+  assert_uopc_code(uopc_cuda_launch(NULL, grid, block, 17, args, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "program, grid or block is NULL");
+  assert_uopc_code(uopc_cuda_launch(p, NULL, block, 17, args, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "program, grid or block is NULL");
+  assert_uopc_code(uopc_cuda_launch(p, grid, NULL, 17, args, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "program, grid or block is NULL");
   assert_int_equal(launch[0], 0);  /* the driver was not asked */
   assert_int_equal(delta("calls square_plus_one", calls), 1);
   uopc_cuda_program_free(p);

@@ -1015,6 +1015,16 @@ static void test_compiler_describe_file_refuses_a_path_longer_than_fits(void **s
   assert_string_equal(err.message, want);
 }
 
+/* A compiler path that does not exist: the error names it and says why. */
+static void test_compiler_describe_file_names_a_missing_compiler(void **state) {
+  (void)state;
+  char out[256] = "unchanged";
+  uopc_error err = {0};
+  assert_uopc_code(uopc_compiler_describe_file("/nonexistent/uopc-cc", out, sizeof out, &err), UOPC_E_IO, err);
+  assert_string_equal(err.message, "cannot stat compiler '/nonexistent/uopc-cc': No such file or directory");
+  assert_string_equal(out, "unchanged");
+}
+
 static void test_counters_json_is_written_at_exit(void **state) {
   (void)state;
   char path[4200];
@@ -1202,6 +1212,7 @@ int main(void) {
     cmocka_unit_test(test_compiler_version_in_reads_no_elf_of_an_unknown_class),
     cmocka_unit_test(test_compiler_version_in_reads_only_the_section_headers_counted),
     cmocka_unit_test(test_compiler_describe_file_refuses_a_path_longer_than_fits),
+    cmocka_unit_test(test_compiler_describe_file_names_a_missing_compiler),
     cmocka_unit_test(test_compiler_version_in_reads_a_comment_that_ends_the_file),
     cmocka_unit_test(test_compiler_version_in_skips_a_section_header_cut_short),
     cmocka_unit_test(test_compiler_version_in_keeps_no_memory),
