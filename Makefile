@@ -277,6 +277,8 @@ mutants-ci: setup
 # tests/faults, the ones make mutants-uopc grades with) never run. A mutant of such a line
 # survives every draw, so this list is the one to read before drawing. COV=1 builds with
 # gcov's counters into build/<IMPL>-cov; gcovr merges the plain and the fault-injection build.
+# METRIC=branch lists instead the lines with a branch no test takes (gcovr's --txt-metric).
+METRIC ?= line
 UOPC_TEST_BINS = $(filter $(BUILD)/tests/uopc/%,$(TEST_BINS)) $(FAULT_BINS)
 .PHONY: coverage-uopc coverage-run
 coverage-uopc: setup
@@ -287,7 +289,7 @@ coverage-run: $(UOPC_TEST_BINS)
 	@find $(BUILD) -name '*.gcda' -delete
 	@tools/run-tests.sh $(BUILD) -- $(UOPC_TEST_BINS) | tail -n 1
 	@$(PYTHON) -m gcovr --root . --filter 'uopc/src/' --sort uncovered-number --sort-reverse \
-	  --txt-summary $(BUILD)
+	  --txt-metric $(METRIC) --txt-summary $(BUILD)
 
 # make break LAB=23.N lists the guards; with GUARD=name it builds and runs the experiment.
 .PHONY: break
