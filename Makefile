@@ -287,7 +287,9 @@ coverage-uopc: setup
 
 coverage-run: $(UOPC_TEST_BINS)
 	@find $(BUILD) -name '*.gcda' -delete
-	@tools/run-tests.sh $(BUILD) -- $(UOPC_TEST_BINS) | tail -n 1
+	@tools/run-tests.sh $(BUILD) -- $(UOPC_TEST_BINS) >$(BUILD)/coverage-tests.log || \
+	  { cat $(BUILD)/coverage-tests.log; exit 1; }   # a failing suite's counts would mislead
+	@tail -n 1 $(BUILD)/coverage-tests.log
 	@$(PYTHON) -m gcovr --root . --filter 'uopc/src/' --sort uncovered-number --sort-reverse \
 	  --txt-metric $(METRIC) --txt-summary $(BUILD)
 
