@@ -268,9 +268,11 @@ static int stats_write_fails_once(void) {
   return rc;
 }
 
-static void test_fault_stats_write_failure_is_told_at_debug_level_2(void **state) {
-  (void)state;
-  char log[8192], want[8192 + 64], *text = NULL;
+/* Runs this binary again with UOPC_DEBUG=2 and child_env set (main then runs that child's
+ * scenario), its stderr into a file of the cache directory; the child must exit 0. Returns what
+ * it wrote (the caller frees it). */
+static char *debug_log_of_child(const char *child_env) {
+  char log[8192], *text = NULL;
   size_t n;
   snprintf(log, sizeof log, "%.8000s/debug.log", testutil_cache_dir);
   fflush(NULL);
@@ -280,7 +282,7 @@ static void test_fault_stats_write_failure_is_told_at_debug_level_2(void **state
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
     setenv("UOPC_DEBUG", "2", 1);
-    setenv(STATS_CHILD_ENV, "1", 1);
+    setenv(child_env, "1", 1);
     execl("/proc/self/exe", "test_faults", (char *)NULL);
     _exit(127);
   }
@@ -290,6 +292,12 @@ static void test_fault_stats_write_failure_is_told_at_debug_level_2(void **state
   assert_int_equal(WEXITSTATUS(status), 0);
   uopc_error err = {0};
   assert_uopc_ok(uopc_read_file(log, &text, &n, &err), err);
+  return text;
+}
+
+static void test_fault_stats_write_failure_is_told_at_debug_level_2(void **state) {
+  (void)state;
+  char want[8192 + 64], *text = debug_log_of_child(STATS_CHILD_ENV);
   snprintf(want, sizeof want, "uopc: the cache's size is not checked after '%.8000s/twice-", testutil_cache_dir);
   assert_contains(text, want);
   snprintf(want, sizeof want, "': cannot open '%.8000s/stats': No space left on device\n", testutil_cache_dir);
@@ -322,28 +330,10 @@ static int occurrences(const char *text, const char *what) {
 
 static void test_fault_failed_publish_is_not_told_as_a_size_unchecked(void **state) {
   (void)state;
-  char log[8192], lock[8192], want[8192 + 64], *text = NULL;
-  size_t n;
-  snprintf(log, sizeof log, "%.8000s/debug.log", testutil_cache_dir);
+  char lock[8192], want[8192 + 64];
   snprintf(lock, sizeof lock, "%.8000s/lock", testutil_cache_dir);
   assert_int_equal(mkdir(lock, 0700), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
-    setenv("UOPC_DEBUG", "2", 1);
-    setenv(RENAME_CHILD_ENV, "1", 1);
-    execl("/proc/self/exe", "test_faults", (char *)NULL);
-    _exit(127);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
-  uopc_error err = {0};
-  assert_uopc_ok(uopc_read_file(log, &text, &n, &err), err);
+  char *text = debug_log_of_child(RENAME_CHILD_ENV);
   snprintf(want, sizeof want, "uopc: the cache's size is not checked after '%.8000s/twice-", testutil_cache_dir);
   if (occurrences(text, want) != 1) fail_msg("expected one line starting '%s' in:\n%s", want, text);
   snprintf(want, sizeof want, "': cannot open the cache's lock '%.8000s': Is a directory\n", lock);

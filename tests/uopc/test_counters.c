@@ -259,30 +259,37 @@ static void *read_gated(void *arg) {
   return NULL;
 }
 
+/* Runs body in a thread while the printer holds the registry's lock for a quarter of a second
+ * (a body that does not wait for the lock is done by then), then opens the gate: 1 when body
+ * finished while the lock was held. */
+static int finished_under_the_lock(void *(*body)(void *), gate *g) {
+  sem_init(&g->inside, 0, 0);
+  sem_init(&g->open, 0, 0);
+  sem_init(&g->read, 0, 0);
+  pthread_t printer, other;
+  assert_int_equal(pthread_create(&printer, NULL, print_through_the_gate, g), 0);
+  while (sem_wait(&g->inside) != 0) {}   /* the printer holds the lock from here until the gate opens */
+  assert_int_equal(pthread_create(&other, NULL, body, g), 0);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += 250 * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  int early;
+  while ((early = sem_timedwait(&g->read, &until)) != 0 && errno == EINTR) {}
+  sem_post(&g->open);
+  pthread_join(printer, NULL);
+  pthread_join(other, NULL);
+  sem_destroy(&g->inside);
+  sem_destroy(&g->open);
+  sem_destroy(&g->read);
+  return early == 0;
+}
+
 static void test_counters_get_waits_for_the_registry_lock(void **state) {
   (void)state;
   uopc_counter_add("test gated", 4);
   gate g = {.held = 0};
-  sem_init(&g.inside, 0, 0);
-  sem_init(&g.open, 0, 0);
-  sem_init(&g.read, 0, 0);
-  pthread_t printer, reader;
-  assert_int_equal(pthread_create(&printer, NULL, print_through_the_gate, &g), 0);
-  while (sem_wait(&g.inside) != 0) {}   /* the printer holds the lock from here until the gate opens */
-  assert_int_equal(pthread_create(&reader, NULL, read_gated, &g), 0);
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_nsec += 250 * 1000000L;   /* a quarter of a second: a read that does not wait is done by then */
-  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-  int early;
-  while ((early = sem_timedwait(&g.read, &until)) != 0 && errno == EINTR) {}
-  sem_post(&g.open);
-  pthread_join(printer, NULL);
-  pthread_join(reader, NULL);
-  sem_destroy(&g.inside);
-  sem_destroy(&g.open);
-  sem_destroy(&g.read);
-  assert_int_not_equal(early, 0);
+  assert_false(finished_under_the_lock(read_gated, &g));
   assert_int_equal(g.value, 4);
 }
 
@@ -298,26 +305,7 @@ static void *slot_gated(void *arg) {
 static void test_counters_slot_waits_for_the_registry_lock(void **state) {
   (void)state;
   gate g = {.held = 0};
-  sem_init(&g.inside, 0, 0);
-  sem_init(&g.open, 0, 0);
-  sem_init(&g.read, 0, 0);
-  pthread_t printer, maker;
-  assert_int_equal(pthread_create(&printer, NULL, print_through_the_gate, &g), 0);
-  while (sem_wait(&g.inside) != 0) {}   /* the printer holds the lock from here until the gate opens */
-  assert_int_equal(pthread_create(&maker, NULL, slot_gated, &g), 0);
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_nsec += 250 * 1000000L;   /* a quarter of a second: a slot that does not wait is made by then */
-  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-  int early;
-  while ((early = sem_timedwait(&g.read, &until)) != 0 && errno == EINTR) {}
-  sem_post(&g.open);
-  pthread_join(printer, NULL);
-  pthread_join(maker, NULL);
-  sem_destroy(&g.inside);
-  sem_destroy(&g.open);
-  sem_destroy(&g.read);
-  assert_int_not_equal(early, 0);
+  assert_false(finished_under_the_lock(slot_gated, &g));
   assert_true(g.value >= 0);
   assert_int_equal(uopc_counter_slot("test gated slot"), g.value);
 }
