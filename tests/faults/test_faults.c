@@ -13,6 +13,7 @@
 #define TESTUTIL_FAILING_MALLOC   /* an earlier failure of a spawn on demand: fail_next_malloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
+#include "spawnutil.h"
 
 static const char KERNEL[] =
     "void twice(const float *x, float *out, const int *n) {\n"
@@ -115,19 +116,6 @@ static void test_fault_second_spawn_fails_after_a_success(void **state) {
   assert_int_equal(staging_dirs_left(), 0);
 }
 
-#ifndef __SANITIZE_ADDRESS__   /* AddressSanitizer's allocator replaces the one made to fail */
-/* uopc_spawn of a missing program in cwd with the k-th malloc from now failing. */
-static int spawn_missing_in(const char *cwd, int k, uopc_error *err) {
-  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
-  uopc_spawn_result *res = calloc(1, sizeof *res);
-  assert_non_null(res);
-  fail_next_malloc = k;
-  int rc = uopc_spawn(argv, cwd, res, err);
-  fail_next_malloc = 0;
-  free(res);
-  return rc;
-}
-#endif
 
 /* The spawn fault stands for posix_spawn's own failure: a spawn that failed before it (no memory
  * to record the working directory: glibc's copy is the second malloc) reports that, and leaves
@@ -140,10 +128,10 @@ static void test_fault_spawn_is_not_consulted_after_an_earlier_failure(void **st
   testutil_skip_unless_allocation_fails();
   uopc_error err = {0};
   uopc_fault_arm(UOPC_FAULT_SPAWN, 1);
-  int first = spawn_missing_in("/", 2, &err);
+  int first = spawn_with_malloc_k_failing(2, "/", &err);
   char first_message[UOPC_ERROR_MESSAGE_MAX];
   snprintf(first_message, sizeof first_message, "%s", err.message);
-  int second = spawn_missing_in(NULL, 0, &err);
+  int second = spawn_with_malloc_k_failing(0, NULL, &err);
   uopc_fault_arm(UOPC_FAULT_SPAWN, 0);   /* disarmed before any assertion can stop the test */
   assert_int_equal(first, UOPC_E_IO);
   assert_string_equal(first_message, "cannot start '/nonexistent/uopc-probe': Cannot allocate memory");

@@ -10,20 +10,7 @@
 #define TESTUTIL_FAILING_MALLOC   /* NOMEM paths on demand: fail_next_malloc */
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
-
-#ifndef __SANITIZE_ADDRESS__
-/* uopc_spawn of a missing program in cwd, with the k-th malloc from now failing. */
-static int spawn_with_malloc_k_failing(int k, const char *cwd, uopc_error *err) {
-  char *const argv[] = {"/nonexistent/uopc-probe", NULL};
-  uopc_spawn_result *res = calloc(1, sizeof *res);
-  assert_non_null(res);
-  fail_next_malloc = k;
-  int rc = uopc_spawn(argv, cwd, res, err);
-  fail_next_malloc = 0;
-  free(res);
-  return rc;
-}
-#endif
+#include "spawnutil.h"
 
 /* The child's environment has one LC_ALL, C: the user's is replaced, not shadowed. */
 static void test_spawn_replaces_the_users_lc_all(void **state) {
