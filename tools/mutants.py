@@ -333,12 +333,14 @@ def _watch_grade(argv, env, scratch):
 class UopcTree:
   """A scratch copy of the runtime and its suites, built once; a mutant is swapped in and out.
   With san, built as `make SAN=1` builds them (AddressSanitizer and UBSan), as CI runs them."""
-  PARTS = ("uopc", "tests/uopc", "tests/faults", "tests/testutil.h", "Makefile")
+  PARTS = ("uopc", "tests/uopc", "tests/faults", "Makefile")
 
   def __init__(self, san=False):
     self.san, self.build = san, "build/labs-san" if san else "build/labs"
     self.root = Path(tempfile.mkdtemp(prefix="uopc-mutant-tree-"))
-    for part in self.PARTS:
+    # The suites' shared headers (tests/*.h) by pattern, so a new one cannot leave the copy unbuildable.
+    headers = [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "tests").glob("*.h"))]
+    for part in (*self.PARTS, *headers):
       src, dst = ROOT / part, self.root / part
       dst.parent.mkdir(parents=True, exist_ok=True)
       shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
