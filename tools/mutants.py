@@ -25,8 +25,9 @@ array's padding changes no value the plain build's tests see. The runtime's muta
 killed (those suites are the runtime's own tests); a lab's stays a survivor, marked as caught only
 by the sanitizer, since the grader does not run it.
 
-Each survivor prints as `file:line: before -> after`. Survivors listed with a reason in
-tests/mutants/<LAB>.equivalents (the same line, then an indented reason) are equivalent: they
+Each survivor prints as `file:line: in function: before -> after` (`at file scope:` outside
+every function). Survivors listed with a reason in tests/mutants/<LAB>.equivalents (the same line,
+then an indented reason; matched by file, function and change, not line number) are equivalent: they
 count in neither side of the ratio `killed / (run - equivalent)`. An entry that matches no mutant
 any more is stale and fails the run. Exit status: 1 when the ratio is below --min or an entry is
 stale, 2 when the run could not start.
@@ -74,14 +75,22 @@ class Mutant:
   after: str
   text: str            # the whole mutated file
   region: str = ""     # the student function whose body holds the line, or "" (given code)
+  function: str = ""   # the C function whose definition holds the line, or "" (file scope)
+
+  @property
+  def scope(self):
+    return f"in {self.function}" if self.function else "at file scope"
 
   @property
   def label(self):
-    return f"{self.file}:{self.line}: {self.before} -> {self.after}"
+    return f"{self.file}:{self.line}: {self.scope}: {self.before} -> {self.after}"
 
   @property
   def key(self):
-    return (self.file, f"{self.before} -> {self.after}")
+    """What an equivalents entry names: the file, the function and the change. Not the line
+    number, which an edit above it moves; not the text alone, which may stand in other functions
+    where the same change is not equivalent."""
+    return (self.file, self.function, f"{self.before} -> {self.after}")
 
 
 @dataclass
@@ -169,6 +178,29 @@ def regions(lines):
   return found
 
 
+DEFINITION = re.compile(r"^[A-Za-z_][^=;#]*")           # a line in column 0 that may begin one
+FUNCTION_NAME = re.compile(r"\b(\w+)\s*\((?!\s*\*)")   # the first `name(`, not `(*` of a pointer
+
+
+def functions(lines):
+  """{line number: the function whose definition holds it}. A definition starts at a line in column 0
+  with `name(` that is not a declaration (no `;` at its end) and ends at the next line that is `}`
+  alone, the layout of every source here; one on a single line has balanced braces."""
+  found, name, start = {}, "", 0
+  for k, line in enumerate(lines, 1):
+    text = line.rstrip()
+    if not name:
+      m = FUNCTION_NAME.search(text) if DEFINITION.match(text) and not text.endswith(";") else None
+      if m and "{" in text and text.count("{") == text.count("}"):
+        found[k] = m.group(1)
+      elif m:
+        name, start = m.group(1), k
+    elif text == "}":
+      found.update((j, name) for j in range(start, k + 1))
+      name = ""
+  return found
+
+
 def generate(path):
   """The mutants of one file, in line order, comment-only and duplicate ones left out. The rules
   skip every line that holds or continues a block comment, so a line's own text, without its
@@ -177,7 +209,7 @@ def generate(path):
   source = (ROOT / path).read_text().splitlines(keepends=True)
   with contextlib.redirect_stdout(io.StringIO()):
     raw = mutator.mutants_regexp(source, ruleFiles=RULES, ignorePatterns=[], ignoreStringOnly=True)
-  seen, out, where = set(), [], regions(source)
+  seen, out, where, within = set(), [], regions(source), functions(source)
   for line, new, *_ in raw:
     code = strip_comments(new)
     if code == strip_comments(source[line - 1]) or (line, code) in seen:
@@ -185,7 +217,7 @@ def generate(path):
     seen.add((line, code))
     text = "".join(source[:line - 1]) + new + "".join(source[line:])
     after = " ".join(l.strip() for l in new.splitlines())
-    out.append(Mutant(path, line, source[line - 1].strip(), after, text, where.get(line, "")))
+    out.append(Mutant(path, line, source[line - 1].strip(), after, text, where.get(line, ""), within.get(line, "")))
   return out
 
 
@@ -199,8 +231,9 @@ def draw_order(mutants, seed):
   a sample stays the sample it was triaged as. Mutants with equal text keep their line order."""
   seen = {}
 
-  def rank(m):
-    k = seen[m.key] = seen.get(m.key, -1) + 1
+  def rank(m):   # by the text, not the function, so that draws taken before functions were named stay as drawn
+    text = (m.file, m.before, m.after)
+    k = seen[text] = seen.get(text, -1) + 1
     return hashlib.sha256(f"{seed}\0{m.file}\0{m.before}\0{m.after}\0{k}".encode()).hexdigest()
 
   return sorted(mutants, key=rank)
@@ -208,11 +241,12 @@ def draw_order(mutants, seed):
 
 # ---- equivalents -----------------------------------------------------------------------------
 
-ENTRY = re.compile(r"^(\S+?):(\d+): (.*)$")
+ENTRY = re.compile(r"^(\S+?):(\d+): (?:in (\w+)|at file scope): (.*)$")
 
 
 def load_equivalents(path):
-  """{(file, 'before -> after'): reason}; an entry is the survivor's line, its reason indented below."""
+  """{(file, function, 'before -> after'): reason}; an entry is the survivor's line, its reason
+  indented below."""
   if not path.is_file():
     return {}
   found, key, lines = {}, None, path.read_text().splitlines()
@@ -226,10 +260,11 @@ def load_equivalents(path):
       continue
     m = ENTRY.match(line)
     if not m:
-      raise SystemExit(f"{path.relative_to(ROOT)}:{k}: expected `file:line: before -> after`")
-    key = (m.group(1), m.group(3).strip())
+      raise SystemExit(f"{path.relative_to(ROOT)}:{k}: expected `file:line: in function: before -> after`"
+                       " (or `at file scope:`), as a survivor prints")
+    key = (m.group(1), m.group(3) or "", m.group(4).strip())
     found[key] = ""
-  missing = [f"{f}: {rest}" for (f, rest), why in found.items() if not why]
+  missing = [f"{f}: {rest}" for (f, _, rest), why in found.items() if not why]
   if missing:
     raise SystemExit(f"{path.relative_to(ROOT)}: no reason for: {missing[0]}")
   return found
@@ -540,7 +575,8 @@ def record(tally, m, what, why, k, n):
 
 def stale_entries(equivalents, mutants):
   keys = {m.key for m in mutants}
-  return [f"{f}: {rest}" for (f, rest) in equivalents if (f, rest) not in keys]
+  return [f"{f}: {'in ' + fn if fn else 'at file scope'}: {rest}" for (f, fn, rest) in equivalents
+          if (f, fn, rest) not in keys]
 
 
 def file_counts(t, tally):
@@ -656,7 +692,7 @@ def recheck(path, mutants):
     m = ENTRY.match(re.sub(r"\s+\[\w+\]$", "", line.strip()))
     if not m:
       continue
-    same = by_key.get((m.group(1), m.group(3).strip()))
+    same = by_key.get((m.group(1), m.group(3) or "", m.group(4).strip()))
     if not same:
       raise SystemExit(f"mutants: {path}: no such mutant now: {line.strip()}")
     chosen.append(min(same, key=lambda x: abs(x.line - int(m.group(2)))))   # the nearest of equal lines
