@@ -1151,7 +1151,7 @@ static const char FAKE_NVRTC[] =
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "typedef int nvrtcResult;\n"
-    "static int prog, failed, short_log, empty_log, ptx_fails;\n"
+    "static int prog, failed, short_log, empty_log, ptx_fails, log_size_fails, log_fails;\n"
     "int fake_log_calls;  /* nvrtcGetProgramLog's */\n"
     "char fake_options[256];  /* the last compile's options, each followed by a space */\n"
     "static const char long_log[] = \"0123456789abcdefghijklmnopqrstuvwxyzABCD\";  /* 40 bytes */\n"
@@ -1176,15 +1176,19 @@ static const char FAKE_NVRTC[] =
     "  (void)p; short_log = n == 1 && !strcmp(o[0], \"--fake-fail-short-log\");  /* a log: \"!\" */\n"
     "  empty_log = n == 1 && !strcmp(o[0], \"--fake-fail-empty-log\");  /* a log size of 0 */\n"
     "  ptx_fails = n == 1 && !strcmp(o[0], \"--fake-ptx-fails\");  /* sized, then not given */\n"
-    "  failed = short_log || empty_log || (n == 1 && !strcmp(o[0], \"--fake-fail\")); return failed ? 3 : 0;\n"
+    "  log_size_fails = n == 1 && !strcmp(o[0], \"--fake-fail-log-size-fails\");  /* sized 2, and failed */\n"
+    "  log_fails = n == 1 && !strcmp(o[0], \"--fake-fail-log-fails\");  /* \"!\" written, and failed */\n"
+    "  failed = short_log || empty_log || log_size_fails || log_fails || (n == 1 && !strcmp(o[0], \"--fake-fail\"));\n"
+    "  return failed ? 3 : 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) {\n"
-    "  (void)p; *n = empty_log ? 0 : short_log ? 2 : failed ? sizeof long_log : 1; return 0;\n"
+    "  (void)p; *n = empty_log ? 0 : short_log || log_size_fails || log_fails ? 2 : failed ? sizeof long_log : 1;\n"
+    "  return log_size_fails;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLog(void *p, char *log) {\n"
     "  (void)p; fake_log_calls++; if (empty_log) return 0;  /* no byte to write */\n"
-    "  if (short_log) memcpy(log, \"!\", 2);\n"
-    "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
+    "  if (short_log || log_size_fails || log_fails) memcpy(log, \"!\", 2);\n"
+    "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return log_fails;\n"
     "}\n"
     "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) {\n"
     "  (void)p; if (getenv(\"UOPC_TEST_FAKE_NVRTC_SIZE_UNWRITTEN\")) return 0;  /* success, no size */\n"
@@ -1316,6 +1320,40 @@ static void test_fake_nvrtc_without_a_version_is_named_0_0(void **state) {
   assert_nvrtc_identity("0.0", real, "");
 }
 
+/* A log whose size or text NVRTC fails to give (though it wrote one) is left out: the log is the
+ * verdict alone. */
+static void test_fake_nvrtc_log_it_fails_to_give_is_left_out(void **state) {
+  (void)state;
+  static const char *const fails[] = {"--fake-fail-log-size-fails", "--fake-fail-log-fails"};
+  char ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  for (size_t i = 0; i < 2; i++) {
+    uopc_error err = {0};
+    char log[64];
+    assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, &fails[i], ptx, log, sizeof log, &err), UOPC_E_COMPILE);
+    assert_string_equal(log, "FAKE_COMPILE_ERROR\n");
+  }
+}
+
+/* A compile that is not asked for the PTX's path (NULL, size 0) builds all the same: the same
+ * request then hits the cache. */
+static void test_cuda_compile_without_a_ptx_path_builds(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  if (uopc_cuda_compiler_available(&err) != UOPC_OK) {
+    print_message("  skipped: %s\n", err.message);
+    skip();
+  }
+  const char *source = tagged("no ptx path");
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  assert_uopc_ok(uopc_cuda_compile(source, "square_plus_one", NULL, NULL, 0, &err), err);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 0);
+  char ptx[PATH_MAX];
+  assert_uopc_ok(uopc_cuda_compile(source, "square_plus_one", NULL, ptx, sizeof ptx, &err), err);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 1);
+  assert_true(file_exists(ptx));
+}
+
 static int run_on_fake_nvrtc(const char *path) {
   char home[PATH_MAX];   /* the fake's toolkit: path is <home>/lib64/libnvrtc.so, which CUDA_HOME puts first */
   snprintf(home, sizeof home, "%s", path);
@@ -1338,6 +1376,7 @@ static int run_on_fake_nvrtc(const char *path) {
     cmocka_unit_test(test_fake_nvrtc_log_size_0_asks_for_no_log),
     cmocka_unit_test(test_fake_nvrtc_create_failure_is_a_compile_error),
     cmocka_unit_test(test_fake_nvrtc_ptx_failure_after_its_size_is_a_compile_error),
+    cmocka_unit_test(test_fake_nvrtc_log_it_fails_to_give_is_left_out),
   };
   /* A cache directory of its own: the tests' paths (never-written.ptx, ...) lie in it, not in "/". */
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, testutil_fresh_cache, testutil_remove_cache);
@@ -1538,6 +1577,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_driver_steps_failing_on_a_fake_driver_are_named),
     cmocka_unit_test(test_cuda_driver_that_is_no_library_gives_the_loaders_reason),
     cmocka_unit_test(test_cuda_program_new_kernels_checks_every_entry_and_out),
+    cmocka_unit_test(test_cuda_compile_without_a_ptx_path_builds),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     cmocka_unit_test(test_cuda_nvrtc_without_a_version_on_a_fake_nvrtc_is_named_0_0),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),
