@@ -335,6 +335,11 @@ static void test_cuda_compile_rejects_bad_arguments(void **state) {
     {SQUARE_PLUS_ONE, "square_plus_one", "sm_9", "arch 'sm_9' is not sm_NN or compute_NN"},
     {SQUARE_PLUS_ONE, "square_plus_one", "gfx90a", "arch 'gfx90a'"},
     {SQUARE_PLUS_ONE, "square_plus_one", "sm_90 -G", "arch 'sm_90 -G'"},
+    /* at most 3 digits, then at most one lower-case letter: each bound by a real input */
+    {SQUARE_PLUS_ONE, "square_plus_one", "sm_1000", "arch 'sm_1000' is not sm_NN or compute_NN"},
+    {SQUARE_PLUS_ONE, "square_plus_one", "sm_90{", "arch 'sm_90{' is not sm_NN or compute_NN"},
+    {SQUARE_PLUS_ONE, "square_plus_one", "sm_90ab", "arch 'sm_90ab' is not sm_NN or compute_NN"},
+    {SQUARE_PLUS_ONE, "square_plus_one", "compute_9", "arch 'compute_9' is not sm_NN or compute_NN"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     uopc_error err = {0};
@@ -601,19 +606,20 @@ static const char FAKE_DRIVER[] =
     "unsigned fake_launch[7];  /* the last launch's grid, block and shared bytes */\n"
     "CUresult fake_sync_result;  /* what cuCtxSynchronize answers (a fault in the kernel) */\n"
     "static int ctx, mod, fn;\n"
-    "CUresult cuInit(unsigned f) { return f ? 1 : 0; }  /* flags must be 0: CUDA_ERROR_INVALID_VALUE */\n"
+    "#define FAILS(step) { const char *f_ = getenv(\"UOPC_TEST_FAKE_FAILS\"); if (f_ && !strcmp(f_, step)) return 35; }\n"
+    "CUresult cuInit(unsigned f) { FAILS(\"cuInit\"); return f ? 1 : 0; }  /* flags must be 0: CUDA_ERROR_INVALID_VALUE */\n"
     "CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n"
     "CUresult cuDeviceGetCount(int *n) {\n"
-    "  if (getenv(\"UOPC_TEST_FAKE_COUNT_UNWRITTEN\")) return 0;  /* success, and no count written */\n"
+    "  FAILS(\"cuDeviceGetCount\"); if (getenv(\"UOPC_TEST_FAKE_COUNT_UNWRITTEN\")) return 0;  /* success, and no count written */\n"
     "  *n = getenv(\"UOPC_TEST_FAKE_NO_DEVICE\") ? 0 : 1; return 0;\n"
     "}\n"
-    "CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
+    "CUresult cuDeviceGet(int *d, int i) { FAILS(\"cuDeviceGet\"); *d = i; return 0; }\n"
     "CUresult cuDeviceGetAttribute(int *v, int a, int d) {\n"
     "  (void)d; if (getenv(\"UOPC_TEST_FAKE_ATTRIBUTE_FAILS\")) return 34;  /* CUDA_ERROR_STUB_LIBRARY */\n"
-    "  *v = a == 75 ? 8 : 0; return 0;\n"
+    "  if (a == 76) FAILS(\"cuDeviceGetAttribute(minor)\"); *v = a == 75 ? 8 : 0; return 0;\n"
     "}\n"
-    "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx; return 0; }\n"
-    "CUresult cuCtxSetCurrent(void *c) { return c == &ctx ? 0 : 201; }\n"
+    "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; FAILS(\"cuDevicePrimaryCtxRetain\"); *c = &ctx; return 0; }\n"
+    "CUresult cuCtxSetCurrent(void *c) { FAILS(\"cuCtxSetCurrent\"); return c == &ctx ? 0 : 201; }\n"
     "CUresult cuCtxSynchronize(void) { return fake_sync_result; }\n"
     "CUresult cuModuleLoadDataEx(void **m, const void *i, unsigned n, int *o, void **v) {\n"
     "  (void)n; (void)o;\n"
@@ -657,7 +663,7 @@ static const char FAKE_DRIVER[] =
      * *s untouched */
     "static int unknown(CUresult r) { return r == 34 || r == 999; }\n"
     "CUresult cuGetErrorName(CUresult r, const char **s) { if (unknown(r)) return 1; *s = \"FAKE\"; return 0; }\n"
-    "CUresult cuGetErrorString(CUresult r, const char **s) { if (unknown(r)) return 1; *s = \"fake\"; return 0; }\n"
+    "CUresult cuGetErrorString(CUresult r, const char **s) { if (unknown(r) || r == 35) return 1; *s = \"fake\"; return 0; }\n"
     /* NVRTC opens libcuda.so.1 too, and asks it for this table: none here */
     "CUresult cuGetExportTable(const void **t, const void *id) { (void)id; *t = 0; return 500; }\n";
 
@@ -798,6 +804,12 @@ static void test_fake_driver_copies_hand_the_bytes_to_the_driver(void **state) {
   assert_memory_equal(memory, in, sizeof in);
   assert_uopc_ok(uopc_cuda_copy_to_host(out, 0x1000, sizeof out, &err), err);
   assert_memory_equal(out, in, sizeof in);
+  /* past the fake's 64 bytes, each copy fails with the driver's code, named */
+  unsigned char big[65] = {0};
+  assert_uopc_code(uopc_cuda_copy_to_device(0x1000, big, sizeof big, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuMemcpyHtoD(0x1000, 65 bytes) failed: FAKE (fake)");
+  assert_uopc_code(uopc_cuda_copy_to_host(big, 0x2000, sizeof big, &err), UOPC_E_CUDA, err);
+  assert_string_equal(err.message, "cuMemcpyDtoH(0x2000, 65 bytes) failed: FAKE (fake)");
 }
 
 /* A kernel the module does not have (CUDA_ERROR_NOT_FOUND) says how to declare one it would
@@ -908,6 +920,43 @@ static void test_fake_driver_without_a_device_is_no_cuda(void **state) {
   assert_string_equal(err.message, "no CUDA device: the driver sees none");
   assert_uopc_code(uopc_cuda_program_new(&p, SQUARE_PLUS_ONE, "square_plus_one", NULL, &err), UOPC_E_NO_CUDA, err);
   assert_null(p);
+  /* every call that needs the driver says the same, and touches nothing */
+  unsigned char bytes[4] = {0};
+  assert_uopc_code(uopc_cuda_free(0x1000, &err), UOPC_E_NO_CUDA, err);
+  assert_string_equal(err.message, "no CUDA device: the driver sees none");
+  assert_uopc_code(uopc_cuda_copy_to_device(0x1000, bytes, sizeof bytes, &err), UOPC_E_NO_CUDA, err);
+  assert_string_equal(err.message, "no CUDA device: the driver sees none");
+  assert_uopc_code(uopc_cuda_copy_to_host(bytes, 0x1000, sizeof bytes, &err), UOPC_E_NO_CUDA, err);
+  assert_string_equal(err.message, "no CUDA device: the driver sees none");
+}
+
+/* A driver whose step $UOPC_TEST_FAKE_FAILS fails (code 35, which the fake names FAKE but cannot
+ * describe): no device, the message naming the step; a failing cuCtxSetCurrent comes later, on use. */
+static void test_fake_driver_failing_step_is_named(void **state) {
+  (void)state;
+  static const struct { const char *fails, *step; } steps[] = {
+    {"cuInit", "cuInit"}, {"cuDeviceGetCount", "cuDeviceGetCount"}, {"cuDeviceGet", "cuDeviceGet(0)"},
+    {"cuDeviceGetAttribute(minor)", "cuDeviceGetAttribute(compute capability)"},
+    {"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain"},
+  };
+  const char *fails = getenv("UOPC_TEST_FAKE_FAILS");
+  uopc_error err = {0};
+  unsigned long long dptr = 1;
+  if (!strcmp(fails, "cuCtxSetCurrent")) {
+    assert_uopc_code(uopc_cuda_alloc(&dptr, 96, &err), UOPC_E_CUDA, err);
+    assert_string_equal(err.message, "cuCtxSetCurrent failed: FAKE (no description)");
+    assert_true(dptr == 0);
+    return;
+  }
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    if (strcmp(fails, steps[i].fails)) continue;
+    char want[256];
+    snprintf(want, sizeof want, "no CUDA device: %s failed: FAKE (no description)", steps[i].step);
+    assert_uopc_code(uopc_cuda_alloc(&dptr, 96, &err), UOPC_E_NO_CUDA, err);
+    assert_string_equal(err.message, want);
+    return;
+  }
+  fail_msg("no step '%s' in the test's table", fails);
 }
 
 /* A driver without one of the functions the runtime calls (here cuGetErrorString) is too old. */
@@ -940,6 +989,10 @@ static int run_on_fake_driver(const char *path) {
     fprintf(stderr, "cannot open the fake driver '%s': %s\n", path, dlerror());
     return 1;
   }
+  if (getenv("UOPC_TEST_FAKE_FAILS")) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_failing_step_is_named)};
+    return cmocka_run_group_tests_name("on a fake driver with a failing step", tests, NULL, NULL);
+  }
   if (getenv("UOPC_TEST_FAKE_LACKS_A_FUNCTION")) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fake_driver_lacking_a_function_is_no_cuda_naming_it)};
     return cmocka_run_group_tests_name("on a fake driver lacking a function", tests, NULL, NULL);
@@ -971,6 +1024,7 @@ static int run_on_fake_driver(const char *path) {
 }
 
 static void run_on_a_fake(const char *source_text, const char *soname, const char *env, const char *also);
+static void build_library(const char *dir, const char *file, const char *soname, const char *source_text);
 
 /* Runs this binary again with name1=value1 (and name2=value2 unless NULL) in its environment. */
 static void rerun_with(const char *what, const char *name1, const char *value1, const char *name2,
@@ -1016,6 +1070,65 @@ static void test_cuda_driver_without_a_compute_capability_on_a_fake_driver_is_re
   run_on_a_fake(FAKE_DRIVER, "libcuda.so.1", FAKE_DRIVER_ENV, "UOPC_TEST_FAKE_ATTRIBUTE_FAILS");
 }
 
+/* The fake driver, built once, with each step of opening it failing in turn, each in a process of its own. */
+static void test_cuda_driver_steps_failing_on_a_fake_driver_are_named(void **state) {
+  (void)state;
+  static const char *const fails[] = {"cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute(minor)",
+                                      "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent"};
+  char dir[PATH_MAX + 16], lib[PATH_MAX + 64];
+  snprintf(dir, sizeof dir, "%s/lib64", testutil_cache_dir);
+  snprintf(lib, sizeof lib, "%s/libcuda.so.1", dir);
+  build_library(dir, "libcuda.so.1", "libcuda.so.1", FAKE_DRIVER);
+  for (size_t i = 0; i < sizeof fails / sizeof *fails; i++)
+    rerun_with(fails[i], FAKE_DRIVER_ENV, lib, "UOPC_TEST_FAKE_FAILS", fails[i]);
+}
+
+/* A libcuda.so.1 that is found but is no library (here: a text file first on LD_LIBRARY_PATH) is no
+ * device, and the loader's reason is given, not "not found". */
+#define BROKEN_DRIVER_ENV "UOPC_TEST_BROKEN_DRIVER"
+
+static void test_broken_driver_says_the_loaders_reason(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  char want[PATH_MAX + 128];
+  snprintf(want, sizeof want, "no CUDA device: libcuda.so.1 cannot be loaded: %s/libcuda.so.1: ",
+           getenv(BROKEN_DRIVER_ENV));
+  assert_uopc_code(uopc_cuda_available(&err), UOPC_E_NO_CUDA, err);
+  if (strncmp(err.message, want, strlen(want)) != 0) fail_msg("expected \"%s...\", got \"%s\"", want, err.message);
+}
+
+static int run_on_broken_driver(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_broken_driver_says_the_loaders_reason)};
+  return cmocka_run_group_tests_name("on a libcuda.so.1 that is no library", tests, NULL, NULL);
+}
+
+static void test_cuda_driver_that_is_no_library_gives_the_loaders_reason(void **state) {
+  (void)state;
+  char dir[PATH_MAX + 16], lib[PATH_MAX + 64];
+  snprintf(dir, sizeof dir, "%s/broken", testutil_cache_dir);
+  if (mkdir(dir, 0700) != 0) assert_int_equal(errno, EEXIST);
+  snprintf(lib, sizeof lib, "%s/libcuda.so.1", dir);
+  FILE *f = fopen(lib, "w");
+  assert_non_null(f);
+  fputs("not a shared object\n", f);
+  assert_int_equal(fclose(f), 0);
+  rerun_with("a libcuda.so.1 that is no library", BROKEN_DRIVER_ENV, dir, "LD_LIBRARY_PATH", dir);
+}
+
+/* A program of two kernels whose second name is no identifier is refused before any driver; a NULL
+ * out is refused first of all. */
+static void test_cuda_program_new_kernels_checks_every_entry_and_out(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_cuda_program *p = (uopc_cuda_program *)&p;
+  const char *const entries[] = {"square_plus_one", "2nd"};
+  assert_uopc_code(uopc_cuda_program_new_kernels(&p, SQUARE_PLUS_ONE, entries, 2, NULL, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "entry '2nd' is not a C identifier of at most 64 characters");
+  assert_null(p);
+  assert_uopc_code(uopc_cuda_program_new_kernels(NULL, SQUARE_PLUS_ONE, entries, 1, NULL, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "out is NULL");
+}
+
 /* The fake driver with cuGetErrorString renamed, so that the library lacks it. */
 static void test_cuda_driver_lacking_a_function_on_a_fake_driver_is_refused(void **state) {
   (void)state;
@@ -1038,7 +1151,7 @@ static const char FAKE_NVRTC[] =
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "typedef int nvrtcResult;\n"
-    "static int prog, failed, short_log, empty_log, ptx_fails;\n"
+    "static int prog, failed, short_log, empty_log, ptx_fails, log_size_fails, log_fails;\n"
     "int fake_log_calls;  /* nvrtcGetProgramLog's */\n"
     "char fake_options[256];  /* the last compile's options, each followed by a space */\n"
     "static const char long_log[] = \"0123456789abcdefghijklmnopqrstuvwxyzABCD\";  /* 40 bytes */\n"
@@ -1063,15 +1176,19 @@ static const char FAKE_NVRTC[] =
     "  (void)p; short_log = n == 1 && !strcmp(o[0], \"--fake-fail-short-log\");  /* a log: \"!\" */\n"
     "  empty_log = n == 1 && !strcmp(o[0], \"--fake-fail-empty-log\");  /* a log size of 0 */\n"
     "  ptx_fails = n == 1 && !strcmp(o[0], \"--fake-ptx-fails\");  /* sized, then not given */\n"
-    "  failed = short_log || empty_log || (n == 1 && !strcmp(o[0], \"--fake-fail\")); return failed ? 3 : 0;\n"
+    "  log_size_fails = n == 1 && !strcmp(o[0], \"--fake-fail-log-size-fails\");  /* sized 2, and failed */\n"
+    "  log_fails = n == 1 && !strcmp(o[0], \"--fake-fail-log-fails\");  /* \"!\" written, and failed */\n"
+    "  failed = short_log || empty_log || log_size_fails || log_fails || (n == 1 && !strcmp(o[0], \"--fake-fail\"));\n"
+    "  return failed ? 3 : 0;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) {\n"
-    "  (void)p; *n = empty_log ? 0 : short_log ? 2 : failed ? sizeof long_log : 1; return 0;\n"
+    "  (void)p; *n = empty_log ? 0 : short_log || log_size_fails || log_fails ? 2 : failed ? sizeof long_log : 1;\n"
+    "  return log_size_fails;\n"
     "}\n"
     "nvrtcResult nvrtcGetProgramLog(void *p, char *log) {\n"
     "  (void)p; fake_log_calls++; if (empty_log) return 0;  /* no byte to write */\n"
-    "  if (short_log) memcpy(log, \"!\", 2);\n"
-    "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return 0;\n"
+    "  if (short_log || log_size_fails || log_fails) memcpy(log, \"!\", 2);\n"
+    "  else if (failed) memcpy(log, long_log, sizeof long_log); else log[0] = 0; return log_fails;\n"
     "}\n"
     "nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) {\n"
     "  (void)p; if (getenv(\"UOPC_TEST_FAKE_NVRTC_SIZE_UNWRITTEN\")) return 0;  /* success, no size */\n"
@@ -1203,6 +1320,40 @@ static void test_fake_nvrtc_without_a_version_is_named_0_0(void **state) {
   assert_nvrtc_identity("0.0", real, "");
 }
 
+/* A log whose size or text NVRTC fails to give (though it wrote one) is left out: the log is the
+ * verdict alone. */
+static void test_fake_nvrtc_log_it_fails_to_give_is_left_out(void **state) {
+  (void)state;
+  static const char *const fails[] = {"--fake-fail-log-size-fails", "--fake-fail-log-fails"};
+  char ptx[sizeof testutil_cache_dir + 32];
+  snprintf(ptx, sizeof ptx, "%s/never-written.ptx", testutil_cache_dir);
+  for (size_t i = 0; i < 2; i++) {
+    uopc_error err = {0};
+    char log[64];
+    assert_int_equal(uopc_nvrtc_compile("", "fake.cu", 1, &fails[i], ptx, log, sizeof log, &err), UOPC_E_COMPILE);
+    assert_string_equal(log, "FAKE_COMPILE_ERROR\n");
+  }
+}
+
+/* A compile that is not asked for the PTX's path (NULL, size 0) builds all the same: the same
+ * request then hits the cache. */
+static void test_cuda_compile_without_a_ptx_path_builds(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  if (uopc_cuda_compiler_available(&err) != UOPC_OK) {
+    print_message("  skipped: %s\n", err.message);
+    skip();
+  }
+  const char *source = tagged("no ptx path");
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  assert_uopc_ok(uopc_cuda_compile(source, "square_plus_one", NULL, NULL, 0, &err), err);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 0);
+  char ptx[PATH_MAX];
+  assert_uopc_ok(uopc_cuda_compile(source, "square_plus_one", NULL, ptx, sizeof ptx, &err), err);
+  assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 1);
+  assert_true(file_exists(ptx));
+}
+
 static int run_on_fake_nvrtc(const char *path) {
   char home[PATH_MAX];   /* the fake's toolkit: path is <home>/lib64/libnvrtc.so, which CUDA_HOME puts first */
   snprintf(home, sizeof home, "%s", path);
@@ -1225,6 +1376,7 @@ static int run_on_fake_nvrtc(const char *path) {
     cmocka_unit_test(test_fake_nvrtc_log_size_0_asks_for_no_log),
     cmocka_unit_test(test_fake_nvrtc_create_failure_is_a_compile_error),
     cmocka_unit_test(test_fake_nvrtc_ptx_failure_after_its_size_is_a_compile_error),
+    cmocka_unit_test(test_fake_nvrtc_log_it_fails_to_give_is_left_out),
   };
   /* A cache directory of its own: the tests' paths (never-written.ptx, ...) lie in it, not in "/". */
   return cmocka_run_group_tests_name("on a fake NVRTC", tests, testutil_fresh_cache, testutil_remove_cache);
@@ -1393,6 +1545,7 @@ int main(void) {
   if (getenv(CUDA_HOME_CHILD_ENV)) return run_past_a_cuda_home();
   if ((fake = getenv(LOADER_NVRTC_ENV))) return run_on_loader_nvrtc(fake);
   if (getenv(CUDA_HOME_NVRTC12_ENV)) return run_on_cuda_home_nvrtc12();
+  if (getenv(BROKEN_DRIVER_ENV)) return run_on_broken_driver();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cuda_available_is_ok_or_says_why),
     cmocka_unit_test(test_cuda_compiler_available_is_ok_or_says_why),
@@ -1421,6 +1574,10 @@ int main(void) {
     cmocka_unit_test(test_cuda_driver_that_writes_no_device_count_on_a_fake_driver_sees_none),
     cmocka_unit_test(test_cuda_driver_lacking_a_function_on_a_fake_driver_is_refused),
     cmocka_unit_test(test_cuda_driver_without_a_compute_capability_on_a_fake_driver_is_refused),
+    cmocka_unit_test(test_cuda_driver_steps_failing_on_a_fake_driver_are_named),
+    cmocka_unit_test(test_cuda_driver_that_is_no_library_gives_the_loaders_reason),
+    cmocka_unit_test(test_cuda_program_new_kernels_checks_every_entry_and_out),
+    cmocka_unit_test(test_cuda_compile_without_a_ptx_path_builds),
     cmocka_unit_test(test_cuda_nvrtc_paths_on_a_fake_nvrtc),
     cmocka_unit_test(test_cuda_nvrtc_without_a_version_on_a_fake_nvrtc_is_named_0_0),
     cmocka_unit_test(test_cuda_nvrtc_is_found_past_a_cuda_home_without_it),

@@ -1174,6 +1174,102 @@ static void test_program_without_memory_for_the_manifest_removes_the_staging(voi
 #endif
 }
 
+/* A header whose e_shoff lies past the file's end places no section header in it: no version, and
+ * nothing read past the end. */
+static void test_compiler_version_in_reads_no_section_headers_past_the_end(void **state) {
+  (void)state;
+  Elf64_Off shoff = COMMENT_ELF_BYTES + 1;
+  assert_no_version_with("shoff.so", offsetof(Elf64_Ehdr, e_shoff), &shoff, sizeof shoff);
+}
+
+/* A .comment whose offset lies past the file's end is not read, whatever its size (1 here: the
+ * size alone, past-the-end offset unchecked, would wrap to fit). */
+static void test_compiler_version_in_skips_a_section_past_the_end(void **state) {
+  (void)state;
+  unsigned char elf[COMMENT_ELF_BYTES];
+  comment_elf(elf, "GCC: none");
+  Elf64_Shdr *comment = (Elf64_Shdr *)(elf + 64) + 2;
+  Elf64_Off offset = COMMENT_ELF_BYTES + 1;
+  Elf64_Xword size = 1;
+  memcpy((unsigned char *)comment + offsetof(Elf64_Shdr, sh_offset), &offset, sizeof offset);
+  memcpy((unsigned char *)comment + offsetof(Elf64_Shdr, sh_size), &size, sizeof size);
+  char version[64] = "?";
+  version_of("offset.so", elf, sizeof elf, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
+/* An ELF cut inside its 64-byte file header (63 bytes: magic, class 64 and all) names no version. */
+static void test_compiler_version_in_reads_no_elf_header_cut_short(void **state) {
+  (void)state;
+  unsigned char elf[COMMENT_ELF_BYTES];
+  comment_elf(elf, "GCC: none");
+  char version[64] = "?";
+  version_of("header.so", elf, sizeof(Elf64_Ehdr) - 1, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
+/* An artifact that cannot be read (here: none at the path) names no version. */
+static void test_compiler_version_in_of_a_missing_file_is_empty(void **state) {
+  (void)state;
+  char path[PATH_MAX + 16], version[64] = "?";
+  snprintf(path, sizeof path, "%s/missing.so", testutil_cache_dir);
+  uopc_compiler_version_in(path, version, sizeof version);
+  assert_string_equal(version, "");
+}
+
+/* A NULL signature, or one letter past UOPC_SIGNATURE_MAX, is refused by name before any build. */
+static void test_program_rejects_a_null_or_too_long_signature(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_program *p = (uopc_program *)&p;
+  char sig[UOPC_SIGNATURE_MAX + 2], want[256];
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "square", NULL, NULL, &err), UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "signature '(null)' for 'square' must be at most %d letters from 'pilfd'",
+           UOPC_SIGNATURE_MAX);
+  assert_string_equal(err.message, want);
+  assert_null(p);
+  memset(sig, 'p', sizeof sig - 1);
+  sig[sizeof sig - 1] = '\0';
+  p = (uopc_program *)&p;
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "square", sig, NULL, &err), UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "signature '%s' for 'square' must be at most %d letters from 'pilfd'", sig,
+           UOPC_SIGNATURE_MAX);
+  assert_string_equal(err.message, want);
+  assert_null(p);
+  sig[UOPC_SIGNATURE_MAX] = '\0';   /* exactly the most: the check passes (the compile then fails) */
+  assert_uopc_code(uopc_program_new(&p, SQUARE, "square", sig, NULL, &err), UOPC_E_COMPILE, err);
+}
+
+/* $UOPC_CC naming no program fails the build with the finder's message; an empty $UOPC_CC is
+ * unset, and gcc builds. The variable is restored afterwards. */
+static void test_program_uopc_cc_missing_fails_and_empty_means_gcc(void **state) {
+  (void)state;
+  const char *old = getenv("UOPC_CC");
+  char *saved = old ? strdup(old) : NULL;
+  uopc_error err = {0};
+  uopc_program *p = (uopc_program *)&p;
+  assert_int_equal(setenv("UOPC_CC", "/nonexistent/uopc-cc", 1), 0);
+  int rc = uopc_program_new(&p, SQUARE, "square", "ppp", NULL, &err);
+  assert_int_equal(setenv("UOPC_CC", "", 1), 0);
+  uopc_program *q = NULL;
+  uopc_error err2 = {0};
+  int rc2 = uopc_program_new(&q, SQUARE, "square", "ppp", NULL, &err2);
+  if (saved) setenv("UOPC_CC", saved, 1);
+  else unsetenv("UOPC_CC");
+  free(saved);
+  assert_uopc_code(rc, UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "program '/nonexistent/uopc-cc' is not an executable file");
+  assert_null(p);
+  assert_uopc_ok(rc2, err2);
+  char *text = read_entry_file(uopc_program_dir(q), "manifest");
+  char gcc[PATH_MAX], want[PATH_MAX + 32];
+  assert_uopc_ok(uopc_find_program("gcc", gcc, &err), err);
+  snprintf(want, sizeof want, "compiler=%s (", gcc);
+  assert_contains(text, want);
+  free(text);
+  uopc_program_free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_program_compiles_calls_and_counts),
@@ -1227,6 +1323,12 @@ int main(void) {
     cmocka_unit_test(test_build_field_past_the_limit_is_refused_and_named),
     cmocka_unit_test(test_build_fail_lost_names_the_artifact_the_tries_and_the_limit),
     cmocka_unit_test(test_program_without_memory_for_the_manifest_removes_the_staging),
+    cmocka_unit_test(test_compiler_version_in_reads_no_section_headers_past_the_end),
+    cmocka_unit_test(test_compiler_version_in_skips_a_section_past_the_end),
+    cmocka_unit_test(test_compiler_version_in_reads_no_elf_header_cut_short),
+    cmocka_unit_test(test_compiler_version_in_of_a_missing_file_is_empty),
+    cmocka_unit_test(test_program_rejects_a_null_or_too_long_signature),
+    cmocka_unit_test(test_program_uopc_cc_missing_fails_and_empty_means_gcc),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
