@@ -23,6 +23,8 @@ static void test_sha256_file_matches_fips_examples(void **state) {
   assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   hash_text_file("", 0, hex);
   assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  hash_text_file("a", 1, hex);   /* one read of one byte: still data, not the end */
+  assert_string_equal(hex, "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb");
   /* two blocks: the 448-bit message of FIPS 180-4's examples */
   const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
   hash_text_file(two, strlen(two), hex);
