@@ -2,6 +2,7 @@
  * module): a compiler runs with LC_ALL=C whatever the user's locale, and a
  * program is found only as a regular executable file. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -425,6 +426,62 @@ static void test_spawn_without_memory_for_the_file_actions_starts_nothing(void *
 #endif
 }
 
+/* A working directory deeper than PATH_MAX, built with *at calls: descriptors to each level go
+ * to fds (DEEP_LEVELS + 1, the cache directory first), and an executable uopc-deep at the bottom. */
+enum { DEEP_LEVELS = 18 };
+static char deep_name[251];
+
+static void make_deep_tree(int fds[DEEP_LEVELS + 1]) {
+  memset(deep_name, 'd', sizeof deep_name - 1);
+  fds[0] = open(testutil_cache_dir, O_RDONLY | O_DIRECTORY);
+  assert_true(fds[0] >= 0);
+  for (int i = 1; i <= DEEP_LEVELS; i++) {
+    assert_int_equal(mkdirat(fds[i - 1], deep_name, 0755), 0);
+    fds[i] = openat(fds[i - 1], deep_name, O_RDONLY | O_DIRECTORY);
+    assert_true(fds[i] >= 0);
+  }
+  int f = openat(fds[DEEP_LEVELS], "uopc-deep", O_WRONLY | O_CREAT, 0755);
+  assert_true(f >= 0);
+  assert_int_equal(write(f, "#!/bin/sh\n", 10), 10);
+  assert_int_equal(fchmod(f, 0755), 0);
+  close(f);
+}
+
+static void remove_deep_tree(int fds[DEEP_LEVELS + 1]) {
+  unlinkat(fds[DEEP_LEVELS], "uopc-deep", 0);
+  for (int i = DEEP_LEVELS; i >= 1; i--) {
+    close(fds[i]);
+    unlinkat(fds[i - 1], deep_name, AT_REMOVEDIR);
+  }
+  close(fds[0]);
+}
+
+/* An executable whose absolute path is longer than PATH_MAX has no name realpath can give:
+ * refused, named by a relative path or found through a relative PATH entry, rather than
+ * handed on as a truncated or unset path. */
+static void test_find_program_refuses_a_program_whose_full_path_is_too_long(void **state) {
+  (void)state;
+  int fds[DEEP_LEVELS + 1], here = open(".", O_RDONLY | O_DIRECTORY);
+  assert_true(here >= 0);
+  make_deep_tree(fds);
+  assert_true(strlen(testutil_cache_dir) + DEEP_LEVELS * sizeof deep_name > PATH_MAX);
+  assert_int_equal(fchdir(fds[DEEP_LEVELS]), 0);
+  char resolved[PATH_MAX];
+  uopc_error by_path = {0}, on_path = {0};
+  int rc_by_path = uopc_find_program("./uopc-deep", resolved, &by_path);
+  char *saved = set_path(".");
+  int rc_on_path = uopc_find_program("uopc-deep", resolved, &on_path);
+  restore_path(saved);
+  int back = fchdir(here);
+  close(here);
+  remove_deep_tree(fds);
+  assert_int_equal(back, 0);
+  assert_uopc_code(rc_by_path, UOPC_E_INVALID, by_path);
+  assert_string_equal(by_path.message, "program './uopc-deep' is not an executable file");
+  assert_uopc_code(rc_on_path, UOPC_E_INVALID, on_path);
+  assert_string_equal(on_path.message, "program 'uopc-deep' not found on PATH (.)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
@@ -446,6 +503,7 @@ int main(void) {
     cmocka_unit_test(test_spawn_waits_on_through_interrupting_signals),
     cmocka_unit_test(test_spawn_reports_a_killed_child_as_128_plus_the_signal),
     cmocka_unit_test(test_spawn_without_memory_for_the_file_actions_starts_nothing),
+    cmocka_unit_test(test_find_program_refuses_a_program_whose_full_path_is_too_long),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
