@@ -1443,7 +1443,7 @@ static void test_tensor_views_refuse_null_and_released_tensors(void **state) {
   uopc_tensor_release(&x);
 }
 
-/* Bad second transpose axis, negative perm entry, rank outside [0, 8] for reshape. */
+/* Bad first or second transpose axis, negative perm entry, rank outside [0, 8] for reshape. */
 static void test_tensor_views_refuse_a_bad_axis_perm_or_rank(void **state) {
   (void)state;
   uopc_tensor x, v;
@@ -1451,6 +1451,8 @@ static void test_tensor_views_refuse_a_bad_axis_perm_or_rank(void **state) {
   arange(&x, UOPC_F32, 2, DIMS(2, 3));
   CHECK_CODE("x.swapaxes(0, 2)", uopc_tensor_transpose(&v, &x, 0, 2, &err), UOPC_E_INVALID, &err);
   assert_string_equal(err.message, "transpose axis 2 outside [0, 2) for a rank-2 tensor");
+  CHECK_CODE("x.swapaxes(-1, 0)", uopc_tensor_transpose(&v, &x, -1, 0, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "transpose axis -1 outside [0, 2) for a rank-2 tensor");
   CHECK_CODE("x.transpose(-1, 0)", uopc_tensor_permute(&v, &x, (const int[]){-1, 0}, &err), UOPC_E_INVALID, &err);
   assert_string_equal(err.message, "perm[0] = -1 outside [0, 2)");
   CHECK_CODE("x.reshape(rank 9)", uopc_tensor_reshape(&v, &x, 9, DIMS(1, 1, 1, 1, 1, 1, 1, 1, 6), &err),
