@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/stat.h>
 #include <time.h>
 #define TESTUTIL_FAILING_MALLOC   /* no memory for a counter on demand: fail_next_calloc */
 #include "testutil.h"
@@ -28,6 +29,13 @@ static void *count3(void *arg) {
   for (int k = 0; k < 3; k++) count((work *)arg + k);
   return NULL;
 }
+#endif
+
+#ifndef __SANITIZE_ADDRESS__
+/* realloc made to fail as testutil.h's malloc and calloc are: the registry grows by it. */
+extern void *__libc_realloc(void *p, size_t n);
+static int fail_next_realloc;
+void *realloc(void *p, size_t n) { return testutil_fails_now(&fail_next_realloc) ? NULL : __libc_realloc(p, n); }
 #endif
 
 static int fresh(void **state) {
@@ -355,6 +363,130 @@ static void test_error_name_of_a_code_out_of_range_is_a_question_mark(void **sta
   assert_string_equal(uopc_error_name(UOPC_E_COUNT - 1), "UOPC_E_NOT_IMPLEMENTED");
 }
 
+/* An id outside the table, handed to the slow path itself (the inline bump stops a negative one
+ * first), counts nothing and touches no cell. */
+static void test_counters_bump_slow_of_an_id_outside_the_table_counts_nothing(void **state) {
+  (void)state;
+  uopc_counter_id id = uopc_counter_slot("test outside");
+  uopc_counter_bump(id, 1);
+  uopc_counter_bump_slow(-1, 5);
+  uopc_counter_bump_slow(UOPC_COUNTER_CHUNK * UOPC_COUNTER_CHUNKS, 5);
+  assert_int_equal(uopc_counter_get("test outside"), 1);
+  uopc_counter_bump_slow(UOPC_COUNTER_CHUNK * UOPC_COUNTER_CHUNKS - 1, 0);   /* the last id is inside */
+}
+
+/* The slow path called with the cell's block already there adds to it rather than replacing it. */
+static void test_counters_bump_slow_keeps_a_block_already_there(void **state) {
+  (void)state;
+  uopc_counter_id id = uopc_counter_slot("test slow twice");
+  uopc_counter_bump_slow(id, 2);
+  uopc_counter_bump_slow(id, 3);
+  assert_int_equal(uopc_counter_get("test slow twice"), 5);
+}
+
+/* No name is no counter: 0. */
+static void test_counters_get_of_null_is_0(void **state) {
+  (void)state;
+  uopc_counter_add("test get", 4);
+  assert_int_equal(uopc_counter_get(NULL), 0);
+  assert_int_equal(uopc_counter_get("test get"), 4);
+}
+
+#ifndef __SANITIZE_ADDRESS__
+typedef struct lost_bump { uopc_counter_id id; int fail_at; } lost_bump;
+
+/* In a thread with no table yet: the fail_at-th calloc from its first bump fails (1: the table,
+ * 2: the cells' block); that bump is lost, the next one counts. */
+static void *bump_with_a_calloc_failing(void *arg) {
+  const lost_bump *b = arg;
+  fail_next_calloc = b->fail_at;
+  uopc_counter_bump(b->id, 5);
+  fail_next_calloc = 0;
+  uopc_counter_bump(b->id, 7);
+  return NULL;
+}
+
+#endif
+
+/* No memory for a new thread's table, or for its block of cells: that count is lost, never
+ * fatal, and the thread's next count is kept. */
+static void test_counters_without_memory_for_a_threads_cells_lose_one_count(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's calloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  const char *names[] = {"test no table", "test no block"};
+  for (int k = 0; k < 2; k++) {
+    lost_bump b = {uopc_counter_slot(names[k]), k + 1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, bump_with_a_calloc_failing, &b), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(uopc_counter_get(names[k]), 7);
+  }
+#endif
+}
+
+/* The temporary file cannot be flushed (it is a link to /dev/full: a full disk, for root too):
+ * fclose's error is reported and the link removed, not renamed into place. */
+static void test_counters_json_that_cannot_be_flushed_is_reported_and_removed(void **state) {
+  (void)state;
+  if (access("/dev/full", W_OK) != 0) {
+    print_message("  skipped: needs /dev/full\n");
+    skip();
+  }
+  char path[4200], tmp[4300], want[8600];
+  snprintf(path, sizeof path, "%s/counters.json", testutil_cache_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  assert_int_equal(symlink("/dev/full", tmp), 0);
+  uopc_error err;
+  uopc_error_clear(&err);
+  assert_uopc_code(uopc_counters_write_json(path, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot write counters to '%s': No space left on device", path);
+  assert_string_equal(err.message, want);
+  struct stat st;
+  assert_int_equal(lstat(tmp, &st), -1);
+  assert_int_equal(lstat(path, &st), -1);
+}
+
+/* No memory to grow the registry past its capacity (64, doubling): that name gets no counter, and
+ * the same name registers once memory is back. The registry holds as many counters as
+ * uopc_counters_print prints lines. */
+static void test_counters_slot_without_memory_to_grow_the_registry_is_none(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's realloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  assert_non_null(f);
+  uopc_counters_print(f);
+  fclose(f);
+  int held = 0;
+  for (const char *p = text; *p; p++) held += *p == '\n';
+  free(text);
+  char name[64];
+  int k = 0;
+  uopc_counter_id id = 0;
+  fail_next_realloc = 1;
+  while (k < 5000 && id != UOPC_COUNTER_NONE) {
+    snprintf(name, sizeof name, "test grow %d", k++);
+    id = uopc_counter_slot(name);
+  }
+  fail_next_realloc = 0;
+  assert_int_equal(id, UOPC_COUNTER_NONE);
+  int at = held + k - 1, cap = 64;   /* the count held when the failed name came */
+  while (cap < at) cap *= 2;
+  assert_int_equal(at, cap);
+  assert_int_equal(uopc_counter_get(name), 0);
+  assert_int_equal(uopc_counter_slot(name), at);
+  uopc_counter_add(name, 3);
+  assert_int_equal(uopc_counter_get(name), 3);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_counters_sum_eight_threads_exactly, fresh),
@@ -371,6 +503,13 @@ int main(void) {
     cmocka_unit_test(test_counters_json_path_too_long_names_the_limit),
     cmocka_unit_test(test_error_where_with_a_percent_sign_is_copied_as_written),
     cmocka_unit_test(test_error_name_of_a_code_out_of_range_is_a_question_mark),
+    cmocka_unit_test_setup(test_counters_bump_slow_of_an_id_outside_the_table_counts_nothing, fresh),
+    cmocka_unit_test_setup(test_counters_bump_slow_keeps_a_block_already_there, fresh),
+    cmocka_unit_test_setup(test_counters_get_of_null_is_0, fresh),
+    cmocka_unit_test_setup(test_counters_without_memory_for_a_threads_cells_lose_one_count, fresh),
+    cmocka_unit_test_setup_teardown(test_counters_json_that_cannot_be_flushed_is_reported_and_removed, fresh_with_dir,
+                                    testutil_remove_cache),
+    cmocka_unit_test_setup(test_counters_slot_without_memory_to_grow_the_registry_is_none, fresh),
     /* last: its 4400 counters would fill the JSON file the escaping test reads */
     cmocka_unit_test_setup(test_counters_count_in_a_block_far_past_the_first, fresh),
   };

@@ -131,6 +131,32 @@ static void test_sha256_new_without_memory_is_nomem(void **state) {
 #endif
 }
 
+/* No memory for the context of a file's hash: out of memory, the file's descriptor closed, and
+ * hex left as it was. */
+static void test_sha256_file_without_memory_is_nomem_and_closes_the_file(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's calloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  char path[4200], hex[65];
+  snprintf(path, sizeof path, "%s/input", testutil_cache_dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fclose(f), 0);
+  memset(hex, 'z', sizeof hex);
+  int fds = testutil_open_fds();
+  uopc_error err = {0};
+  fail_next_calloc = 1;
+  int rc = uopc_hash_file(path, hex, &err);
+  fail_next_calloc = 0;
+  assert_uopc_code(rc, UOPC_E_NOMEM, err);
+  assert_string_equal(err.message, "cannot start a SHA-256 context");
+  assert_int_equal(testutil_open_fds(), fds);
+  assert_int_equal(hex[0], 'z');
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_sha256_file_matches_fips_examples),
@@ -141,6 +167,7 @@ int main(void) {
     cmocka_unit_test(test_sha256_file_hashes_a_file_of_many_reads),
     cmocka_unit_test(test_sha256_file_reads_through_descriptor_0),
     cmocka_unit_test(test_sha256_new_without_memory_is_nomem),
+    cmocka_unit_test(test_sha256_file_without_memory_is_nomem_and_closes_the_file),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

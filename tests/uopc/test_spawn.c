@@ -2,6 +2,7 @@
  * module): a compiler runs with LC_ALL=C whatever the user's locale, and a
  * program is found only as a regular executable file. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -256,6 +257,231 @@ static void test_spawn_without_descriptors_for_the_pipe_names_the_program(void *
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Sets PATH to value (NULL: unset) and returns the old one, copied, for restore_path. */
+static char *set_path(const char *value) {
+  const char *old = getenv("PATH");
+  char *saved = old ? strdup(old) : NULL;
+  if (value) assert_int_equal(setenv("PATH", value, 1), 0);
+  else unsetenv("PATH");
+  return saved;
+}
+
+static void restore_path(char *saved) {
+  if (saved) setenv("PATH", saved, 1);
+  else unsetenv("PATH");
+  free(saved);
+}
+
+/* Writes a file at dir/name with the given mode; the path goes to path. */
+static void make_file(char *path, size_t size, const char *dir, const char *name, mode_t mode) {
+  assert_true(snprintf(path, size, "%s/%s", dir, name) < (int)size);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("#!/bin/sh\n", f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(chmod(path, mode), 0);
+}
+
+/* No name, or an empty one, is refused before any search. */
+static void test_find_program_refuses_a_null_or_empty_name(void **state) {
+  (void)state;
+  char resolved[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_code(uopc_find_program(NULL, resolved, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "empty program name");
+  uopc_error_clear(&err);
+  assert_uopc_code(uopc_find_program("", resolved, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "empty program name");
+}
+
+/* A regular file without execute permission is no program, named by its path or found on PATH
+ * (access(X_OK) refuses a file with no x bit even to root). */
+static void test_find_program_refuses_a_file_without_execute_permission(void **state) {
+  (void)state;
+  char file[PATH_MAX], resolved[PATH_MAX], want[PATH_MAX + 64];
+  make_file(file, sizeof file, testutil_cache_dir, "uopc-plain", 0644);
+  uopc_error err = {0};
+  assert_uopc_code(uopc_find_program(file, resolved, &err), UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "program '%s' is not an executable file", file);
+  assert_string_equal(err.message, want);
+  char *saved = set_path(testutil_cache_dir);
+  int rc = uopc_find_program("uopc-plain", resolved, &err);
+  restore_path(saved);
+  assert_uopc_code(rc, UOPC_E_INVALID, err);
+  snprintf(want, sizeof want, "program 'uopc-plain' not found on PATH (%s)", testutil_cache_dir);
+  assert_string_equal(err.message, want);
+}
+
+/* PATH unset or empty: the search runs through /usr/local/bin, /usr/bin and /bin, as execvp's
+ * does, and the message names those. */
+static void test_find_program_without_path_searches_the_default_directories(void **state) {
+  (void)state;
+  const char *values[] = {NULL, ""};
+  for (int i = 0; i < 2; i++) {
+    char resolved[PATH_MAX], sh[PATH_MAX];
+    uopc_error err = {0};
+    char *saved = set_path(values[i]);
+    int found_sh = uopc_find_program("sh", resolved, &err);
+    int missing = uopc_find_program("uopc-no-such-program", sh, &err);
+    restore_path(saved);
+    assert_uopc_ok(found_sh, err);
+    assert_true(strcmp(resolved, realpath("/bin/sh", sh) ? sh : "") == 0 ||
+                strcmp(resolved, realpath("/usr/bin/sh", sh) ? sh : "") == 0);
+    assert_uopc_code(missing, UOPC_E_INVALID, err);
+    assert_string_equal(err.message,
+                        "program 'uopc-no-such-program' not found on PATH (/usr/local/bin:/usr/bin:/bin)");
+  }
+}
+
+/* Empty PATH entries (leading, doubled) are passed over, not read as "/" + name; the next entry
+ * is searched. */
+static void test_find_program_passes_over_empty_path_entries(void **state) {
+  (void)state;
+  char file[PATH_MAX], path[PATH_MAX + 8], resolved[PATH_MAX], want[PATH_MAX];
+  make_file(file, sizeof file, testutil_cache_dir, "uopc-probe-x", 0755);
+  snprintf(path, sizeof path, "::%s:", testutil_cache_dir);
+  char *saved = set_path(path);
+  uopc_error err = {0};
+  int rc = uopc_find_program("uopc-probe-x", resolved, &err);
+  restore_path(saved);
+  assert_uopc_ok(rc, err);
+  assert_non_null(realpath(file, want));
+  assert_string_equal(resolved, want);
+}
+
+/* A PATH entry so long that entry/name does not fit in PATH_MAX is skipped, not truncated: here
+ * the entry is ///...///<cache dir>, padded so that entry/name is exactly PATH_MAX bytes with
+ * its NUL one past, and the truncated candidate (name less its last byte) is an executable. */
+static void test_find_program_skips_a_path_entry_too_long_for_the_name(void **state) {
+  (void)state;
+  char file[PATH_MAX], resolved[PATH_MAX];
+  make_file(file, sizeof file, testutil_cache_dir, "uopc-probe", 0755);
+  const char *name = "uopc-probex";
+  size_t dir_len = strlen(testutil_cache_dir), entry_len = PATH_MAX - 1 - strlen(name);
+  char *entry = malloc(entry_len + 1);
+  assert_non_null(entry);
+  memset(entry, '/', entry_len - dir_len);
+  memcpy(entry + entry_len - dir_len, testutil_cache_dir, dir_len + 1);
+  assert_int_equal(strlen(entry) + 1 + strlen(name), PATH_MAX);
+  char *saved = set_path(entry);
+  uopc_error err = {0};
+  int rc = uopc_find_program(name, resolved, &err);
+  restore_path(saved);
+  free(entry);
+  assert_uopc_code(rc, UOPC_E_INVALID, err);
+  assert_contains(err.message, "program 'uopc-probex' not found on PATH (////");
+}
+
+/* Output closed early, the child then runs on: the wait for it is interrupted by signals (no
+ * SA_RESTART) and tried again, and the exit status is the child's. */
+static void test_spawn_waits_on_through_interrupting_signals(void **state) {
+  (void)state;
+  char sh[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("sh", sh, &err), err);
+  char *const argv[] = {sh, "-c", "exec >/dev/null 2>&1; sleep 0.3; exit 7", NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  struct sigaction on_alarm = {.sa_handler = count_alarm}, old;   /* no SA_RESTART */
+  sigemptyset(&on_alarm.sa_mask);
+  assert_int_equal(sigaction(SIGALRM, &on_alarm, &old), 0);
+  struct itimerval every_20ms = {{0, 20000}, {0, 20000}}, off = {{0, 0}, {0, 0}};
+  alarms = 0;
+  assert_int_equal(setitimer(ITIMER_REAL, &every_20ms, NULL), 0);
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  setitimer(ITIMER_REAL, &off, NULL);
+  sigaction(SIGALRM, &old, NULL);
+  assert_uopc_ok(rc, err);
+  assert_true(alarms >= 2);
+  assert_int_equal(res->exit_status, 7);
+  assert_int_equal(res->output_len, 0);
+  free(res);
+}
+
+/* A child killed by a signal reports 128 + the signal's number, as a shell does. */
+static void test_spawn_reports_a_killed_child_as_128_plus_the_signal(void **state) {
+  (void)state;
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  char sh[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("sh", sh, &err), err);
+  char *const argv[] = {sh, "-c", "echo going; kill -KILL $$", NULL};
+  assert_uopc_ok(uopc_spawn(argv, NULL, res, &err), err);
+  assert_int_equal(res->exit_status, 128 + SIGKILL);
+  assert_string_equal(res->output, "going\n");
+  free(res);
+}
+
+/* No memory for the file actions' copy of "/dev/null" (the second malloc without a working
+ * directory, after the environment's): nothing is started. */
+static void test_spawn_without_memory_for_the_file_actions_starts_nothing(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's malloc, made to fail");
+#else
+  uopc_error err = {0};
+  assert_uopc_code(spawn_with_malloc_k_failing(2, NULL, &err), UOPC_E_IO, err);
+  assert_string_equal(err.message, "cannot start '/nonexistent/uopc-probe': Cannot allocate memory");
+#endif
+}
+
+/* A working directory deeper than PATH_MAX, built with *at calls: descriptors to each level go
+ * to fds (DEEP_LEVELS + 1, the cache directory first), and an executable uopc-deep at the bottom. */
+enum { DEEP_LEVELS = 18 };
+static char deep_name[251];
+
+static void make_deep_tree(int fds[DEEP_LEVELS + 1]) {
+  memset(deep_name, 'd', sizeof deep_name - 1);
+  fds[0] = open(testutil_cache_dir, O_RDONLY | O_DIRECTORY);
+  assert_true(fds[0] >= 0);
+  for (int i = 1; i <= DEEP_LEVELS; i++) {
+    assert_int_equal(mkdirat(fds[i - 1], deep_name, 0755), 0);
+    fds[i] = openat(fds[i - 1], deep_name, O_RDONLY | O_DIRECTORY);
+    assert_true(fds[i] >= 0);
+  }
+  int f = openat(fds[DEEP_LEVELS], "uopc-deep", O_WRONLY | O_CREAT, 0755);
+  assert_true(f >= 0);
+  assert_int_equal(write(f, "#!/bin/sh\n", 10), 10);
+  assert_int_equal(fchmod(f, 0755), 0);
+  close(f);
+}
+
+static void remove_deep_tree(int fds[DEEP_LEVELS + 1]) {
+  unlinkat(fds[DEEP_LEVELS], "uopc-deep", 0);
+  for (int i = DEEP_LEVELS; i >= 1; i--) {
+    close(fds[i]);
+    unlinkat(fds[i - 1], deep_name, AT_REMOVEDIR);
+  }
+  close(fds[0]);
+}
+
+/* An executable whose absolute path is longer than PATH_MAX has no name realpath can give:
+ * refused, named by a relative path or found through a relative PATH entry, rather than
+ * handed on as a truncated or unset path. */
+static void test_find_program_refuses_a_program_whose_full_path_is_too_long(void **state) {
+  (void)state;
+  int fds[DEEP_LEVELS + 1], here = open(".", O_RDONLY | O_DIRECTORY);
+  assert_true(here >= 0);
+  make_deep_tree(fds);
+  assert_true(strlen(testutil_cache_dir) + DEEP_LEVELS * sizeof deep_name > PATH_MAX);
+  assert_int_equal(fchdir(fds[DEEP_LEVELS]), 0);
+  char resolved[PATH_MAX];
+  uopc_error by_path = {0}, on_path = {0};
+  int rc_by_path = uopc_find_program("./uopc-deep", resolved, &by_path);
+  char *saved = set_path(".");
+  int rc_on_path = uopc_find_program("uopc-deep", resolved, &on_path);
+  restore_path(saved);
+  int back = fchdir(here);
+  close(here);
+  remove_deep_tree(fds);
+  assert_int_equal(back, 0);
+  assert_uopc_code(rc_by_path, UOPC_E_INVALID, by_path);
+  assert_string_equal(by_path.message, "program './uopc-deep' is not an executable file");
+  assert_uopc_code(rc_on_path, UOPC_E_INVALID, on_path);
+  assert_string_equal(on_path.message, "program 'uopc-deep' not found on PATH (.)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
@@ -269,6 +495,15 @@ int main(void) {
     cmocka_unit_test(test_find_program_passes_over_a_directory_of_that_name),
     cmocka_unit_test(test_find_program_stops_at_the_end_of_path),
     cmocka_unit_test(test_spawn_without_descriptors_for_the_pipe_names_the_program),
+    cmocka_unit_test(test_find_program_refuses_a_null_or_empty_name),
+    cmocka_unit_test(test_find_program_refuses_a_file_without_execute_permission),
+    cmocka_unit_test(test_find_program_without_path_searches_the_default_directories),
+    cmocka_unit_test(test_find_program_passes_over_empty_path_entries),
+    cmocka_unit_test(test_find_program_skips_a_path_entry_too_long_for_the_name),
+    cmocka_unit_test(test_spawn_waits_on_through_interrupting_signals),
+    cmocka_unit_test(test_spawn_reports_a_killed_child_as_128_plus_the_signal),
+    cmocka_unit_test(test_spawn_without_memory_for_the_file_actions_starts_nothing),
+    cmocka_unit_test(test_find_program_refuses_a_program_whose_full_path_is_too_long),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -1334,6 +1334,185 @@ static void test_tensor_get_set_convert_through_double(void **state) {
   uopc_tensor_release(&b);
 }
 
+/* ---- branches each check above leaves untaken -------------------------------------- */
+
+static void test_tensor_dtype_is_float_for_f32_and_f64_only(void **state) {
+  (void)state;
+  assert_int_equal(uopc_dtype_is_float(UOPC_F32), 1);
+  assert_int_equal(uopc_dtype_is_float(UOPC_F64), 1);
+  assert_int_equal(uopc_dtype_is_float(UOPC_I64), 0);
+  assert_int_equal(uopc_dtype_is_float(UOPC_BOOL), 0);
+}
+
+/* Two bools INT64_MAX apart: hi - lo fits, the element count hi - lo + 1 does not (with 1-byte
+ * items no later product would catch a wrapped count). */
+static void test_tensor_wrap_rejects_an_element_count_past_int64(void **state) {
+  (void)state;
+  unsigned char buf[2] = {0};
+  uopc_tensor t;
+  uopc_error err;
+  CHECK_CODE("bool strides (INT64_MAX,)", uopc_tensor_wrap(&t, buf, UOPC_BOOL, 1, DIMS(2), DIMS(INT64_MAX), &err),
+             UOPC_E_OVERFLOW, &err);
+  assert_string_equal(err.message, "shape (2,) with strides (9223372036854775807,) spans elements "
+                                   "[0, 9223372036854775807] around elem0: the byte range overflows");
+  assert_null(t.storage);
+}
+
+/* A negative stride reaching 2^61 bytes below elem0, a stack address far under 2^61: the lowest
+ * byte would lie below address 0. */
+static void test_tensor_wrap_rejects_a_span_below_address_0(void **state) {
+  (void)state;
+  unsigned char buf[2] = {0};
+  uopc_tensor t;
+  uopc_error err;
+  assert_true((uintptr_t)buf < (UINTMAX_C(1) << 61));
+  CHECK_CODE("bool strides (-2**61,)",
+             uopc_tensor_wrap(&t, buf, UOPC_BOOL, 1, DIMS(2), DIMS(-(INT64_C(1) << 61)), &err),
+             UOPC_E_OVERFLOW, &err);
+  assert_string_equal(err.message, "shape (2,) with strides (-2305843009213693952,) spans elements "
+                                   "[-2305843009213693952, 0] around elem0: the byte range overflows");
+  assert_null(t.storage);
+}
+
+/* Retaining into no tensor takes no reference; the queries of no tensor, or a released one, answer
+ * 0 (no bytes, not aligned, no references). */
+static void test_tensor_retain_into_null_and_queries_of_null_answer_nothing(void **state) {
+  (void)state;
+  uopc_tensor x, released = {0};
+  arange(&x, UOPC_F32, 1, DIMS(4));
+  uopc_tensor_retain(NULL, &x);
+  CHECK_I64("retain(NULL, x)", "storage refs", uopc_tensor_storage_refs(&x), 1);
+  CHECK_I64("storage_refs(NULL)", "refs", uopc_tensor_storage_refs(NULL), 0);
+  uopc_layout_bytes none = uopc_tensor_byte_range(NULL);
+  assert_true(none.lo == 0 && none.hi == 0);
+  none = uopc_tensor_byte_range(&released);
+  assert_true(none.lo == 0 && none.hi == 0);
+  assert_int_equal(uopc_tensor_is_aligned(&released, 1), 0);
+  uopc_tensor_release(&x);
+}
+
+/* Same address, shape and strides are not the same view in another dtype or rank; a unit dim's
+ * stride is never used, so it may differ; any other dim's may not. */
+static void test_tensor_same_view_compares_dtype_rank_and_used_strides(void **state) {
+  (void)state;
+  int32_t buf[4] = {0};
+  uopc_tensor i32, f32, r2, unit_a, unit_b, two_a, two_b;
+  uopc_error err;
+  CHECK_OK("wrap i32", uopc_tensor_wrap(&i32, buf, UOPC_I32, 1, DIMS(2), DIMS(1), &err), &err);
+  CHECK_OK("wrap f32", uopc_tensor_wrap(&f32, buf, UOPC_F32, 1, DIMS(2), DIMS(1), &err), &err);
+  CHECK_OK("wrap (1, 2)", uopc_tensor_wrap(&r2, buf, UOPC_I32, 2, DIMS(1, 2), DIMS(2, 1), &err), &err);
+  CHECK_OK("wrap (1, 2) s1", uopc_tensor_wrap(&unit_a, buf, UOPC_I32, 2, DIMS(1, 2), DIMS(7, 1), &err), &err);
+  CHECK_OK("wrap (2,) s2", uopc_tensor_wrap(&two_a, buf, UOPC_I32, 1, DIMS(2), DIMS(2), &err), &err);
+  CHECK_OK("wrap (1,) s1", uopc_tensor_wrap(&unit_b, buf, UOPC_I32, 1, DIMS(1), DIMS(1), &err), &err);
+  CHECK_OK("wrap (1,) s3", uopc_tensor_wrap(&two_b, buf, UOPC_I32, 1, DIMS(1), DIMS(3), &err), &err);
+  assert_int_equal(uopc_tensor_same_view(&i32, &f32), 0);
+  assert_int_equal(uopc_tensor_same_view(&i32, &r2), 0);
+  assert_int_equal(uopc_tensor_same_view(&r2, &unit_a), 1);   /* only dim 0 (size 1) differs */
+  assert_int_equal(uopc_tensor_same_view(&i32, &two_a), 0);   /* size 2, strides 1 and 2 */
+  assert_int_equal(uopc_tensor_same_view(&unit_b, &two_b), 1);
+  uopc_tensor *all[] = {&i32, &f32, &r2, &unit_a, &unit_b, &two_a, &two_b};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++) uopc_tensor_release(all[k]);
+}
+
+/* Every view refuses a NULL out or x, and a released x, under its own name, before reading its
+ * other arguments. */
+static void test_tensor_views_refuse_null_and_released_tensors(void **state) {
+  (void)state;
+  uopc_tensor x, v, released = {0};
+  uopc_error err;
+  arange(&x, UOPC_F32, 2, DIMS(2, 3));
+  CHECK_CODE("select(NULL, x)", uopc_tensor_select(NULL, &x, 0, 0, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "out is NULL");
+  assert_string_equal(err.where, "uopc_tensor_select");
+  CHECK_CODE("select(v, NULL)", uopc_tensor_select(&v, NULL, 0, 0, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is NULL");
+  CHECK_CODE("select(released)", uopc_tensor_select(&v, &released, 0, 0, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is a released tensor");
+  assert_string_equal(err.where, "uopc_tensor_select");
+  CHECK_CODE("permute(released)", uopc_tensor_permute(&v, &released, NULL, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is a released tensor");
+  assert_string_equal(err.where, "uopc_tensor_permute");
+  CHECK_CODE("transpose(released)", uopc_tensor_transpose(&v, &released, 0, 0, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is a released tensor");
+  assert_string_equal(err.where, "uopc_tensor_transpose");
+  CHECK_CODE("reshape(released)", uopc_tensor_reshape(&v, &released, 1, DIMS(6), &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "x is a released tensor");
+  assert_string_equal(err.where, "uopc_tensor_reshape");
+  assert_null(v.storage);
+  CHECK_I64("refused views", "storage refs", uopc_tensor_storage_refs(&x), 1);
+  uopc_tensor_release(&x);
+}
+
+/* Bad first or second transpose axis, negative perm entry, rank outside [0, 8] for reshape. */
+static void test_tensor_views_refuse_a_bad_axis_perm_or_rank(void **state) {
+  (void)state;
+  uopc_tensor x, v;
+  uopc_error err;
+  arange(&x, UOPC_F32, 2, DIMS(2, 3));
+  CHECK_CODE("x.swapaxes(0, 2)", uopc_tensor_transpose(&v, &x, 0, 2, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "transpose axis 2 outside [0, 2) for a rank-2 tensor");
+  CHECK_CODE("x.swapaxes(-1, 0)", uopc_tensor_transpose(&v, &x, -1, 0, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "transpose axis -1 outside [0, 2) for a rank-2 tensor");
+  CHECK_CODE("x.transpose(-1, 0)", uopc_tensor_permute(&v, &x, (const int[]){-1, 0}, &err), UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "perm[0] = -1 outside [0, 2)");
+  CHECK_CODE("x.reshape(rank 9)", uopc_tensor_reshape(&v, &x, 9, DIMS(1, 1, 1, 1, 1, 1, 1, 1, 6), &err),
+             UOPC_E_INVALID, &err);
+  assert_string_equal(err.message, "rank 9 outside [0, 8]");
+  assert_string_equal(err.where, "uopc_tensor_reshape");
+  assert_null(v.storage);
+  CHECK_I64("refused views", "storage refs", uopc_tensor_storage_refs(&x), 1);
+  uopc_tensor_release(&x);
+}
+
+/* Bools with strides (1, 2^62): merging the two dims would need stride 2 * 2^62, past int64;
+ * that is no even striding, not a wrapped product compared. */
+static void test_tensor_reshape_refuses_a_merged_stride_past_int64(void **state) {
+  (void)state;
+  unsigned char buf[2] = {0};
+  uopc_tensor x, v;
+  uopc_error err;
+  CHECK_OK("wrap (2, 2) strides (1, 2**62)",
+           uopc_tensor_wrap(&x, buf, UOPC_BOOL, 2, DIMS(2, 2), DIMS(1, INT64_C(1) << 62), &err), &err);
+  CHECK_CODE("x.reshape(4)", uopc_tensor_reshape(&v, &x, 1, DIMS(4), &err), UOPC_E_LAYOUT, &err);
+  assert_string_equal(err.message, "shape (2, 2) with strides (1, 4611686018427387904) cannot be viewed as "
+                                   "shape (4,): its elements are not evenly strided there, so a copy is needed");
+  assert_null(v.storage);
+  uopc_tensor_release(&x);
+}
+
+/* out[...] = a with out a transposed view: element by element through out's strides. */
+static void test_tensor_copy_packed_into_strided(void **state) {
+  (void)state;
+  uopc_tensor a, o, ot;
+  uopc_error err;
+  arange(&a, UOPC_I64, 2, DIMS(4, 3));
+  CHECK_OK("o = np.empty((3, 4))", uopc_tensor_empty(&o, UOPC_I64, 2, DIMS(3, 4), &err), &err);
+  CHECK_OK("o.T", uopc_tensor_transpose(&ot, &o, 0, 1, &err), &err);
+  CHECK_OK("o.T[...] = a", uopc_tensor_copy(&ot, &a, &err), &err);
+  CHECK_VALUES("o after o.T[...] = a", &o, 0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11);
+  uopc_tensor_release(&ot);
+  uopc_tensor_release(&o);
+  uopc_tensor_release(&a);
+}
+
+/* get and set of no tensor, a released one, or a hand-built one of a dtype outside the enum:
+ * NaN and nothing written, never a crash. */
+static void test_tensor_get_set_of_null_released_or_unknown_dtype_do_nothing(void **state) {
+  (void)state;
+  uopc_tensor x, bad, released = {0};
+  arange(&x, UOPC_I32, 1, DIMS(2));
+  assert_true(isnan(uopc_tensor_get(NULL, 0)));
+  assert_true(isnan(uopc_tensor_get(&released, 0)));
+  uopc_tensor_set(NULL, 0, 5);
+  uopc_tensor_set(&released, 0, 5);
+  bad = x;   /* no reference of its own: never released */
+  bad.dtype = (uopc_dtype)99;
+  assert_true(isnan(uopc_tensor_get(&bad, 1)));
+  uopc_tensor_set(&bad, 1, 5);
+  CHECK_VALUES("x after set through a bad dtype", &x, 0, 1);
+  uopc_tensor_release(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tensor_dtype_sizes_names_and_kinds),
@@ -1397,6 +1576,16 @@ int main(void) {
     cmocka_unit_test(test_tensor_same_view_compares_layout_and_address),
     cmocka_unit_test(test_tensor_same_view_of_a_null_or_released_tensor_is_0),
     cmocka_unit_test(test_tensor_get_set_convert_through_double),
+    cmocka_unit_test(test_tensor_dtype_is_float_for_f32_and_f64_only),
+    cmocka_unit_test(test_tensor_wrap_rejects_an_element_count_past_int64),
+    cmocka_unit_test(test_tensor_wrap_rejects_a_span_below_address_0),
+    cmocka_unit_test(test_tensor_retain_into_null_and_queries_of_null_answer_nothing),
+    cmocka_unit_test(test_tensor_same_view_compares_dtype_rank_and_used_strides),
+    cmocka_unit_test(test_tensor_views_refuse_null_and_released_tensors),
+    cmocka_unit_test(test_tensor_views_refuse_a_bad_axis_perm_or_rank),
+    cmocka_unit_test(test_tensor_reshape_refuses_a_merged_stride_past_int64),
+    cmocka_unit_test(test_tensor_copy_packed_into_strided),
+    cmocka_unit_test(test_tensor_get_set_of_null_released_or_unknown_dtype_do_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
