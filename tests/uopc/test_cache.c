@@ -1651,6 +1651,49 @@ static void test_cache_parse_size_refuses_twenty_one_digits(void **state) {
   assert_int_equal(bytes, 7);
 }
 
+/* Twenty digits: the last one takes the value past int64_t's range (10^19 > 2^63); it is refused,
+ * not wrapped to a negative limit. */
+static void test_cache_parse_size_refuses_twenty_digits_past_int64(void **state) {
+  (void)state;
+  static const char *const sizes[] = {"10000000000000000000", "9999999999999999999", "1152921504606846976000"};
+  for (int i = 0; i < 3; i++) {
+    int64_t bytes = 7;
+    uopc_error err = {0};
+    char want[160];
+    assert_uopc_code(uopc_cache_parse_size("X", sizes[i], &bytes, &err), UOPC_E_INVALID, err);
+    snprintf(want, sizeof want, "X = '%s' is larger than 1048576T (2^60 bytes)", sizes[i]);
+    assert_string_equal(err.message, want);
+    assert_int_equal(bytes, 7);
+  }
+  int64_t bytes = 0;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_parse_size("X", "1152921504606846976", &bytes, &err), err);   /* 2^60 itself */
+  assert_int_equal(bytes, (int64_t)1 << 60);
+}
+
+/* A staging or trash directory a day old (a build or an eviction that died) is swept by the next
+ * staging; a newer one, and any other name, stays. */
+static void test_cache_stage_sweeps_day_old_stage_and_trash_directories(void **state) {
+  (void)state;
+  static const char *const names[] = {"stage-old", "trash-old", "stage-new", "other-old"};
+  char path[4][PATH_MAX + 32], staging[PATH_MAX];
+  for (int i = 0; i < 4; i++) {
+    snprintf(path[i], sizeof path[i], "%s/tmp/%s", testutil_cache_dir, names[i]);
+  }
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(mkdir(path[i], 0700), 0);
+    if (i != 2) set_used(path[i], time(NULL) - 2 * 24 * 60 * 60);
+  }
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  assert_int_equal(access(path[0], F_OK), -1);
+  assert_int_equal(access(path[1], F_OK), -1);
+  assert_int_equal(access(path[2], F_OK), 0);
+  assert_int_equal(access(path[3], F_OK), 0);
+}
+
 /* A key that only starts with the one asked for ("entries2=") is another key. */
 static void test_cache_record_read_skips_keys_that_only_share_a_prefix(void **state) {
   (void)state;
@@ -1827,6 +1870,8 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_record_write_fails_where_stats_cannot_be_rewritten, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_lock_waits_out_a_signal, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_edges, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_parse_size_refuses_twenty_digits_past_int64, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stage_sweeps_day_old_stage_and_trash_directories, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
