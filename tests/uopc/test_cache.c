@@ -1794,6 +1794,92 @@ static void test_cache_stats_print_edges(void **state) {
   free(text);
 }
 
+
+/* A path where an entry should be that is a file (not a directory) cannot be moved into a trash
+ * directory: a plain miss, not a corrupted entry rebuilt, and the file stays. */
+static void test_cache_lookup_of_an_entry_that_will_not_move_is_a_plain_miss(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  char file[PATH_MAX + 128], path[PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  snprintf(file, sizeof file, "%s/k-%s", testutil_cache_dir, key);
+  assert_uopc_ok(uopc_write_file(file, "x", 1, &err), err);
+  int64_t corrupted = uopc_counter_get(UOPC_C_CORRUPTED_REBUILT);
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES);
+  assert_int_equal(uopc_cache_lookup(&c, "k", key, "a.out", path, &err), 0);
+  assert_int_equal(uopc_counter_get(UOPC_C_CORRUPTED_REBUILT) - corrupted, 0);
+  assert_int_equal(uopc_counter_get(UOPC_C_DISK_CACHE_MISSES) - misses, 1);
+  assert_int_equal(access(file, F_OK), 0);
+}
+
+/* dir, then "/." repeated until the string is at least n bytes long: the same directory, named
+ * by a path as long as a test needs. */
+static char *padded_path(const char *dir, size_t n) {
+  char *p = malloc(n + 3);
+  assert_non_null(p);
+  snprintf(p, n + 3, "%s", dir);
+  while (strlen(p) < n) strcat(p, "/.");
+  return p;
+}
+
+/* A staging directory whose path leaves room for the artifact's name but not for "manifest" (a
+ * name padded with "/.": uopc_cache_stage never makes one so long) fails the publish, naming the
+ * path; with no err, the code alone says why, and the staging directory is removed. */
+static void test_cache_publish_refuses_a_manifest_path_past_path_max(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  char staging[PATH_MAX], file[PATH_MAX + 16], path[PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  snprintf(file, sizeof file, "%s/a", staging);
+  assert_uopc_ok(uopc_write_file(file, "abc", 3, &err), err);
+  char *padded = padded_path(staging, PATH_MAX - 4);   /* "/a" fits after it, "/manifest" does not */
+  assert_uopc_code(uopc_cache_publish(&c, padded, "k", key, "a", NULL, path, &err), UOPC_E_INVALID, err);
+  char want[64];
+  snprintf(want, sizeof want, "path '%.40s", staging);
+  assert_cut_message(err.message, want);
+  free(padded);
+  testutil_remove_tree(staging);   /* the runtime's removal of the padded name stops at its last "." */
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  char *artifact = long_path("a", PATH_MAX);
+  assert_int_equal(uopc_cache_publish(&c, staging, "k", key, artifact, NULL, path, NULL), UOPC_E_INVALID);
+  free(artifact);
+  assert_int_equal(access(staging, F_OK), -1);
+}
+
+/* An entry whose path under a (long) cache directory's name would not fit is not counted. */
+static void test_cache_scan_skips_an_entry_whose_path_does_not_fit(void **state) {
+  (void)state;
+  make_fake_entry(testutil_cache_dir, 1, 0);   /* its name: 73 bytes */
+  char *padded = padded_path(testutil_cache_dir, PATH_MAX - 60);
+  uopc_cache_record r = {0}, plain = {0};
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_scan(padded, &r, &err), err);
+  free(padded);
+  assert_uopc_ok(uopc_cache_scan(testutil_cache_dir, &plain, &err), err);
+  assert_int_equal(plain.entries, 1);
+  assert_int_equal(r.entries, 0);
+}
+
+/* A count of 0, or of an event that is not one, changes nothing: no counter, no pending event. */
+static void test_cache_count_ignores_nothing_and_unknown_events(void **state) {
+  (void)state;
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  uopc_cache_count(testutil_cache_dir, UOPC_CACHE_HITS, 0);
+  uopc_cache_count(testutil_cache_dir, (uopc_cache_event)-1, 1);
+  uopc_cache_count(testutil_cache_dir, UOPC_CACHE_EVENTS, 1);
+  assert_int_equal(uopc_counter_get(UOPC_C_DISK_CACHE_HITS) - hits, 0);
+  uopc_cache_record r = {.known = 1};
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_record_write(testutil_cache_dir, &r, &err), err);
+  r = record_of(testutil_cache_dir);
+  for (int i = 0; i < UOPC_CACHE_EVENTS; i++) assert_int_equal(r.events[i], 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
@@ -1872,6 +1958,10 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_stats_print_edges, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_parse_size_refuses_twenty_digits_past_int64, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stage_sweeps_day_old_stage_and_trash_directories, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lookup_of_an_entry_that_will_not_move_is_a_plain_miss, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_publish_refuses_a_manifest_path_past_path_max, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_scan_skips_an_entry_whose_path_does_not_fit, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_count_ignores_nothing_and_unknown_events, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
