@@ -6,6 +6,7 @@
 #include "testutil.h"
 #include "../../uopc/src/internal.h"
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +22,13 @@ time_t time(time_t *t) {
   if (t) *t = s;
   return s;
 }
+
+#ifndef __SANITIZE_ADDRESS__
+/* realloc as testutil.h's malloc: fail_next_realloc = k makes the k-th call from now fail. */
+extern void *__libc_realloc(void *p, size_t n);
+static int fail_next_realloc;
+void *realloc(void *p, size_t n) { return testutil_fails_now(&fail_next_realloc) ? NULL : __libc_realloc(p, n); }
+#endif
 
 static int setup(void **state) { return testutil_fresh_cache(state); }
 
@@ -205,6 +213,106 @@ static void test_cache_publish_without_memory_for_the_manifest_fails_cleanly(voi
 #endif
 }
 
+
+static void make_fake_entry(int i) {
+  char path[PATH_MAX + 128];
+  snprintf(path, sizeof path, "%s/fake%04d-%064d", testutil_cache_dir, i, i);
+  assert_int_equal(mkdir(path, 0700), 0);
+}
+
+/* No memory to list the entries for an eviction: the error says so, nothing is evicted and no
+ * total is written (it would be a guess). */
+static void test_cache_eviction_without_memory_to_list_fails_cleanly(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("glibc's realloc, made to fail");
+#else
+  testutil_skip_unless_allocation_fails();
+  char trash[PATH_MAX], stats[PATH_MAX + 16], entry[PATH_MAX + 128];
+  make_fake_entry(1);
+  make_fake_entry(2);
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  c.max_size = 1;
+  fail_next_realloc = 1;
+  int rc = uopc_cache_account(&c, 0, 0, NULL, trash, &err);
+  fail_next_realloc = 0;
+  assert_uopc_code(rc, UOPC_E_NOMEM, err);
+  assert_string_equal(err.message, "no memory to list 256 cache entries");
+  assert_string_equal(trash, "");
+  snprintf(entry, sizeof entry, "%s/fake%04d-%064d", testutil_cache_dir, 1, 1);
+  assert_int_equal(access(entry, F_OK), 0);
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  assert_int_equal(access(stats, F_OK), -1);
+#endif
+}
+
+/* The descriptor limit set so that the next open is the last one allowed (when `last`) or
+ * refused; the old limit goes into old. */
+static void limit_descriptors(struct rlimit *old, int last) {
+  int probe = dup(0);
+  assert_true(probe >= 0);
+  close(probe);
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, old), 0);
+  struct rlimit low = {.rlim_cur = (rlim_t)probe + (last ? 1 : 0), .rlim_max = old->rlim_max};
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+}
+
+/* Events whose cache cannot be counted (out of descriptors after the lock: no stats file, no
+ * listing) stay pending and are written once it can, at exit. In a child, for its limit. */
+static void test_cache_flush_that_cannot_count_the_cache_keeps_the_events(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 16];
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  make_fake_entry(1);
+  pid_t pid = fork();
+  if (pid == 0) {
+    uopc_cache_count(testutil_cache_dir, UOPC_CACHE_MISSES, 1);
+    struct rlimit old;
+    limit_descriptors(&old, 1);   /* the lock's open, and no more */
+    uopc_cache_stats_flush();
+    int written = access(stats, F_OK) == 0;
+    setrlimit(RLIMIT_NOFILE, &old);
+    exit(written ? 1 : 0);   /* exit, not _exit: its flush writes the events */
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  assert_int_equal(r.known, 1);
+  assert_int_equal(r.entries, 1);
+  assert_int_equal(r.events[UOPC_CACHE_MISSES], 1);
+}
+
+/* Printing a cache that has no total and cannot be listed (no descriptor left): 0 entries, 0
+ * bytes, not a stale or half count. In a child, for its limit. */
+static void test_cache_stats_print_of_a_cache_that_cannot_be_listed_shows_zero(void **state) {
+  (void)state;
+  make_fake_entry(1);
+  pid_t pid = fork();
+  if (pid == 0) {
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (!f) _exit(2);
+    struct rlimit old;
+    limit_descriptors(&old, 0);
+    uopc_cache_stats_print(f, "", testutil_cache_dir, 1 << 20);
+    setrlimit(RLIMIT_NOFILE, &old);
+    fclose(f);
+    int ok = strstr(text, "\nentries                    0\ntotal size                 0 bytes\n") != NULL;
+    if (!ok) fprintf(stderr, "%s", text);
+    free(text);
+    exit(ok ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_stats_at_exit_print_the_caches_counted_in, setup, teardown),
@@ -212,6 +320,9 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_count_without_memory_for_pending_events_loses_only_those, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_read_file_without_memory_fails_cleanly, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_publish_without_memory_for_the_manifest_fails_cleanly, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_eviction_without_memory_to_list_fails_cleanly, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_flush_that_cannot_count_the_cache_keeps_the_events, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_of_a_cache_that_cannot_be_listed_shows_zero, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
