@@ -1880,6 +1880,60 @@ static void test_cache_count_ignores_nothing_and_unknown_events(void **state) {
   for (int i = 0; i < UOPC_CACHE_EVENTS; i++) assert_int_equal(r.events[i], 0);
 }
 
+
+typedef struct pester { pthread_t target; int times; } pester;
+
+static void *pester_with_signals(void *arg) {
+  pester *p = arg;
+  for (int k = 0; k < p->times; k++) {
+    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    pthread_kill(p->target, SIGUSR1);
+  }
+  return NULL;
+}
+
+/* A write interrupted by a signal before it wrote anything (a full pipe whose reader is late, a
+ * handler without SA_RESTART: EINTR) is tried again: every byte arrives. */
+static void test_cache_write_file_goes_on_after_a_signal(void **state) {
+  (void)state;
+  enum { N = 256 * 1024 };
+  char fifo[PATH_MAX + 8];
+  snprintf(fifo, sizeof fifo, "%s/fifo", testutil_cache_dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  int keep = open(fifo, O_RDWR | O_CLOEXEC);   /* a reader already: the writer's open does not wait */
+  assert_true(keep >= 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(keep);   /* else this reader is a writer too, and never sees the end */
+    alarm(10);
+    int fd = open(fifo, O_RDONLY);
+    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);   /* the writer blocks meanwhile */
+    char buf[65536];
+    long total = 0;
+    for (ssize_t got; (got = read(fd, buf, sizeof buf)) > 0;) total += got;
+    _exit(total == N ? 0 : 1);
+  }
+  struct sigaction sa = {.sa_handler = on_signal}, old;
+  sigemptyset(&sa.sa_mask);
+  assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+  pester p = {.target = pthread_self(), .times = 10};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, pester_with_signals, &p), 0);
+  char *data = calloc(N, 1);
+  assert_non_null(data);
+  uopc_error err = {0};
+  int rc = uopc_write_file(fifo, data, N, &err);
+  free(data);
+  pthread_join(t, NULL);
+  sigaction(SIGUSR1, &old, NULL);
+  close(keep);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_uopc_ok(rc, err);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
@@ -1962,6 +2016,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_publish_refuses_a_manifest_path_past_path_max, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_scan_skips_an_entry_whose_path_does_not_fit, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_count_ignores_nothing_and_unknown_events, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_write_file_goes_on_after_a_signal, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
