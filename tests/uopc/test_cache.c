@@ -1934,6 +1934,56 @@ static void test_cache_write_file_goes_on_after_a_signal(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+
+/* A user with no passwd entry (a container's arbitrary uid): with HOME unset there is no default
+ * directory, said so; the advice for a shared directory names the private one after the uid.
+ * Needs root, to become such a user (seteuid, in a child); skipped otherwise. */
+static void test_cache_user_without_passwd_entry_gets_no_default_and_uid_advice(void **state) {
+  (void)state;
+  if (geteuid() != 0) {
+    print_message("  skipped: needs root, to take a uid without a passwd entry\n");
+    skip();
+  }
+  uid_t uid = 54321;
+  while (getpwuid(uid)) uid++;
+  char shared[PATH_MAX + 16];
+  snprintf(shared, sizeof shared, "%s/shared", testutil_cache_dir);
+  assert_int_equal(mkdir(shared, 0700), 0);
+  assert_int_equal(chown(shared, uid, (gid_t)-1), 0);
+  assert_int_equal(chmod(shared, 01777), 0);
+  assert_int_equal(chmod(testutil_cache_dir, 0711), 0);   /* the child may pass through */
+  pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("UOPC_CACHE_DIR");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    unsetenv("USER");
+    if (seteuid(uid) != 0) _exit(2);
+    char got[PATH_MAX], want[3 * PATH_MAX];
+    uopc_error err = {0};
+    int bad = 0;
+    if (uopc_cache_resolve(NULL, got, &err) != UOPC_E_IO ||
+        strcmp(err.message, "no cache directory: UOPC_CACHE_DIR, XDG_CACHE_HOME and HOME are unset") != 0) {
+      fprintf(stderr, "resolve: %s\n", err.message);
+      bad |= 4;
+    }
+    uopc_cache c;
+    uopc_error_clear(&err);
+    snprintf(want, sizeof want, "Fix: mkdir -m 700 '%s/uopc-%u' and set UOPC_CACHE_DIR='%s/uopc-%u'", shared,
+             (unsigned)uid, shared, (unsigned)uid);
+    if (uopc_cache_open(&c, shared, &err) != UOPC_E_UNSAFE_CACHE || !strstr(err.message, want)) {
+      fprintf(stderr, "open: %s\n", err.message);
+      bad |= 8;
+    }
+    if (seteuid(0) != 0) _exit(3);   /* root again, to write the coverage counts at exit */
+    exit(bad);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
@@ -2017,6 +2067,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_scan_skips_an_entry_whose_path_does_not_fit, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_count_ignores_nothing_and_unknown_events, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_write_file_goes_on_after_a_signal, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_user_without_passwd_entry_gets_no_default_and_uid_advice, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
