@@ -1178,6 +1178,808 @@ static void test_cache_evicts_entries_used_at_the_same_instant_by_name(void **st
   assert_int_equal(access(listed[3 - first - second], F_OK), 0);
 }
 
+/* ---- branches no other case takes: odd environments, damaged entries, edges ------------------- */
+
+/* Without UOPC_CACHE_DIR at all (not just empty), XDG_CACHE_HOME decides; without that too,
+ * a HOME that is set decides. */
+static void test_cache_resolve_with_the_variables_unset_takes_xdg_then_home(void **state) {
+  (void)state;
+  char *cache_dir = swap_env("UOPC_CACHE_DIR", NULL), *xdg = swap_env("XDG_CACHE_HOME", "/xdg/cache"),
+       *home = swap_env("HOME", "/home/someone");
+  char got_xdg[PATH_MAX], got_home[PATH_MAX];
+  uopc_error err = {0};
+  int rc_xdg = uopc_cache_resolve(NULL, got_xdg, &err);
+  unsetenv("XDG_CACHE_HOME");
+  int rc_home = uopc_cache_resolve(NULL, got_home, &err);
+  restore_env("UOPC_CACHE_DIR", cache_dir);
+  restore_env("XDG_CACHE_HOME", xdg);
+  restore_env("HOME", home);
+  assert_uopc_ok(rc_xdg, err);
+  assert_string_equal(got_xdg, "/xdg/cache/uopc");
+  assert_uopc_ok(rc_home, err);
+  assert_string_equal(got_home, "/home/someone/.cache/uopc");
+}
+
+/* A cache path that is a regular file, or a symbolic link to nothing (mkdir says EEXIST for
+ * both), is refused by name, not used. */
+static void test_cache_open_refuses_a_file_and_a_dangling_link(void **state) {
+  (void)state;
+  char file[PATH_MAX + 16], link[PATH_MAX + 16], want[2 * PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  snprintf(file, sizeof file, "%s/plain", testutil_cache_dir);
+  assert_uopc_ok(uopc_write_file(file, "x", 1, &err), err);
+  assert_uopc_code(uopc_cache_open(&c, file, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cache path '%s' is not a directory", file);
+  assert_string_equal(err.message, want);
+  snprintf(link, sizeof link, "%s/dangling", testutil_cache_dir);
+  assert_int_equal(symlink("/nonexistent/uopc-cache", link), 0);
+  uopc_error_clear(&err);
+  assert_uopc_code(uopc_cache_open(&c, link, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot stat cache directory '%s': No such file or directory", link);
+  assert_string_equal(err.message, want);
+}
+
+/* The advice for a shared (sticky) directory names a private one after $USER, or, with USER unset
+ * or empty, after the passwd entry's name (else the uid). */
+static void test_cache_open_advice_names_user_then_passwd_entry(void **state) {
+  (void)state;
+  char shared[PATH_MAX + 16], want[3 * PATH_MAX], who[64];
+  snprintf(shared, sizeof shared, "%s/shared", testutil_cache_dir);
+  assert_int_equal(mkdir(shared, 0700), 0);
+  assert_int_equal(chmod(shared, 01777), 0);
+  struct passwd *pw = getpwuid(geteuid());
+  if (pw) snprintf(who, sizeof who, "%s", pw->pw_name);
+  else snprintf(who, sizeof who, "%u", (unsigned)geteuid());
+  const char *users[] = {"someone", "", NULL};
+  for (int i = 0; i < 3; i++) {
+    char *saved = swap_env("USER", users[i]);
+    uopc_cache c;
+    uopc_error err = {0};
+    int rc = uopc_cache_open(&c, shared, &err);
+    restore_env("USER", saved);
+    assert_uopc_code(rc, UOPC_E_UNSAFE_CACHE, err);
+    const char *name = i == 0 ? "someone" : who;
+    snprintf(want, sizeof want, "Fix: mkdir -m 700 '%s/uopc-%s' and set UOPC_CACHE_DIR='%s/uopc-%s'", shared, name,
+             shared, name);
+    assert_contains(err.message, want);
+  }
+}
+
+/* A discard that cannot take the lock (its path is a directory) still moves the entry out; the
+ * total is left for the next count to mend. */
+static void test_cache_discard_without_the_lock_moves_the_entry_and_keeps_the_total(void **state) {
+  (void)state;
+  char dir[PATH_MAX], lock[PATH_MAX + 16];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_int_equal(build_tag("nolock-a", dir, NULL), 0);
+  assert_int_equal(build_tag("nolock-b", NULL, NULL), 0);
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  snprintf(lock, sizeof lock, "%s/lock", testutil_cache_dir);
+  assert_int_equal(unlink(lock), 0);
+  assert_int_equal(mkdir(lock, 0700), 0);
+  assert_int_equal(uopc_cache_discard_dir(&c, dir), 1);
+  assert_int_equal(access(dir, F_OK), -1);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 2);   /* not counted: no lock */
+}
+
+/* A discard whose new total is still past the limit evicts too, and leaves no trash behind. */
+static void test_cache_discard_past_the_limit_evicts_the_rest(void **state) {
+  (void)state;
+  char a[PATH_MAX], b[PATH_MAX], tmp[PATH_MAX + 8];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_int_equal(build_tag("over-a", a, NULL), 0);
+  assert_int_equal(build_tag("over-b", b, NULL), 0);
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  c.max_size = 1;
+  assert_int_equal(uopc_cache_discard_dir(&c, a), 1);
+  assert_int_equal(access(b, F_OK), -1);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 0);
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  DIR *d = opendir(tmp);
+  assert_non_null(d);
+  int left = 0;
+  for (struct dirent *e; (e = readdir(d));) left += e->d_name[0] != '.';
+  closedir(d);
+  assert_int_equal(left, 0);
+}
+
+/* uopc_cache_discard by entry and key: 1 when it moved the entry, 0 when none is there or its
+ * path cannot be made. */
+static void test_cache_discard_by_key(void **state) {
+  (void)state;
+  char dir[PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_int_equal(build_tag("by-key", dir, NULL), 0);
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  const char *key = strrchr(dir, '-') + 1;
+  char *entry = long_path("e", PATH_MAX);
+  assert_int_equal(uopc_cache_discard(&c, entry, key), 0);
+  free(entry);
+  assert_int_equal(access(dir, F_OK), 0);
+  assert_int_equal(uopc_cache_discard(&c, "square", key), 1);
+  assert_int_equal(access(dir, F_OK), -1);
+  assert_int_equal(uopc_cache_discard(&c, "square", key), 0);
+}
+
+/* ---- damaged entries: each is a miss, counted as corrupted, and moved out ---- */
+
+typedef void (*damage_fn)(const char *dir);
+
+static void rewrite(const char *dir, const char *name, const char *text) {
+  char path[PATH_MAX + 16];
+  uopc_error err = {0};
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  assert_uopc_ok(uopc_write_file(path, text, strlen(text), &err), err);
+}
+
+/* The manifest line by line, with line `name` replaced by `line` (NULL: dropped); no final
+ * newline when cut is set. */
+static void edit_manifest(const char *dir, const char *name, const char *line, int cut) {
+  char path[PATH_MAX + 16], *text, out[4096] = "";
+  size_t n;
+  snprintf(path, sizeof path, "%s/manifest", dir);
+  text = read_all(path, &n);
+  for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+    const char *put = strncmp(l, name, strlen(name)) == 0 && l[strlen(name)] == '=' ? line : l;
+    if (put) snprintf(out + strlen(out), sizeof out - strlen(out), "%s\n", put);
+  }
+  free(text);
+  if (cut && *out) out[strlen(out) - 1] = '\0';
+  rewrite(dir, "manifest", out);
+}
+
+static void other_key(const char *dir) {
+  edit_manifest(dir, "key", "key=0000000000000000000000000000000000000000000000000000000000000000", 0);
+}
+static void overlong_key(const char *dir) {
+  char line[300] = "key=";
+  memset(line + 4, 'f', 200);
+  line[204] = '\0';
+  edit_manifest(dir, "key", line, 0);
+}
+static void no_hash_no_final_newline(const char *dir) { edit_manifest(dir, "artifact_sha256", NULL, 1); }
+static void no_manifest(const char *dir) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/manifest", dir);
+  assert_int_equal(unlink(path), 0);
+}
+/* Same size, one byte changed: only the hash can tell. */
+static void flipped_byte(const char *dir) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/kernel.so", dir);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  unsigned char b;
+  assert_int_equal(pread(fd, &b, 1, 100), 1);
+  b ^= 0xff;
+  assert_int_equal(pwrite(fd, &b, 1, 100), 1);
+  close(fd);
+}
+
+static void test_cache_lookup_discards_damaged_entries(void **state) {
+  (void)state;
+  const damage_fn damage[] = {other_key, overlong_key, no_hash_no_final_newline, no_manifest, flipped_byte};
+  for (size_t i = 0; i < sizeof damage / sizeof *damage; i++) {
+    char tag[32], dir[PATH_MAX], path[PATH_MAX];
+    snprintf(tag, sizeof tag, "damaged-%zu", i);
+    assert_int_equal(build_tag(tag, dir, NULL), 0);
+    uopc_cache c;
+    uopc_error err = {0};
+    assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+    const char *key = strrchr(dir, '-') + 1;
+    assert_int_equal(uopc_cache_lookup(&c, "square", key, "kernel.so", path, &err), 1);
+    damage[i](dir);
+    int64_t corrupted = uopc_counter_get(UOPC_C_CORRUPTED_REBUILT);
+    int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES);
+    int got = uopc_cache_lookup(&c, "square", key, "kernel.so", path, &err);
+    if (got != 0) fail_msg("damage %zu: lookup gave %d, expected 0 (a miss)", i, got);
+    assert_int_equal(uopc_counter_get(UOPC_C_CORRUPTED_REBUILT) - corrupted, 1);
+    assert_int_equal(uopc_counter_get(UOPC_C_DISK_CACHE_MISSES) - misses, 1);
+    assert_int_equal(access(dir, F_OK), -1);
+  }
+}
+
+/* An entry whose path fits but whose manifest's, or artifact's, does not: an error, not a miss. */
+static void test_cache_lookup_refuses_a_manifest_or_artifact_path_past_path_max(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  uopc_cache c;
+  uopc_error err = {0};
+  char path[PATH_MAX];
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  size_t base = strlen(testutil_cache_dir) + 1 + 1 + strlen(key);   /* "<dir>/" "<entry>" "-<key>" */
+  char *entry = long_path("e", PATH_MAX - 6 - base - 2);   /* the entry's path: 4090 bytes */
+  char want[PATH_MAX + 16];
+  snprintf(want, sizeof want, "path '%s/e/aaaa", testutil_cache_dir);
+  assert_int_equal(uopc_cache_lookup(&c, entry, key, "a", path, &err), -1);
+  assert_int_equal(err.code, UOPC_E_INVALID);
+  assert_cut_message(err.message, want);
+  free(entry);
+  entry = long_path("e", PATH_MAX - 16 - base - 2);   /* 4080: the manifest fits, a 20-byte artifact not */
+  uopc_error_clear(&err);
+  assert_int_equal(uopc_cache_lookup(&c, entry, key, "aaaaaaaaaaaaaaaaaaaa", path, &err), -1);
+  assert_int_equal(err.code, UOPC_E_INVALID);
+  assert_cut_message(err.message, want);
+  free(entry);
+}
+
+/* No tmp/ (removed by hand): staging fails, naming it. */
+static void test_cache_stage_without_tmp_fails(void **state) {
+  (void)state;
+  char tmp[PATH_MAX + 8], staging[PATH_MAX], want[2 * PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  snprintf(tmp, sizeof tmp, "%s/tmp", testutil_cache_dir);
+  assert_int_equal(rmdir(tmp), 0);
+  assert_uopc_code(uopc_cache_stage(&c, staging, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot create a staging directory in '%s/tmp': No such file or directory",
+           testutil_cache_dir);
+  assert_string_equal(err.message, want);
+}
+
+/* A publish whose artifact the build did not make, or whose artifact's name does not fit, fails
+ * and removes the staging directory; one without a description writes the manifest's own lines. */
+static void test_cache_publish_checks_the_artifact_and_takes_no_description(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  char staging[PATH_MAX], path[PATH_MAX], want[2 * PATH_MAX], file[2 * PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  assert_uopc_code(uopc_cache_publish(&c, staging, "k", key, "kernel.so", NULL, path, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "artifact '%s/kernel.so' is missing after the build: No such file or directory", staging);
+  assert_string_equal(err.message, want);
+  assert_int_equal(access(staging, F_OK), -1);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  char *artifact = long_path("a", PATH_MAX);
+  uopc_error_clear(&err);
+  assert_uopc_code(uopc_cache_publish(&c, staging, "k", key, artifact + 2, NULL, path, &err), UOPC_E_INVALID, err);
+  free(artifact);
+  assert_int_equal(access(staging, F_OK), -1);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  snprintf(file, sizeof file, "%s/a.out", staging);
+  assert_uopc_ok(uopc_write_file(file, "abc", 3, &err), err);
+  assert_uopc_ok(uopc_cache_publish(&c, staging, "k", key, "a.out", NULL, path, &err), err);
+  snprintf(file, sizeof file, "%s/k-%s/manifest", testutil_cache_dir, key);
+  snprintf(want, sizeof want,
+           "key=%s\nentry=k\nartifact=a.out\nartifact_size=3\n"
+           "artifact_sha256=ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n", key);
+  assert_file_holds(file, want, strlen(want));
+}
+
+/* A failed build whose staging directory is gone, or whose cache has no room for failed/ (its
+ * directory removed), is named where it was. */
+static void test_cache_keep_failed_leaves_what_it_cannot_move(void **state) {
+  (void)state;
+  char staging[PATH_MAX], kept[PATH_MAX], gone[PATH_MAX + 16];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  snprintf(gone, sizeof gone, "%s/tmp/stage-gone", testutil_cache_dir);
+  uopc_cache_keep_failed(&c, gone, "e", "0123", kept);
+  assert_string_equal(kept, gone);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  char no_cache[PATH_MAX + 16];
+  snprintf(no_cache, sizeof no_cache, "%s/no/such/cache", testutil_cache_dir);
+  memcpy(c.dir, no_cache, strlen(no_cache) + 1);   /* a short path: it fits */
+  uopc_cache_keep_failed(&c, staging, "e", "0123", kept);
+  assert_string_equal(kept, staging);
+  assert_int_equal(access(staging, F_OK), 0);
+}
+
+/* A directory (read fails: EISDIR) and a /proc file (its size says 0, it holds more) are not read whole. */
+static void test_cache_read_file_refuses_a_directory_and_a_growing_file(void **state) {
+  (void)state;
+  char dir[PATH_MAX + 8], file[PATH_MAX + 16], want[2 * PATH_MAX], *data = NULL;
+  size_t n;
+  uopc_error err = {0};
+  snprintf(dir, sizeof dir, "%s/d", testutil_cache_dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(file, sizeof file, "%s/child", dir);
+  assert_uopc_ok(uopc_write_file(file, "x", 1, &err), err);
+  struct stat st;
+  assert_int_equal(stat(dir, &st), 0);
+  if (st.st_size > 0) {   /* a directory of size 0 (some file systems) reads as empty */
+    assert_uopc_code(uopc_read_file(dir, &data, &n, &err), UOPC_E_IO, err);
+    snprintf(want, sizeof want, "cannot read '%s' whole", dir);
+    assert_string_equal(err.message, want);
+  }
+  uopc_error_clear(&err);
+  assert_uopc_code(uopc_read_file("/proc/self/status", &data, &n, &err), UOPC_E_IO, err);
+  assert_string_equal(err.message, "cannot read '/proc/self/status' whole");
+  assert_null(data);
+}
+
+/* A write the device refuses (ENOSPC from /dev/full) fails with the device's reason. */
+static void test_cache_write_file_fails_on_a_full_device(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_write_file("/dev/full", "abc", 3, &err), UOPC_E_IO, err);
+  assert_string_equal(err.message, "cannot write '/dev/full': No space left on device");
+}
+
+/* ---- entry names, listing, the total ---- */
+
+static void test_cache_entry_name_is_an_entry_a_dash_and_64_hex_digits(void **state) {
+  (void)state;
+  char name[UOPC_ENTRY_MAX + 1 + 64 + 2];
+  memset(name, 'e', UOPC_ENTRY_MAX);
+  name[UOPC_ENTRY_MAX] = '-';
+  memset(name + UOPC_ENTRY_MAX + 1, 'a', 64);
+  name[UOPC_ENTRY_MAX + 65] = '\0';
+  assert_int_equal(uopc_cache_is_entry_name(name), 1);
+  memmove(name + 1, name, strlen(name) + 1);   /* one byte longer than an entry name can be */
+  assert_int_equal(uopc_cache_is_entry_name(name), 0);
+  memset(name, 'a', 66);   /* long enough, but no '-' before the key */
+  name[66] = '\0';
+  assert_int_equal(uopc_cache_is_entry_name(name), 0);
+  name[1] = '-';
+  assert_int_equal(uopc_cache_is_entry_name(name), 1);
+}
+
+static void make_fake_entry(const char *cache, int i, int as_file) {
+  char path[PATH_MAX + 128];
+  snprintf(path, sizeof path, "%s/fake%04d-%064d", cache, i, i);
+  if (as_file) {
+    uopc_error err = {0};
+    assert_uopc_ok(uopc_write_file(path, "x", 1, &err), err);
+  } else {
+    assert_int_equal(mkdir(path, 0700), 0);
+  }
+}
+
+/* A scan counts directories named as entries only (a file so named is not one), and a missing
+ * cache directory is an error that names it. */
+static void test_cache_scan_counts_entry_directories_only(void **state) {
+  (void)state;
+  uopc_cache_record r = {0};
+  uopc_error err = {0};
+  make_fake_entry(testutil_cache_dir, 1, 0);
+  make_fake_entry(testutil_cache_dir, 2, 1);
+  assert_uopc_ok(uopc_cache_scan(testutil_cache_dir, &r, &err), err);
+  assert_int_equal(r.entries, 1);
+  assert_int_equal(r.known, 1);
+  char gone[PATH_MAX + 8], want[2 * PATH_MAX];
+  snprintf(gone, sizeof gone, "%s/gone", testutil_cache_dir);
+  assert_uopc_code(uopc_cache_scan(gone, &r, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot read cache directory '%s': No such file or directory", gone);
+  assert_string_equal(err.message, want);
+}
+
+/* More entries than the first listing holds (256): the list grows and every one is evicted. */
+static void test_cache_evicts_more_entries_than_the_first_listing_holds(void **state) {
+  (void)state;
+  char trash[PATH_MAX];
+  for (int i = 0; i < 300; i++) make_fake_entry(testutil_cache_dir, i, 0);
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  c.max_size = 1;
+  int64_t evictions = uopc_counter_get(UOPC_C_CACHE_EVICTIONS);
+  int rc = uopc_cache_account(&c, 0, 0, NULL, trash, &err);
+  if (*trash) testutil_remove_tree(trash);
+  assert_uopc_ok(rc, err);
+  assert_int_equal(uopc_counter_get(UOPC_C_CACHE_EVICTIONS) - evictions, 300);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 0);
+}
+
+/* A total that claims more than the disk holds is counted again; past the limit no longer, it
+ * evicts nothing. */
+static void test_cache_account_recounts_an_overstated_total_and_evicts_nothing(void **state) {
+  (void)state;
+  char dir[PATH_MAX], stats[PATH_MAX + 8], trash[PATH_MAX];
+  assert_int_equal(build_tag("overstated", dir, NULL), 0);
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char over[] = "entries=9\nbytes=999999999\n";
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(stats, over, sizeof over - 1, &err), err);
+  uopc_cache c;
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  c.max_size = 100000000;
+  assert_uopc_ok(uopc_cache_account(&c, 0, 0, NULL, trash, &err), err);
+  assert_string_equal(trash, "");
+  assert_int_equal(access(dir, F_OK), 0);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* A byte total that goes negative while the entry count does not is counted afresh. */
+static void test_cache_account_counts_afresh_when_bytes_go_negative(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8], trash[PATH_MAX];
+  assert_int_equal(build_tag("negative-bytes", NULL, NULL), 0);
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char stale[] = "entries=5\nbytes=100\n";
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(stats, stale, sizeof stale - 1, &err), err);
+  uopc_cache c;
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_account(&c, 0, -4096, NULL, trash, &err), err);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
+/* keep may be an entry's bare name as well as its path: that entry is spared. */
+static void test_cache_eviction_spares_an_entry_named_without_its_path(void **state) {
+  (void)state;
+  char a[PATH_MAX], b[PATH_MAX], trash[PATH_MAX];
+  assert_int_equal(build_tag("bare-a", a, NULL), 0);
+  assert_int_equal(build_tag("bare-b", b, NULL), 0);
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  c.max_size = 1;
+  int rc = uopc_cache_account(&c, 0, 0, strrchr(a, '/') + 1, trash, &err);
+  if (*trash) testutil_remove_tree(trash);
+  assert_uopc_ok(rc, err);
+  assert_int_equal(access(a, F_OK), 0);
+  assert_int_equal(access(b, F_OK), -1);
+}
+
+/* A cache directory that is gone (no stats, nothing to count): the count's error, nothing written. */
+static void test_cache_account_of_a_gone_directory_fails_and_writes_nothing(void **state) {
+  (void)state;
+  char trash[PATH_MAX], want[2 * PATH_MAX], stats[PATH_MAX + 16];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  char gone[PATH_MAX + 16];
+  snprintf(gone, sizeof gone, "%s/gone", testutil_cache_dir);
+  memcpy(c.dir, gone, strlen(gone) + 1);   /* a short path: it fits */
+  assert_uopc_code(uopc_cache_account(&c, 1, 4096, NULL, trash, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot read cache directory '%s': No such file or directory", c.dir);
+  assert_string_equal(err.message, want);
+  snprintf(stats, sizeof stats, "%s/stats", c.dir);
+  assert_int_equal(access(stats, F_OK), -1);
+}
+
+/* ---- the size, the stats file, printing ---- */
+
+/* So many digits that the value passes 2^60 before the last: refused, never overflowed. */
+static void test_cache_parse_size_refuses_twenty_one_digits(void **state) {
+  (void)state;
+  int64_t bytes = 7;
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_parse_size("X", "100000000000000000000", &bytes, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "X = '100000000000000000000' is larger than 1048576T (2^60 bytes)");
+  assert_int_equal(bytes, 7);
+}
+
+/* Twenty digits: the last one takes the value past int64_t's range (10^19 > 2^63); it is refused,
+ * not wrapped to a negative limit. */
+static void test_cache_parse_size_refuses_twenty_digits_past_int64(void **state) {
+  (void)state;
+  static const char *const sizes[] = {"10000000000000000000", "9999999999999999999", "1152921504606846976000"};
+  for (int i = 0; i < 3; i++) {
+    int64_t bytes = 7;
+    uopc_error err = {0};
+    char want[160];
+    assert_uopc_code(uopc_cache_parse_size("X", sizes[i], &bytes, &err), UOPC_E_INVALID, err);
+    snprintf(want, sizeof want, "X = '%s' is larger than 1048576T (2^60 bytes)", sizes[i]);
+    assert_string_equal(err.message, want);
+    assert_int_equal(bytes, 7);
+  }
+  int64_t bytes = 0;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_parse_size("X", "1152921504606846976", &bytes, &err), err);   /* 2^60 itself */
+  assert_int_equal(bytes, (int64_t)1 << 60);
+}
+
+/* A staging or trash directory a day old (a build or an eviction that died) is swept by the next
+ * staging; a newer one, and any other name, stays. */
+static void test_cache_stage_sweeps_day_old_stage_and_trash_directories(void **state) {
+  (void)state;
+  static const char *const names[] = {"stage-old", "trash-old", "stage-new", "other-old"};
+  char path[4][PATH_MAX + 32], staging[PATH_MAX];
+  for (int i = 0; i < 4; i++) {
+    snprintf(path[i], sizeof path[i], "%s/tmp/%s", testutil_cache_dir, names[i]);
+  }
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(mkdir(path[i], 0700), 0);
+    if (i != 2) set_used(path[i], time(NULL) - 2 * 24 * 60 * 60);
+  }
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  assert_int_equal(access(path[0], F_OK), -1);
+  assert_int_equal(access(path[1], F_OK), -1);
+  assert_int_equal(access(path[2], F_OK), 0);
+  assert_int_equal(access(path[3], F_OK), 0);
+}
+
+/* A key that only starts with the one asked for ("entries2=") is another key. */
+static void test_cache_record_read_skips_keys_that_only_share_a_prefix(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8];
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char text[] = "entries2=9\nentries=3\nbytesx=1\nbytes=4096\nhits_old=5\nhits=2\n";
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(stats, text, sizeof text - 1, &err), err);
+  uopc_cache_record r = record_of(testutil_cache_dir);
+  assert_int_equal(r.known, 1);
+  assert_int_equal(r.entries, 3);
+  assert_int_equal(r.bytes, 4096);
+  assert_int_equal(r.events[UOPC_CACHE_HITS], 2);
+}
+
+/* A directory whose stats path does not fit reads as no record. */
+static void test_cache_record_read_of_a_directory_past_path_max_is_unknown(void **state) {
+  (void)state;
+  char *dir = long_path(testutil_cache_dir, PATH_MAX - 3 - strlen(testutil_cache_dir));
+  uopc_cache_record r = {.known = 1, .entries = 5};
+  uopc_cache_record_read(dir, &r);
+  free(dir);
+  assert_int_equal(r.known, 0);
+  assert_int_equal(r.entries, 0);
+}
+
+/* A stats file that cannot be written in place (a FIFO: no pwrite) or cut to length (a link to
+ * /dev/null: no ftruncate) fails with the reason. */
+static void test_cache_record_write_fails_where_stats_cannot_be_rewritten(void **state) {
+  (void)state;
+  char stats[PATH_MAX + 8], want[2 * PATH_MAX];
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  assert_int_equal(mkfifo(stats, 0600), 0);
+  uopc_cache_record r = {.known = 1, .entries = 1};
+  uopc_error err = {0};
+  assert_uopc_code(uopc_cache_record_write(testutil_cache_dir, &r, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot write '%s': Illegal seek", stats);
+  assert_string_equal(err.message, want);
+  assert_int_equal(unlink(stats), 0);
+  assert_int_equal(symlink("/dev/null", stats), 0);
+  uopc_error_clear(&err);
+  assert_uopc_code(uopc_cache_record_write(testutil_cache_dir, &r, &err), UOPC_E_IO, err);
+  snprintf(want, sizeof want, "cannot write '%s': Invalid argument", stats);
+  assert_string_equal(err.message, want);
+}
+
+/* The lock waits out a signal (EINTR from flock) as the shared lock does. */
+static void test_cache_lock_waits_out_a_signal(void **state) {
+  (void)state;
+  struct sigaction sa = {.sa_handler = on_signal}, old;
+  sigemptyset(&sa.sa_mask);
+  assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+  holder h = {.reader = pthread_self()};
+  assert_int_equal(sem_init(&h.locked, 0, 0), 0);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, hold_the_lock, &h), 0);
+  while (sem_wait(&h.locked) != 0) {}
+  int fd;
+  uopc_error err = {0};
+  int rc = uopc_cache_lock(testutil_cache_dir, &fd, &err);
+  uopc_cache_record r = record_of(testutil_cache_dir);   /* written before the holder let go */
+  if (rc == UOPC_OK) uopc_cache_unlock(fd);
+  pthread_join(t, NULL);
+  sigaction(SIGUSR1, &old, NULL);
+  sem_destroy(&h.locked);
+  assert_false(h.failed);
+  assert_uopc_ok(rc, err);
+  assert_int_equal(r.events[UOPC_CACHE_HITS], 7);
+}
+
+/* Printing: a directory past PATH_MAX or a file is "not created yet"; a total of PiB stays in
+ * PiB; a limit set by UOPC_CACHE_MAX_SIZE is shown as set. */
+static void test_cache_stats_print_edges(void **state) {
+  (void)state;
+  char *dir = long_path(testutil_cache_dir, PATH_MAX - 3 - strlen(testutil_cache_dir));
+  char *text = printed(dir, 1 << 20);
+  free(dir);
+  assert_contains(text, " (not created yet)\nentries                    0\n");
+  free(text);
+  char file[PATH_MAX + 8], stats[PATH_MAX + 8];
+  snprintf(file, sizeof file, "%s/file", testutil_cache_dir);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(file, "x", 1, &err), err);
+  text = printed(file, 1 << 20);
+  assert_contains(text, "/file (not created yet)\n");
+  free(text);
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  static const char huge[] = "entries=1\nbytes=2305843009213693952\n";   /* 2^61: 2048 PiB */
+  assert_uopc_ok(uopc_write_file(stats, huge, sizeof huge - 1, &err), err);
+  setenv("UOPC_CACHE_MAX_SIZE", "2G", 1);
+  text = printed(testutil_cache_dir, (int64_t)2 << 30);
+  assert_contains(text, "\ntotal size                 2048.0 PiB\n");
+  assert_contains(text, "\nlimit                      2.0 GiB (UOPC_CACHE_MAX_SIZE=2G; evicts down to 90 %)\n");
+  free(text);
+  setenv("UOPC_CACHE_MAX_SIZE", "", 1);
+  text = printed(testutil_cache_dir, (int64_t)1 << 30);
+  assert_contains(text, "\nlimit                      1.0 GiB (the default; UOPC_CACHE_MAX_SIZE sets it;");
+  free(text);
+}
+
+
+/* A path where an entry should be that is a file (not a directory) cannot be moved into a trash
+ * directory: a plain miss, not a corrupted entry rebuilt, and the file stays. */
+static void test_cache_lookup_of_an_entry_that_will_not_move_is_a_plain_miss(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  char file[PATH_MAX + 128], path[PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  snprintf(file, sizeof file, "%s/k-%s", testutil_cache_dir, key);
+  assert_uopc_ok(uopc_write_file(file, "x", 1, &err), err);
+  int64_t corrupted = uopc_counter_get(UOPC_C_CORRUPTED_REBUILT);
+  int64_t misses = uopc_counter_get(UOPC_C_DISK_CACHE_MISSES);
+  assert_int_equal(uopc_cache_lookup(&c, "k", key, "a.out", path, &err), 0);
+  assert_int_equal(uopc_counter_get(UOPC_C_CORRUPTED_REBUILT) - corrupted, 0);
+  assert_int_equal(uopc_counter_get(UOPC_C_DISK_CACHE_MISSES) - misses, 1);
+  assert_int_equal(access(file, F_OK), 0);
+}
+
+/* dir, then "/." repeated until the string is at least n bytes long: the same directory, named
+ * by a path as long as a test needs. */
+static char *padded_path(const char *dir, size_t n) {
+  char *p = malloc(n + 3);
+  assert_non_null(p);
+  snprintf(p, n + 3, "%s", dir);
+  while (strlen(p) < n) strcat(p, "/.");
+  return p;
+}
+
+/* A staging directory whose path leaves room for the artifact's name but not for "manifest" (a
+ * name padded with "/.": uopc_cache_stage never makes one so long) fails the publish, naming the
+ * path; with no err, the code alone says why, and the staging directory is removed. */
+static void test_cache_publish_refuses_a_manifest_path_past_path_max(void **state) {
+  (void)state;
+  static const char key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  char staging[PATH_MAX], file[PATH_MAX + 16], path[PATH_MAX];
+  uopc_cache c;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  snprintf(file, sizeof file, "%s/a", staging);
+  assert_uopc_ok(uopc_write_file(file, "abc", 3, &err), err);
+  char *padded = padded_path(staging, PATH_MAX - 4);   /* "/a" fits after it, "/manifest" does not */
+  assert_uopc_code(uopc_cache_publish(&c, padded, "k", key, "a", NULL, path, &err), UOPC_E_INVALID, err);
+  char want[64];
+  snprintf(want, sizeof want, "path '%.40s", staging);
+  assert_cut_message(err.message, want);
+  free(padded);
+  testutil_remove_tree(staging);   /* the runtime's removal of the padded name stops at its last "." */
+  assert_uopc_ok(uopc_cache_stage(&c, staging, &err), err);
+  char *artifact = long_path("a", PATH_MAX);
+  assert_int_equal(uopc_cache_publish(&c, staging, "k", key, artifact, NULL, path, NULL), UOPC_E_INVALID);
+  free(artifact);
+  assert_int_equal(access(staging, F_OK), -1);
+}
+
+/* An entry whose path under a (long) cache directory's name would not fit is not counted. */
+static void test_cache_scan_skips_an_entry_whose_path_does_not_fit(void **state) {
+  (void)state;
+  make_fake_entry(testutil_cache_dir, 1, 0);   /* its name: 73 bytes */
+  char *padded = padded_path(testutil_cache_dir, PATH_MAX - 60);
+  uopc_cache_record r = {0}, plain = {0};
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_scan(padded, &r, &err), err);
+  free(padded);
+  assert_uopc_ok(uopc_cache_scan(testutil_cache_dir, &plain, &err), err);
+  assert_int_equal(plain.entries, 1);
+  assert_int_equal(r.entries, 0);
+}
+
+/* A count of 0, or of an event that is not one, changes nothing: no counter, no pending event. */
+static void test_cache_count_ignores_nothing_and_unknown_events(void **state) {
+  (void)state;
+  int64_t hits = uopc_counter_get(UOPC_C_DISK_CACHE_HITS);
+  uopc_cache_count(testutil_cache_dir, UOPC_CACHE_HITS, 0);
+  uopc_cache_count(testutil_cache_dir, (uopc_cache_event)-1, 1);
+  uopc_cache_count(testutil_cache_dir, UOPC_CACHE_EVENTS, 1);
+  assert_int_equal(uopc_counter_get(UOPC_C_DISK_CACHE_HITS) - hits, 0);
+  uopc_cache_record r = {.known = 1};
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_cache_record_write(testutil_cache_dir, &r, &err), err);
+  r = record_of(testutil_cache_dir);
+  for (int i = 0; i < UOPC_CACHE_EVENTS; i++) assert_int_equal(r.events[i], 0);
+}
+
+
+typedef struct pester { pthread_t target; int times; } pester;
+
+static void *pester_with_signals(void *arg) {
+  pester *p = arg;
+  for (int k = 0; k < p->times; k++) {
+    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    pthread_kill(p->target, SIGUSR1);
+  }
+  return NULL;
+}
+
+/* A write interrupted by a signal before it wrote anything (a full pipe whose reader is late, a
+ * handler without SA_RESTART: EINTR) is tried again: every byte arrives. */
+static void test_cache_write_file_goes_on_after_a_signal(void **state) {
+  (void)state;
+  enum { N = 256 * 1024 };
+  char fifo[PATH_MAX + 8];
+  snprintf(fifo, sizeof fifo, "%s/fifo", testutil_cache_dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  int keep = open(fifo, O_RDWR | O_CLOEXEC);   /* a reader already: the writer's open does not wait */
+  assert_true(keep >= 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(keep);   /* else this reader is a writer too, and never sees the end */
+    alarm(10);
+    int fd = open(fifo, O_RDONLY);
+    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);   /* the writer blocks meanwhile */
+    char buf[65536];
+    long total = 0;
+    for (ssize_t got; (got = read(fd, buf, sizeof buf)) > 0;) total += got;
+    _exit(total == N ? 0 : 1);
+  }
+  struct sigaction sa = {.sa_handler = on_signal}, old;
+  sigemptyset(&sa.sa_mask);
+  assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+  pester p = {.target = pthread_self(), .times = 10};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, pester_with_signals, &p), 0);
+  char *data = calloc(N, 1);
+  assert_non_null(data);
+  uopc_error err = {0};
+  int rc = uopc_write_file(fifo, data, N, &err);
+  free(data);
+  pthread_join(t, NULL);
+  sigaction(SIGUSR1, &old, NULL);
+  close(keep);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_uopc_ok(rc, err);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+
+/* A user with no passwd entry (a container's arbitrary uid): with HOME unset there is no default
+ * directory, said so; the advice for another's directory (/tmp) names the private one after the uid.
+ * Needs root, to become such a user (seteuid, in a child); skipped otherwise. */
+static void test_cache_user_without_passwd_entry_gets_no_default_and_uid_advice(void **state) {
+  (void)state;
+  if (geteuid() != 0) {
+    print_message("  skipped: needs root, to take a uid without a passwd entry\n");
+    skip();
+  }
+  uid_t uid = 54321;
+  while (getpwuid(uid)) uid++;
+  /* /tmp, which that user can reach wherever TMPDIR points: root's, so refused, with the advice */
+  static const char shared[] = "/tmp";
+  pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("UOPC_CACHE_DIR");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    unsetenv("USER");
+    if (seteuid(uid) != 0) _exit(2);
+    char got[PATH_MAX], want[3 * PATH_MAX];
+    uopc_error err = {0};
+    int bad = 0;
+    if (uopc_cache_resolve(NULL, got, &err) != UOPC_E_IO ||
+        strcmp(err.message, "no cache directory: UOPC_CACHE_DIR, XDG_CACHE_HOME and HOME are unset") != 0) {
+      fprintf(stderr, "resolve: %s\n", err.message);
+      bad |= 4;
+    }
+    uopc_cache c;
+    uopc_error_clear(&err);
+    snprintf(want, sizeof want, "Fix: mkdir -m 700 '%s/uopc-%u' and set UOPC_CACHE_DIR='%s/uopc-%u'", shared,
+             (unsigned)uid, shared, (unsigned)uid);
+    if (uopc_cache_open(&c, shared, &err) != UOPC_E_UNSAFE_CACHE || !strstr(err.message, want)) {
+      fprintf(stderr, "open: %s\n", err.message);
+      bad |= 8;
+    }
+    if (seteuid(0) != 0) _exit(3);   /* root again, to write the coverage counts at exit */
+    exit(bad);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
@@ -1228,6 +2030,40 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_record_write_writes_through_descriptor_0, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_read_file_refuses_a_file_past_64_MiB, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_evicts_entries_used_at_the_same_instant_by_name, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_resolve_with_the_variables_unset_takes_xdg_then_home, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_file_and_a_dangling_link, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_open_advice_names_user_then_passwd_entry, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_discard_without_the_lock_moves_the_entry_and_keeps_the_total, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_discard_past_the_limit_evicts_the_rest, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_discard_by_key, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lookup_discards_damaged_entries, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lookup_refuses_a_manifest_or_artifact_path_past_path_max, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stage_without_tmp_fails, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_publish_checks_the_artifact_and_takes_no_description, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_keep_failed_leaves_what_it_cannot_move, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_read_file_refuses_a_directory_and_a_growing_file, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_write_file_fails_on_a_full_device, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_entry_name_is_an_entry_a_dash_and_64_hex_digits, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_scan_counts_entry_directories_only, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_evicts_more_entries_than_the_first_listing_holds, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_account_recounts_an_overstated_total_and_evicts_nothing, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_account_counts_afresh_when_bytes_go_negative, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_eviction_spares_an_entry_named_without_its_path, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_account_of_a_gone_directory_fails_and_writes_nothing, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_parse_size_refuses_twenty_one_digits, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_record_read_skips_keys_that_only_share_a_prefix, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_record_read_of_a_directory_past_path_max_is_unknown, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_record_write_fails_where_stats_cannot_be_rewritten, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lock_waits_out_a_signal, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_edges, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_parse_size_refuses_twenty_digits_past_int64, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stage_sweeps_day_old_stage_and_trash_directories, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_lookup_of_an_entry_that_will_not_move_is_a_plain_miss, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_publish_refuses_a_manifest_path_past_path_max, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_scan_skips_an_entry_whose_path_does_not_fit, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_count_ignores_nothing_and_unknown_events, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_write_file_goes_on_after_a_signal, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_user_without_passwd_entry_gets_no_default_and_uid_advice, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

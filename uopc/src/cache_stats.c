@@ -45,12 +45,12 @@ int uopc_cache_parse_size(const char *name, const char *text, int64_t *bytes, uo
   int64_t scale = digits ? suffix_scale(text[digits]) : 0;
   if (!scale || (text[digits] && text[digits + 1]))
     return UOPC_FAIL(err, UOPC_E_INVALID, "%s = '%s' is not a size: " SIZE_FORM, name, text);
-  int64_t n = 0;
-  for (size_t i = 0; i < digits && n <= UOPC_CACHE_SIZE_MAX; i++) n = n * 10 + (text[i] - '0');
-  if (n > UOPC_CACHE_SIZE_MAX / scale)
+  uint64_t n = 0;   /* unsigned: one digit past 2^60 fits (2^60 * 10 + 9 < 2^64), it would not in int64_t */
+  for (size_t i = 0; i < digits && n <= (uint64_t)UOPC_CACHE_SIZE_MAX; i++) n = n * 10 + (uint64_t)(text[i] - '0');
+  if (n > (uint64_t)(UOPC_CACHE_SIZE_MAX / scale))
     return UOPC_FAIL(err, UOPC_E_INVALID, "%s = '%s' is larger than %lldT (2^60 bytes)", name, text,
                      (long long)(UOPC_CACHE_SIZE_MAX >> 40));
-  *bytes = n * scale;
+  *bytes = (int64_t)n * scale;
   return UOPC_OK;
 }
 
