@@ -522,6 +522,23 @@ static void test_dispatch_variant_limit_runs_generic(void **state) {
   assert_contains(text, "square_plus_one_fast16_n16 rejected: guard 'n = x.shape[0] in [16, 16]' failed: "
                         "dim 'n' = 64 outside [16, 16]");
   assert_contains(text, "the variant limit (3) is reached: ran the generic variant");
+#ifndef __SANITIZE_ADDRESS__
+  /* A miss with no memory for the guard set it checks: that error, not a kernel. Here either answer
+   * of a check would run the generic variant, already built (no allocation): only the error stops it. */
+  view v;
+  make_view(&v, 80, 0, 1, 0);
+  reallocs_left = 0;
+  int rc = dispatch_call(d, &v.x, &v.out, &err);
+  reallocs_left = -1;
+  assert_uopc_code(rc, UOPC_E_NOMEM, err);
+  for (int64_t i = 0; i < 80 + POISON_TAIL; i++) assert_true(uopc_tensor_get(&v.buf, i) == POISON);
+  assert_int_equal(d->cache.stats.variants_built, 3);
+  assert_int_equal(d->cache.stats.limit_hits, 2);
+  assert_uopc_ok(dispatch_call(d, &v.x, &v.out, &err), err);   /* with memory, the same call runs generic */
+  assert_int_equal(dispatch_last_path(d), DISPATCH_PATH_GENERIC);
+  check_eager(&v);
+  release_view(&v);
+#endif
   dispatch_fini(d);
 }
 

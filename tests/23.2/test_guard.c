@@ -263,6 +263,30 @@ static void test_guard_set_check_stops_at_first_failure(void **state) {
   uopc_tensor_release(&scalar);
 }
 
+/* An index outside the set is refused, and the message gives the index asked for, then the set's
+ * size (7 of 2 is not 2 of 7). */
+static void test_guard_check_refuses_an_index_outside_the_set(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  uopc_tensor v = {0};
+  int64_t n = 32;
+  assert_uopc_ok(uopc_tensor_empty(&v, UOPC_F32, 1, &n, &err), err);
+  guard_set s;
+  guard_call c;
+  new_set(&s);
+  assert_uopc_ok(guard_set_add_rank(&s, X, 1, &err), err);
+  assert_uopc_ok(guard_set_add_dtype(&s, X, UOPC_F32, &err), err);
+  make_call(&c, &v, &v);
+  int holds;
+  guard_reason why;
+  assert_uopc_code(guard_check(&s, 7, &c, &holds, &why, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "guard 7 of a set of 2");
+  assert_uopc_code(guard_check(&s, -1, &c, &holds, NULL, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "guard -1 of a set of 2");
+  guard_set_fini(&s);
+  uopc_tensor_release(&v);
+}
+
 static void test_guard_set_rejects_bad_guards(void **state) {
   (void)state;
   uopc_error err = {0};
@@ -405,6 +429,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_guard_reason_rank_carries_actual_values, reason_setup, reason_teardown),
     cmocka_unit_test(test_guard_set_check_stops_at_first_failure),
     cmocka_unit_test(test_guard_set_rejects_bad_guards),
+    cmocka_unit_test(test_guard_check_refuses_an_index_outside_the_set),
     cmocka_unit_test(test_spec_key_compose_text),
     cmocka_unit_test(test_spec_key_compose_equal_parts_equal_keys),
     cmocka_unit_test(test_spec_key_compose_rejects_missing_parts),
