@@ -157,7 +157,7 @@ int guard_set_add_expr(guard_set *s, guard_site at, const sym_expr *e, uopc_erro
  * "n = x.shape[0] in [1, 16]", ...). A guard on an axis the argument lacks
  * fails; it is no error.
  * Errors (a malformed guard or call, not a failed guard): UOPC_E_INVALID
- * (k outside the set, an argument outside the call). */
+ * (k outside the set: "guard 7 of a set of 2"; an argument outside the call). */
 int guard_check(const guard_set *s, int k, const guard_call *call, int *holds, guard_reason *why,
                 uopc_error *err);
 
