@@ -181,6 +181,29 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   mv_program_free(f.p);
 }
 
+/* A target whose storage the program does not hold, or no target: refused,
+ * and the statement is dropped. */
+static void test_mv_store_refuses_a_target_without_storage(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 1, 64);
+  mv_view bad = f.whole;
+  bad.storage = 7;
+  ir_graph *g = mv_begin(f.p, &f.err);
+  assert_uopc_code(mv_store(f.p, &bad, ir_const(g, 3, UOPC_F32), &f.err), UOPC_E_INVALID, f.err);
+  assert_string_equal(f.err.message, "store: the target's storage does not exist");
+  assert_int_equal(mv_program_stmt_count(f.p), 0);
+  assert_null(mv_open_graph(f.p));
+  g = mv_begin(f.p, &f.err);
+  f.err = (uopc_error){0};
+  assert_uopc_code(mv_store(f.p, NULL, ir_const(g, 3, UOPC_F32), &f.err), UOPC_E_INVALID, f.err);
+  assert_string_equal(f.err.message, "store: the target's storage does not exist");
+  assert_int_equal(mv_program_stmt_count(f.p), 0);
+  assert_null(mv_open_graph(f.p));
+  assert_int_equal(mv_program_storage(f.p, f.a)->version, 0);
+  mv_program_free(f.p);
+}
+
 /* ---- functionalize_store */
 
 static void test_functionalize_store_replaces_only_the_view(void **state) {
@@ -415,6 +438,57 @@ static void test_reuse_decide_refuses_a_buffer_read_later(void **state) {
   mv_program_free(f.p);
 }
 
+/* t2 = t1[::-1] + t1: the first load is the one not read in place. */
+static void test_reuse_decide_refuses_when_the_first_load_is_not_in_place(void **state) {
+  (void)state;
+  fx f;
+  int t1, t2;
+  fx_init(&f, 1, 64);
+  ir_graph *g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_let(f.p, "t1", ir_binary(g, IR_MUL, mv_load(f.p, &f.whole), ir_const(g, 2, UOPC_F32)), &t1,
+                        &f.err), f.err);
+  mv_view v1, r;
+  mv_view_whole(f.p, t1, &v1);
+  assert_uopc_ok(mv_slice(f.p, &v1, 0, UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1, &r, &f.err), f.err);
+  g = mv_begin(f.p, &f.err);
+  const ir_node *rev = mv_load(f.p, &r);          /* load 0: t1[::-1] */
+  const ir_node *x = mv_load(f.p, &v1);           /* load 1: t1, in place */
+  assert_uopc_ok(mv_let(f.p, "t2", ir_binary(g, IR_ADD, rev, x), &t2, &f.err), f.err);
+  const mv_stmt *st = mv_program_stmt(f.p, 1);
+  assert_int_equal(st->n_loads, 2);
+  assert_int_equal(st->loads[0].view.n_steps, 1);
+  assert_int_equal(reuse_reads_in_place(f.p, 1, 0), 0);
+  reuse_decision d;
+  assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
+  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
+  assert_non_null(strstr(d.reason, "t1[::-1]"));
+  mv_program_free(f.p);
+}
+
+/* Liveness counts later loads of s and later stores into s (reuse.h): the
+ * later let that makes s does neither, so it does not keep s live. */
+static void test_reuse_decide_liveness_ignores_the_let_that_makes_the_storage(void **state) {
+  (void)state;
+  fx f;
+  int t1, t2;
+  fx_init(&f, 1, 64);
+  reuse_program(&f, 0, 0, 0, &t1, &t2);           /* t1 = a * 2; t2 = t1 + 1 */
+  assert_int_equal(mv_program_stmt(f.p, 1)->kind, MV_LET);
+  assert_int_equal(mv_program_stmt(f.p, 1)->storage, t2);
+  reuse_decision d;
+  assert_uopc_ok(reuse_decide(f.p, 0, t2, &d, &f.err), f.err);
+  if (d.verdict != REUSE_OK) fail_msg("statement 1 only makes t2: expected REUSE_OK, got \"%s\"", d.reason);
+  /* a later store into t2 does keep it live, and is named a write */
+  mv_view v2;
+  mv_view_whole(f.p, t2, &v2);
+  ir_graph *g = mv_begin(f.p, &f.err);
+  assert_uopc_ok(mv_store(f.p, &v2, ir_const(g, 0, UOPC_F32), &f.err), f.err);
+  assert_uopc_ok(reuse_decide(f.p, 0, t2, &d, &f.err), f.err);
+  assert_int_equal(d.verdict, REUSE_REFUSED_LIVE);
+  assert_string_equal(d.reason, "'t2' is written again by statement 2");
+  mv_program_free(f.p);
+}
+
 /* ---- The runners, against an eager loop: a[dst] = a[src] + 1 for every
  * slice pair of a length-7 storage with steps +-1, +-2 and equal lengths. */
 
@@ -539,6 +613,7 @@ int main(void) {
       cmocka_unit_test(test_mv_store_consumes_and_produces_versions),
       cmocka_unit_test(test_mv_store_broadcasts_a_scalar),
       cmocka_unit_test(test_mv_store_rejects_and_leaves_the_program_unchanged),
+      cmocka_unit_test(test_mv_store_refuses_a_target_without_storage),
       cmocka_unit_test(test_functionalize_store_replaces_only_the_view),
       cmocka_unit_test(test_functionalize_store_refuses_a_broadcast_view),
       cmocka_unit_test(test_functionalize_store_through_a_view_of_the_most_steps),
@@ -546,6 +621,8 @@ int main(void) {
       cmocka_unit_test(test_reuse_decide_refuses_an_escaped_or_external_buffer),
       cmocka_unit_test(test_reuse_decide_refuses_a_view_not_read_in_place),
       cmocka_unit_test(test_reuse_decide_refuses_a_buffer_read_later),
+      cmocka_unit_test(test_reuse_decide_refuses_when_the_first_load_is_not_in_place),
+      cmocka_unit_test(test_reuse_decide_liveness_ignores_the_let_that_makes_the_storage),
       cmocka_unit_test(test_runners_match_eager_on_every_slice_pair),
       cmocka_unit_test(test_versioned_runner_plans_direct_guarded_and_staged),
       cmocka_unit_test(test_mv_run_rejects_bad_storages_before_writing),
