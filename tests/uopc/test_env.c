@@ -11,8 +11,8 @@
 #include "uopc/uopc.h"
 #include "testutil.h"
 
-/* Runs child() in a new process with name=value set (UOPC_DEBUG unset
- * otherwise); captures its stderr into err_text; returns its exit status. */
+/* Runs child() in a new process with name=value set (UOPC_DEBUG and
+ * UOPC_COUNTERS_JSON unset otherwise); captures its stderr; returns its exit status. */
 static int run_with(const char *name, const char *value, void (*child)(void), char *err_text, size_t size) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
@@ -363,6 +363,41 @@ static void test_no_cuda_compiler_anywhere_says_why_for_nvrtc_and_nvcc(void **st
                            "nvcc not found on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin");
 }
 
+static void exit_with_the_level(void) { exit(uopc_debug_level()); }
+
+/* A level past long's range (strtol says ERANGE and gives LONG_MAX) is no level: warned about,
+ * and debug output stays off. */
+static void test_debug_level_past_the_range_of_long_is_warned_about(void **state) {
+  (void)state;
+  char err[4096];
+  assert_int_equal(run_with("UOPC_DEBUG", "99999999999999999999", exit_with_the_level, err, sizeof err), 0);
+  assert_string_equal(err, "uopc: warning: UOPC_DEBUG='99999999999999999999' is not a level (0 to 4); "
+                           "debug output stays off\n");
+}
+
+static char empty_json_cwd[PATH_MAX + 16];   /* the cache directory and the name below */
+static void count_one_in_an_empty_directory(void) {
+  if (chdir(empty_json_cwd) != 0) _exit(99);
+  count_one();
+}
+
+/* UOPC_COUNTERS_JSON set but empty is unset: no file written (not even a temporary one in the
+ * working directory), nothing said. */
+static void test_counters_json_empty_path_writes_nothing(void **state) {
+  (void)state;
+  char err[4096];
+  snprintf(empty_json_cwd, sizeof empty_json_cwd, "%s/empty-json-cwd", testutil_cache_dir);
+  assert_int_equal(mkdir(empty_json_cwd, 0700), 0);
+  assert_int_equal(run_with("UOPC_COUNTERS_JSON", "", count_one_in_an_empty_directory, err, sizeof err), 0);
+  assert_string_equal(err, "");
+  DIR *d = opendir(empty_json_cwd);
+  assert_non_null(d);
+  int entries = 0;
+  for (struct dirent *e; (e = readdir(d));) entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  assert_int_equal(entries, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_debug_level_that_is_not_a_number_is_warned_about_once),
@@ -376,6 +411,8 @@ int main(void) {
     cmocka_unit_test(test_nvcc_ptx_without_the_kernel_is_refused_and_closed),
     cmocka_unit_test(test_debug_level_2_prints_the_statistics_of_a_cache_still_there_at_exit),
     cmocka_unit_test(test_no_cuda_compiler_anywhere_says_why_for_nvrtc_and_nvcc),
+    cmocka_unit_test(test_debug_level_past_the_range_of_long_is_warned_about),
+    cmocka_unit_test(test_counters_json_empty_path_writes_nothing),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
