@@ -458,12 +458,7 @@ static void test_counters_slot_without_memory_to_grow_the_registry_is_none(void 
   testutil_skip_under_asan("glibc's realloc, made to fail");
 #else
   testutil_skip_unless_allocation_fails();
-  char *text = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&text, &size);
-  assert_non_null(f);
-  uopc_counters_print(f);
-  fclose(f);
+  char *text = printed();
   int held = 0;
   for (const char *p = text; *p; p++) held += *p == '\n';
   free(text);
