@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #define TESTUTIL_FAILING_MALLOC   /* no memory for a counter on demand: fail_next_calloc */
 #include "testutil.h"
@@ -482,7 +483,50 @@ static void test_counters_slot_without_memory_to_grow_the_registry_is_none(void 
 #endif
 }
 
-int main(void) {
+/* Run as "test_counters --write-json-first PATH": a fresh process whose first call into the
+ * registry writes the JSON file (the runtime's counters are added on first use, once a process). */
+static int write_json_first(const char *path) {
+  uopc_error err;
+  uopc_error_clear(&err);
+  return uopc_counters_write_json(path, &err) == UOPC_OK ? 0 : 1;
+}
+
+/* The runtime's counters are in the file, at zero and in their order, even when the write is
+ * the process's first use of the registry: nothing else has registered them. In a new process
+ * (exec of this test), since this one's registry is long in use. */
+static void test_counters_json_of_a_fresh_process_holds_the_runtime_counters(void **state) {
+  (void)state;
+  char path[4096 + 16];
+  snprintf(path, sizeof path, "%s/first.json", testutil_cache_dir);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("UOPC_COUNTERS_JSON");   /* else the exit would write the file over */
+    unsetenv("UOPC_DEBUG");
+    execl("/proc/self/exe", "test_counters", "--write-json-first", path, (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  char text[4096];
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  assert_string_equal(text, "{\n"
+                            "  \"programs constructed\": 0,\n"
+                            "  \"compiler invocations\": 0,\n"
+                            "  \"disk cache hits\": 0,\n"
+                            "  \"disk cache misses\": 0,\n"
+                            "  \"corrupted entries rebuilt\": 0\n"
+                            "}\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--write-json-first") == 0) return write_json_first(argv[2]);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_counters_sum_eight_threads_exactly, fresh),
     cmocka_unit_test_setup(test_counters_keep_what_exited_threads_counted_until_a_reset, fresh),
@@ -505,6 +549,8 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_counters_json_that_cannot_be_flushed_is_reported_and_removed, fresh_with_dir,
                                     testutil_remove_cache),
     cmocka_unit_test_setup(test_counters_slot_without_memory_to_grow_the_registry_is_none, fresh),
+    cmocka_unit_test_setup_teardown(test_counters_json_of_a_fresh_process_holds_the_runtime_counters, fresh_with_dir,
+                                    testutil_remove_cache),
     /* last: its 4400 counters would fill the JSON file the escaping test reads */
     cmocka_unit_test_setup(test_counters_count_in_a_block_far_past_the_first, fresh),
   };

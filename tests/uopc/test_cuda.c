@@ -420,6 +420,26 @@ static void test_cuda_compile_ptx_path_size_1_builds_then_says_the_path_does_not
   assert_int_equal(delta(UOPC_C_DISK_CACHE_HITS, hits), 1);
 }
 
+/* The PTX's path is handed back as it is, also from a cache directory whose name holds '%':
+ * the path is copied, never read as a format ("100%%" stays "100%%", not "100%"). */
+static void test_cuda_compile_hands_back_a_path_with_percent_signs_as_it_is(void **state) {
+  uopc_error err = {0};
+  char dir[PATH_MAX], ptx[PATH_MAX], prefix[PATH_MAX + 2];
+  assert_true((size_t)snprintf(dir, sizeof dir, "%s/100%%%%s%%%%d", testutil_cache_dir) < sizeof dir);
+  assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);   /* made by the other compiler's run */
+  uopc_cuda_options opts = {.force_nvcc = forced(state), .cache_dir = dir};
+  int rc = uopc_cuda_compile(tagged("percent"), "square_plus_one", &opts, ptx, sizeof ptx, &err);
+  if (rc == UOPC_E_NO_CUDA) {
+    print_message("  skipped: %s\n", err.message);
+    skip();
+  }
+  assert_uopc_ok(rc, err);
+  snprintf(prefix, sizeof prefix, "%s/", dir);
+  assert_memory_equal(ptx, prefix, strlen(prefix));
+  assert_string_equal(ptx + strlen(ptx) - strlen("/kernel.ptx"), "/kernel.ptx");
+  assert_true(file_exists(ptx));
+}
+
 /* The manifest says how the PTX was made: the target, then C++17, the one language option,
  * which both compilers are given. */
 static void test_cuda_compile_manifest_records_the_target_and_cxx17(void **state) {
@@ -1560,6 +1580,7 @@ int main(void) {
     BY_BOTH(test_cuda_compile_reports_a_too_small_ptx_path_buffer),
     cmocka_unit_test(test_cuda_compile_ptx_path_size_0_is_refused_before_any_compile),
     BY_BOTH(test_cuda_compile_ptx_path_size_1_builds_then_says_the_path_does_not_fit),
+    BY_BOTH(test_cuda_compile_hands_back_a_path_with_percent_signs_as_it_is),
     BY_BOTH(test_cuda_compile_manifest_records_the_target_and_cxx17),
     BY_BOTH(test_cuda_compile_from_eight_threads_agrees_on_one_entry),
     cmocka_unit_test(test_cuda_compile_nvrtc_and_nvcc_use_different_entries),

@@ -482,6 +482,34 @@ static void test_find_program_refuses_a_program_whose_full_path_is_too_long(void
   assert_string_equal(on_path.message, "program 'uopc-deep' not found on PATH (.)");
 }
 
+/* The child reads /dev/null, never this process's stdin: a compiler that waits for input must
+ * not eat what the user types, nor hang on a terminal. Here stdin is a pipe that holds text,
+ * so that an inherited stdin would show in cat's output whatever the test runner's stdin is. */
+static void test_spawn_gives_the_child_dev_null_as_stdin(void **state) {
+  (void)state;
+  char cat[PATH_MAX];
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_find_program("cat", cat, &err), err);
+  int fds[2], saved = dup(0);
+  assert_true(saved >= 0);
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(write(fds[1], "typed\n", 6), 6);
+  close(fds[1]);
+  assert_int_equal(dup2(fds[0], 0), 0);
+  close(fds[0]);
+  char *const argv[] = {cat, NULL};
+  uopc_spawn_result *res = calloc(1, sizeof *res);
+  assert_non_null(res);
+  int rc = uopc_spawn(argv, NULL, res, &err);
+  assert_int_equal(dup2(saved, 0), 0);
+  close(saved);
+  assert_uopc_ok(rc, err);
+  assert_int_equal(res->exit_status, 0);
+  assert_int_equal(res->output_len, 0);
+  assert_string_equal(res->output, "");
+  free(res);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spawn_replaces_the_users_lc_all),
@@ -504,6 +532,7 @@ int main(void) {
     cmocka_unit_test(test_spawn_reports_a_killed_child_as_128_plus_the_signal),
     cmocka_unit_test(test_spawn_without_memory_for_the_file_actions_starts_nothing),
     cmocka_unit_test(test_find_program_refuses_a_program_whose_full_path_is_too_long),
+    cmocka_unit_test(test_spawn_gives_the_child_dev_null_as_stdin),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
