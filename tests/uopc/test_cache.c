@@ -1264,6 +1264,50 @@ static void test_cache_discard_without_the_lock_moves_the_entry_and_keeps_the_to
   assert_int_equal(record_of(testutil_cache_dir).entries, 2);   /* not counted: no lock */
 }
 
+/* Run as "test_cache --discard CACHE ENTRY_DIR": a fresh process, whose debug level is read from
+ * the environment it was started with (the level is read once a process). */
+static int discard_in_a_new_process(const char *cache_dir, const char *entry_dir) {
+  uopc_cache c;
+  uopc_error err = {0};
+  if (uopc_cache_open(&c, cache_dir, &err) != UOPC_OK) return 2;
+  return uopc_cache_discard_dir(&c, entry_dir) == 1 ? 0 : 1;
+}
+
+/* The discard that cannot count says so at UOPC_DEBUG=2: the entry first, then why. In a new
+ * process (exec of this test) with stderr into a file. */
+static void test_cache_discard_without_the_lock_says_which_entry_is_not_counted(void **state) {
+  (void)state;
+  char dir[PATH_MAX], lock[PATH_MAX + 16], log[PATH_MAX + 16];
+  assert_int_equal(build_tag("nolock-debug", dir, NULL), 0);
+  snprintf(lock, sizeof lock, "%s/lock", testutil_cache_dir);
+  assert_int_equal(unlink(lock), 0);
+  assert_int_equal(mkdir(lock, 0700), 0);
+  snprintf(log, sizeof log, "%s/stderr", testutil_cache_dir);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+    setenv("UOPC_DEBUG", "2", 1);
+    execl("/proc/self/exe", "test_cache", "--discard", testutil_cache_dir, dir, (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(access(dir, F_OK), -1);
+  char *text = NULL;
+  size_t n;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_read_file(log, &text, &n, &err), err);
+  char want[3 * PATH_MAX];
+  snprintf(want, sizeof want, "uopc: the cache's total is not updated for '%s': cannot open the cache's lock '%s': "
+           "Is a directory\n", dir, lock);
+  if (!strstr(text, want)) fail_msg("no line '%s' in:\n%s", want, text);
+  free(text);
+}
+
 /* A discard whose new total is still past the limit evicts too, and leaves no trash behind. */
 static void test_cache_discard_past_the_limit_evicts_the_rest(void **state) {
   (void)state;
@@ -1980,7 +2024,8 @@ static void test_cache_user_without_passwd_entry_gets_no_default_and_uid_advice(
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "--discard") == 0) return discard_in_a_new_process(argv[2], argv[3]);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cache_parse_size_takes_digits_and_binary_suffixes, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_parse_size_rejects_what_is_not_a_size, setup, teardown),
@@ -2034,6 +2079,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_cache_open_refuses_a_file_and_a_dangling_link, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_open_advice_names_user_then_passwd_entry, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_discard_without_the_lock_moves_the_entry_and_keeps_the_total, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_discard_without_the_lock_says_which_entry_is_not_counted, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_discard_past_the_limit_evicts_the_rest, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_discard_by_key, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_lookup_discards_damaged_entries, setup, teardown),
