@@ -103,6 +103,22 @@ static void test_spawn_without_memory_for_the_working_directory_starts_nothing(v
 static volatile sig_atomic_t alarms;
 static void count_alarm(int sig) { (void)sig; alarms++; }
 
+/* uopc_spawn with SIGALRM every 20 ms, whose handler does not ask for SA_RESTART: each signal
+ * interrupts whatever system call the runtime is in. Timer and handler are restored before it
+ * returns, so no assertion of the caller runs with them. */
+static int spawn_under_alarms(char *const argv[], uopc_spawn_result *res, uopc_error *err) {
+  struct sigaction on_alarm = {.sa_handler = count_alarm}, old;
+  sigemptyset(&on_alarm.sa_mask);
+  assert_int_equal(sigaction(SIGALRM, &on_alarm, &old), 0);
+  struct itimerval every_20ms = {{0, 20000}, {0, 20000}}, off = {{0, 0}, {0, 0}};
+  alarms = 0;
+  assert_int_equal(setitimer(ITIMER_REAL, &every_20ms, NULL), 0);
+  int rc = uopc_spawn(argv, NULL, res, err);
+  setitimer(ITIMER_REAL, &off, NULL);
+  sigaction(SIGALRM, &old, NULL);
+  return rc;
+}
+
 /* A signal whose handler does not ask for SA_RESTART interrupts the read of the child's output
  * (EINTR): the read is tried again and the output kept whole, not cut where the signal came. */
 static void test_spawn_reads_the_output_on_through_interrupting_signals(void **state) {
@@ -113,15 +129,7 @@ static void test_spawn_reads_the_output_on_through_interrupting_signals(void **s
   char *const argv[] = {sh, "-c", "sleep 0.3; echo done", NULL};
   uopc_spawn_result *res = calloc(1, sizeof *res);
   assert_non_null(res);
-  struct sigaction on_alarm = {.sa_handler = count_alarm}, old;   /* no SA_RESTART */
-  sigemptyset(&on_alarm.sa_mask);
-  assert_int_equal(sigaction(SIGALRM, &on_alarm, &old), 0);
-  struct itimerval every_20ms = {{0, 20000}, {0, 20000}}, off = {{0, 0}, {0, 0}};
-  alarms = 0;
-  assert_int_equal(setitimer(ITIMER_REAL, &every_20ms, NULL), 0);
-  int rc = uopc_spawn(argv, NULL, res, &err);
-  setitimer(ITIMER_REAL, &off, NULL);
-  sigaction(SIGALRM, &old, NULL);   /* both back before any assertion can stop the test */
+  int rc = spawn_under_alarms(argv, res, &err);
   assert_uopc_ok(rc, err);
   assert_true(alarms >= 2);
   assert_int_equal(res->exit_status, 0);
@@ -382,15 +390,7 @@ static void test_spawn_waits_on_through_interrupting_signals(void **state) {
   char *const argv[] = {sh, "-c", "exec >/dev/null 2>&1; sleep 0.3; exit 7", NULL};
   uopc_spawn_result *res = calloc(1, sizeof *res);
   assert_non_null(res);
-  struct sigaction on_alarm = {.sa_handler = count_alarm}, old;   /* no SA_RESTART */
-  sigemptyset(&on_alarm.sa_mask);
-  assert_int_equal(sigaction(SIGALRM, &on_alarm, &old), 0);
-  struct itimerval every_20ms = {{0, 20000}, {0, 20000}}, off = {{0, 0}, {0, 0}};
-  alarms = 0;
-  assert_int_equal(setitimer(ITIMER_REAL, &every_20ms, NULL), 0);
-  int rc = uopc_spawn(argv, NULL, res, &err);
-  setitimer(ITIMER_REAL, &off, NULL);
-  sigaction(SIGALRM, &old, NULL);
+  int rc = spawn_under_alarms(argv, res, &err);
   assert_uopc_ok(rc, err);
   assert_true(alarms >= 2);
   assert_int_equal(res->exit_status, 7);
