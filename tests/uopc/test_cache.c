@@ -583,21 +583,26 @@ static void test_cache_record_read_refuses_an_empty_value(void **state) {
   assert_int_equal(r.entries, 0);
 }
 
+/* One built entry, a stats file saying `stale`, then a change of (entries, bytes) that takes the
+ * total below 0: counted afresh from the disk (one entry), never written negative. */
+static void account_after_a_stale_total(const char *tag, const char *stale, int64_t entries, int64_t bytes) {
+  char stats[PATH_MAX + 8], trash[PATH_MAX];
+  assert_int_equal(build_tag(tag, NULL, NULL), 0);
+  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_write_file(stats, stale, strlen(stale), &err), err);
+  uopc_cache c;
+  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
+  assert_uopc_ok(uopc_cache_account(&c, entries, bytes, NULL, trash, &err), err);
+  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
+  assert_total_matches_disk(testutil_cache_dir);
+}
+
 /* A total whose entry count goes negative (an entry removed by hand) while its
  * bytes stay positive is counted afresh, not written as -1 entries. */
 static void test_cache_account_counts_afresh_when_entries_go_negative(void **state) {
   (void)state;
-  char stats[PATH_MAX + 8], trash[PATH_MAX];
-  assert_int_equal(build_tag("negative-a", NULL, NULL), 0);
-  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
-  static const char stale[] = "entries=0\nbytes=1000000\n";
-  uopc_error err = {0};
-  assert_uopc_ok(uopc_write_file(stats, stale, sizeof stale - 1, &err), err);
-  uopc_cache c;
-  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
-  assert_uopc_ok(uopc_cache_account(&c, -1, -4096, NULL, trash, &err), err);
-  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
-  assert_total_matches_disk(testutil_cache_dir);
+  account_after_a_stale_total("negative-a", "entries=0\nbytes=1000000\n", -1, -4096);
 }
 
 /* An eviction that cannot make its trash directory (tmp/ gone) is an error of
@@ -1636,17 +1641,7 @@ static void test_cache_account_recounts_an_overstated_total_and_evicts_nothing(v
 /* A byte total that goes negative while the entry count does not is counted afresh. */
 static void test_cache_account_counts_afresh_when_bytes_go_negative(void **state) {
   (void)state;
-  char stats[PATH_MAX + 8], trash[PATH_MAX];
-  assert_int_equal(build_tag("negative-bytes", NULL, NULL), 0);
-  snprintf(stats, sizeof stats, "%s/stats", testutil_cache_dir);
-  static const char stale[] = "entries=5\nbytes=100\n";
-  uopc_error err = {0};
-  assert_uopc_ok(uopc_write_file(stats, stale, sizeof stale - 1, &err), err);
-  uopc_cache c;
-  assert_uopc_ok(uopc_cache_open(&c, testutil_cache_dir, &err), err);
-  assert_uopc_ok(uopc_cache_account(&c, 0, -4096, NULL, trash, &err), err);
-  assert_int_equal(record_of(testutil_cache_dir).entries, 1);
-  assert_total_matches_disk(testutil_cache_dir);
+  account_after_a_stale_total("negative-bytes", "entries=5\nbytes=100\n", 0, -4096);
 }
 
 /* keep may be an entry's bare name as well as its path: that entry is spared. */

@@ -108,6 +108,15 @@ static void make_counters(const char *prefix, uopc_counter_id *ids, int n) {
   }
 }
 
+/* The file at path, NUL-terminated, in text (at most size - 1 bytes of it). */
+static void read_text(const char *path, char *text, size_t size) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, size - 1, f);
+  fclose(f);
+  text[n] = '\0';
+}
+
 /* What uopc_counters_print writes, in a string the caller frees. */
 static char *printed(void) {
   char *text = NULL;
@@ -214,11 +223,7 @@ static void test_counters_json_escapes_quotes_backslashes_and_control_characters
   uopc_error_clear(&err);
   assert_uopc_ok(uopc_counters_write_json(path, &err), err);
   char text[65536];
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = '\0';
+  read_text(path, text, sizeof text);
   assert_contains(text, ",\n  \"test \\\"json\\\"\\u0009\\\\\": 3");
 }
 
@@ -511,11 +516,7 @@ static void test_counters_json_of_a_fresh_process_holds_the_runtime_counters(voi
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
   char text[4096];
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = '\0';
+  read_text(path, text, sizeof text);
   assert_string_equal(text, "{\n"
                             "  \"programs constructed\": 0,\n"
                             "  \"compiler invocations\": 0,\n"
