@@ -76,25 +76,45 @@ $(UOPC_LIB): $(UOPC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) -shared $(LDFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
 
-# ---- the labs ---------------------------------------------------------------
-# A lab is a folder labs/23.N-name/: its .c files (but main.c, the driver) make
-# liblab23_N.so. A file that also exists in solutions/23.N-name/ is a student
-# file: IMPL chooses which copy is compiled. LAB_DEPS_23.N lists the earlier
-# stages it links.
+# ---- the stages -------------------------------------------------------------
+# Each stage builds as its own shared library, linked against the stages below
+# it (README, "The stack"), bottom up:
+#   sym     lab 23.1's symbols and loops: every .c file of labs/23.1-symbolic-dims/
+#           but its plans (plan.c) and its driver (liblab23_1_sym.so)
+#   core    the compiler core, labs/core/: the graph IR, the lowering, both back
+#           ends, the binder and runners, the interpreter (libcore.so); it calls sym
+#   23.1    lab 23.1's plans, plan.c, on the core (liblab23_1.so)
+#   23.N    every .c file of labs/23.N-name/ but main.c (liblab23_N.so)
+# A file that also exists in solutions/<folder>/ is a student file: IMPL chooses
+# which copy is compiled. LAB_DEPS_x lists the stages x links, nearest first.
 LAB_DIRS := $(patsubst %/,%,$(sort $(wildcard labs/23.*-*/)))
 LAB_IDS := $(foreach d,$(LAB_DIRS),$(firstword $(subst -, ,$(notdir $(d)))))
-LAB_DEPS_23.2 := 23.1
-LAB_DEPS_23.3 := 23.1
-LAB_DEPS_23.4 := 23.1
-LAB_DEPS_23.5 := 23.1
+CORE_DIR := $(wildcard labs/core)
+STAGES := $(if $(CORE_DIR),sym core) $(LAB_IDS)
+LAB_DEPS_sym :=
+LAB_DEPS_core := sym
+LAB_DEPS_23.1 := core sym
+LAB_DEPS_23.2 := core sym
+LAB_DEPS_23.3 := core sym
+LAB_DEPS_23.4 := core sym
+LAB_DEPS_23.5 := core sym
+# Lab 23.1's files above the core; the rest of its folder is the stage sym.
+LAB231_PLANS := plan.c
 
 lab_dir = $(filter labs/$(1)-%,$(LAB_DIRS))
-lab_lib = $(BUILD)/lib/liblab$(subst .,_,$(1)).so
-lab_src = $(foreach f,$(filter-out %/main.c,$(wildcard $(call lab_dir,$(1))/*.c)),\
-  $(if $(and $(filter solutions,$(IMPL)),$(wildcard solutions/$(notdir $(call lab_dir,$(1)))/$(notdir $(f)))),\
-    solutions/$(notdir $(call lab_dir,$(1)))/$(notdir $(f)),$(f)))
-lab_incs = $(foreach l,$(1) $(LAB_DEPS_$(1)),-I$(call lab_dir,$(l)))
-lab_links = $(foreach l,$(1) $(LAB_DEPS_$(1)),-llab$(subst .,_,$(l)))
+stage_dir = $(if $(filter sym,$(1)),$(call lab_dir,23.1),$(if $(filter core,$(1)),$(CORE_DIR),$(call lab_dir,$(1))))
+stage_name = $(if $(filter sym,$(1)),lab23_1_sym,$(if $(filter core,$(1)),core,lab$(subst .,_,$(1))))
+lab_lib = $(BUILD)/lib/lib$(call stage_name,$(1)).so
+stage_all = $(filter-out %/main.c,$(wildcard $(call stage_dir,$(1))/*.c))
+stage_files = $(if $(filter sym,$(1)),$(filter-out $(addprefix %/,$(LAB231_PLANS)),$(call stage_all,sym)),\
+  $(if $(filter 23.1,$(1)),$(filter $(addprefix %/,$(LAB231_PLANS)),$(call stage_all,23.1)),$(call stage_all,$(1))))
+lab_src = $(foreach f,$(call stage_files,$(1)),\
+  $(if $(and $(filter solutions,$(IMPL)),$(wildcard solutions/$(notdir $(call stage_dir,$(1)))/$(notdir $(f)))),\
+    solutions/$(notdir $(call stage_dir,$(1)))/$(notdir $(f)),$(f)))
+# (sort: lab 23.1's folder is also sym's, and is named once)
+lab_incs = $(addprefix -I,$(sort $(foreach l,$(1) $(LAB_DEPS_$(1)),$(call stage_dir,$(l)))))
+lab_deps_links = $(foreach l,$(LAB_DEPS_$(1)),-l$(call stage_name,$(l)))
+lab_links = -l$(call stage_name,$(1)) $(call lab_deps_links,$(1))
 
 # Lab code (labs/ and solutions/ alike, in every build and in the grader's) indexes its arrays
 # under -fsanitize=bounds: an index outside an array of known size stops the program with
@@ -103,10 +123,17 @@ lab_links = $(foreach l,$(1) $(LAB_DEPS_$(1)),-llab$(subst .,_,$(l)))
 # reports every undefined behaviour, bounds included, with its place, so it replaces the trap).
 LAB_BOUNDS := $(if $(SAN),,-fsanitize=bounds -fsanitize-undefined-trap-on-error)
 
-define LAB_RULES
-$(BUILD)/obj/$(call lab_dir,$(1))/%.o $(BUILD)/obj/solutions/$(notdir $(call lab_dir,$(1)))/%.o: EXTRA_CFLAGS = $(call lab_incs,$(1)) $(LAB_BOUNDS)
+# $(1) a stage: its objects, each compiled with its own stage's include path (the folders of
+# the stage and those below it, so a file cannot include a header above its layer), and its library.
+define STAGE_RULES
+$(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))): EXTRA_CFLAGS = $(call lab_incs,$(1)) $(LAB_BOUNDS)
 $(call lab_lib,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
-	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc -lm
+	@mkdir -p $$(dir $$@)
+	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call lab_deps_links,$(1)) -luopc -lm
+endef
+$(foreach l,$(STAGES),$(eval $(call STAGE_RULES,$(l))))
+
+define LAB_RULES
 $(BUILD)/bin/lab-$(1): $(call lab_dir,$(1))/main.c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
 	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc -lm
@@ -114,13 +141,14 @@ endef
 $(foreach l,$(LAB_IDS),$(eval $(call LAB_RULES,$(l))))
 
 LAB_BINS := $(foreach l,$(LAB_IDS),$(BUILD)/bin/lab-$(l))
-LAB_LIBS := $(foreach l,$(LAB_IDS),$(call lab_lib,$(l)))
+LAB_LIBS := $(foreach l,$(STAGES),$(call lab_lib,$(l)))
 
 # ---- tests ------------------------------------------------------------------
-# tests/uopc/test_x.c links the runtime; tests/23.N/test_x.c links lab 23.N
-# (and its earlier stages). Test-only builds with a guard removed live in
+# tests/uopc/test_x.c links the runtime; tests/core/test_x.c the compiler core
+# (and lab 23.1's symbols below it); tests/23.N/test_x.c links lab 23.N (and
+# the stages below it). Test-only builds with a guard removed live in
 # tests/broken.mk.
-TEST_SRC := $(wildcard tests/uopc/test_*.c tests/23.*/test_*.c)
+TEST_SRC := $(wildcard tests/uopc/test_*.c tests/core/test_*.c tests/23.*/test_*.c)
 TEST_BINS := $(TEST_SRC:%.c=$(BUILD)/%)
 test_lab = $(patsubst tests/%/,%,$(dir $(1)))
 
@@ -133,7 +161,7 @@ $(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
 	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
-$(foreach l,$(LAB_IDS),$(eval $(call TEST_RULES,$(l))))
+$(foreach l,$(filter-out sym,$(STAGES)),$(eval $(call TEST_RULES,$(l))))
 
 # ---- broken builds ----------------------------------------------------------
 # tests/broken/23.N.mk builds the reference with one guard removed and links a
@@ -178,7 +206,7 @@ $(BREAK)/$(1)-$(2)/obj/$(4:.c=.o): $(filter %/$(4),$(call lab_src,$(1)))
 	@mkdir -p $$(dir $$@)
 	$$(call say,CC,$$<) $$(CC) $$(CFLAGS) $$(LAB_BOUNDS) -D$(3) $(call lab_incs,$(1)) -c $$< -o $$@
 $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so: $(BREAK)/$(1)-$(2)/obj/$(4:.c=.o) $(filter-out %/$(4:.c=.o),$(call lab_objs,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
-	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' -o $$@ $$(filter %.o,$$^) $(foreach l,$(LAB_DEPS_$(1)),-llab$(subst .,_,$(l))) -luopc
+	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' -o $$@ $$(filter %.o,$$^) $(call lab_deps_links,$(1)) -luopc
 $(BREAK)/$(1)-$(2)/test_my_guard: $(call student_test,$(1)) $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so
 	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< -L$$(dir $$@) $$(LDFLAGS) \
 	  -Wl,-rpath,'$$$$ORIGIN' -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
@@ -210,10 +238,10 @@ endef
 BENCH_LABS := $(foreach l,$(LAB_IDS),$(if $(wildcard bench/bench_$(subst .,_,$(l)).c),$(l)))
 $(foreach l,$(BENCH_LABS),$(eval $(call BENCH_RULES,$(l))))
 BENCH_BINS := $(foreach l,$(BENCH_LABS),$(BUILD)/bin/bench_$(subst .,_,$(l)))
-# The compiler core lives in lab 23.1's library (labs/23.1-symbolic-dims/ir.h ...).
-$(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,23.1)
+# The compiler core alone (labs/core).
+$(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,core)
 	@mkdir -p $(dir $@)
-	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,23.1) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,23.1) -luopc
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_core
 
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
@@ -364,7 +392,7 @@ lab-23.5-plot-run: $(BUILD)/bin/bench_23_5
 
 # The checks that need a GPU (tools/gpu-check.sh): instructors with one; CI has none.
 gpu-check: setup
-	@$(MAKE) --no-print-directory IMPL=solutions all build/solutions/tests/uopc/test_cuda build/solutions/tests/23.1/test_exec_cuda build/solutions/tests/23.3/test_mirror
+	@$(MAKE) --no-print-directory IMPL=solutions all build/solutions/tests/uopc/test_cuda build/solutions/tests/core/test_exec_cuda build/solutions/tests/23.3/test_mirror
 	tools/gpu-check.sh build/solutions
 
 doctor:

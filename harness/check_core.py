@@ -1,4 +1,4 @@
-"""check_core.py: the compiler core's lowering (labs/23.1-symbolic-dims: ir.h, lower.h, exec.h)
+"""check_core.py: the compiler core's lowering (labs/core: ir.h, lower.h, exec.h)
 against NumPy on random graphs.
 
     .venv/bin/python -m harness.check_core --build build/solutions [--seed N] [--graphs N] [--only K]

@@ -1,4 +1,4 @@
-"""core_graphs.py: random graphs for the compiler core (labs/23.1-symbolic-dims/ir.h), built through
+"""core_graphs.py: random graphs for the compiler core (labs/core/ir.h), built through
 ctypes and written down as a description that the NumPy reference (core_reference.py) reads.
 
 A graph has size dims (bounded, some with a multiple), inputs (contiguous, or strided views whose

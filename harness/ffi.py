@@ -81,7 +81,8 @@ MV_MODES = {"versioned": 0, "functional": 1}                       # mv_mode, ru
 MV_STORE_PLANS = {-1: None, 0: "direct", 1: "guarded", 2: "staged"}  # mv_store_plan; -1: functional
 UOPC_SLICE_NONE = -2**63                                           # tensor.h: an omitted slice bound
 
-# Lab 23.1 (labs/23.1-symbolic-dims): the structs a caller fills or reads. check_23_1.py
+# Lab 23.1 (labs/23.1-symbolic-dims) and the kernel graph of the core (labs/core/kernel.h): the
+# structs a caller fills or reads. check_23_1.py
 # verifies each layout against the library before it uses one (sym_dim_init, sym_binding_init
 # and kernel_graph_init clear exactly sizeof of their struct).
 SYM_NAME_MAX, SYM_BINDING_MAX = 32, 32
@@ -129,7 +130,7 @@ class PlanBuffer(ctypes.Structure):
   _fields_ = [("data", ctypes.c_void_p), ("capacity", ctypes.c_int64)]
 
 
-# The compiler core (labs/23.1-symbolic-dims: ir.h, lower.h, exec.h), linked into liblab23_1.so.
+# The compiler core (labs/core: ir.h, lower.h, exec.h), libcore.so.
 # check_core.py verifies these mirrors against the library before it reads one.
 IR_OPS = ("input", "const", "neg", "abs", "exp", "log", "sqrt", "tanh", "cast", "add", "sub", "mul",
           "div", "maximum", "minimum", "pow", "less", "less_equal", "greater", "greater_equal", "equal",
@@ -357,8 +358,10 @@ class Runtime:
     return _load(self.build / "lib" / f"liblab{lab_id.replace('.', '_')}.so", LAB_API.get(lab_id, {}))
 
   def core(self):
-    """The compiler core (ir.h, lower.h, exec.h) in lab 23.1's library, with lab 23.1's API too."""
-    return _load(self.build / "lib" / "liblab23_1.so", {**LAB_API["23.1"], **CORE_API})
+    """The compiler core (labs/core: ir.h, lower.h, exec.h, kernel.h), with the symbols of lab
+    23.1 it stands on (found through the core's own dependency; lab 23.1's plans are above it)."""
+    below = {k: v for k, v in LAB_API["23.1"].items() if not k.startswith("plan_")}
+    return _load(self.build / "lib" / "libcore.so", {**below, **CORE_API})
 
   def error_name(self, code):
     return self.lib.uopc_error_name(code).decode()

@@ -13,7 +13,7 @@ py=${PYTHON:-.venv/bin/python}
 [ -x "$py" ] || py=python3
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 status=0
-for t in tests/uopc/test_cuda tests/23.1/test_exec_cuda tests/23.3/test_mirror; do
+for t in tests/uopc/test_cuda tests/core/test_exec_cuda tests/23.3/test_mirror; do
   echo "== $t"
   "$build/$t" || status=1
 done

@@ -124,6 +124,8 @@ def target(name):
     raise SystemExit(f"mutants: no {solutions.relative_to(ROOT)}: mutation testing checks the reference")
   dirs = {d: json.loads((ROOT / "harness" / "manifests" / f"{d}.json").read_text())["dir"] for d in data["deps"]}
   includes = [f"-I{data['dir']}"] + [f"-I{dirs[d]}" for d in data["deps"]]
+  if name == "23.1" or "23.1" in data["deps"]:   # the compiler core stands on 23.1 (labs/core)
+    includes.append("-Ilabs/core")
   files = sorted(str(p.relative_to(ROOT)) for p in solutions.glob("*.c"))
   handouts = {f: f"{data['dir']}/{Path(f).name}" for f in files if Path(f).name in data.get("student_files", [])}
   return Target(name, files, includes, [LAB_BOUNDS], EQUIVALENTS / f"{name}.equivalents", handouts)

@@ -3,7 +3,8 @@
 Two builds, two kinds of trust:
 
   TrustedBuild  in the grader's own tree, of what no student wrote: the runtime (libuopc.so), the
-                grade hook (libgradehook.so), the given objects of every lab, the reference
+                grade hook (libgradehook.so), the given objects of every lab and of the compiler
+                core (labs/core, linked in the scratch tree on that tree's lab 23.1), the reference
                 libraries of solutions/ and the held-out suites as objects. The project Makefile
                 does it (make -f Makefile -f harness/grading/grade.mk), once per grade.
   Workspace     a scratch tree per lab: the instructor's headers, drivers, public suites and
@@ -83,7 +84,34 @@ def experiment_tests(m):
 
 
 def lab_lib(lab, build=BUILD):
+  """The library a lab's driver and suites link first."""
   return f"{build}/lib/liblab{lab.replace('.', '_')}.so"
+
+
+# The compiler core (labs/core: given code, no student file) stands on lab 23.1's symbols and
+# loops, its own library below the core (the Makefile's stages sym, core, then 23.1's plans).
+CORE_DIR = "labs/core"
+CORE_LAB = "23.1"
+
+
+def lab_libs(lab, build=BUILD):
+  """Every library built from a lab's files: lab 23.1 has two, its symbols below the core and
+  its plans above it."""
+  below = [f"{build}/lib/liblab23_1_sym.so"] if lab == CORE_LAB else []
+  return below + [lab_lib(lab, build)]
+
+
+def links_core(m):
+  """Whether the lab links the compiler core: every lab on lab 23.1 does."""
+  return m.lab == CORE_LAB or CORE_LAB in m.deps
+
+
+def core_files():
+  return sorted(p.name for p in (ROOT / CORE_DIR).glob("*.c"))
+
+
+def core_objects():
+  return [f"{BUILD}/obj/{CORE_DIR}/{name[:-2]}.o" for name in core_files()]
 
 
 def given_files(m):
@@ -116,6 +144,10 @@ class TrustedBuild:
     labs = [f"{BUILD}/lib/libuopc.so", HOOK]
     refs, products = [], {f"{BUILD}/lib/libuopc.so": ROOT / BUILD / "lib/libuopc.so",
                           f"{BUILD}/lib/libgradehook.so": ROOT / HOOK}
+    if any(links_core(m) for m in manifests.values()):
+      for obj in core_objects():
+        labs.append(obj)
+        products[obj] = ROOT / obj
     for lab, m in manifests.items():
       for name in given_files(m):
         obj = f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o"
@@ -128,8 +160,9 @@ class TrustedBuild:
           labs.append(obj)
           products[f"hidden/{lab}/{Path(suite).stem}.o"] = ROOT / obj
       if has_solutions(m):
-        refs.append(lab_lib(lab, "build/solutions"))
-        products[f"reference/{lab_lib(lab)}"] = ROOT / lab_lib(lab, "build/solutions")
+        for lib, ref in zip(lab_libs(lab), lab_libs(lab, "build/solutions")):
+          refs.append(ref)
+          products[f"reference/{lib}"] = ROOT / ref
     ROOT.joinpath("build").mkdir(exist_ok=True)
     with open(ROOT / "build" / ".grade-lock", "w") as lock:
       fcntl.flock(lock, fcntl.LOCK_EX)     # grades run side by side (--jobs) build this once
@@ -186,6 +219,8 @@ class Workspace:
     for rel, src in products.items():
       if rel.startswith(f"hidden/{self.m.lab}/"):
         _copy(src, self.top / rel)
+    if links_core(self.m):
+      self._core(products)
     problems = []
     for lab in self.m.deps + [self.m.lab]:
       problems += self._stage(self.manifests[lab], lab == self.m.lab, products)
@@ -215,6 +250,13 @@ class Workspace:
     dst.write_bytes(got.files[EXPERIMENT_NAME])
     return ""
 
+  def _core(self, products):
+    """The compiler core: its folder (headers and given source) and its objects from the trusted
+    build; the scratch build links libcore.so from them against the tree's lab 23.1."""
+    shutil.copytree(ROOT / CORE_DIR, self.root / CORE_DIR, dirs_exist_ok=True)
+    for obj in core_objects():
+      self._place(products, obj)
+
   def _place(self, products, rel, src_key=None):
     _copy(products[src_key or rel], self.root / rel)
     self.kept.append(rel)
@@ -227,7 +269,8 @@ class Workspace:
       self.notes.append(f"lab {m.lab}: the reference's library (solutions/, as built by the grader)")
       for h in (ROOT / m.lab_dir).glob("*.h"):
         _copy(h, self.root / m.lab_dir / h.name)
-      self._place(products, lab_lib(m.lab), reference)
+      for lib in lab_libs(m.lab):
+        self._place(products, lib, f"reference/{lib}")
       return []
     shutil.copytree(ROOT / m.lab_dir, self.root / m.lab_dir, dirs_exist_ok=True)
     for name in given_files(m):
@@ -311,18 +354,20 @@ class Workspace:
       finally:
         rundir.close()
     trusted = [ROOT / BUILD / "lib/libuopc.so", ROOT / HOOK] + \
-              [ROOT / lab_lib(d, "build/solutions") for d in self.m.deps if d not in self.screened and
-               (ROOT / lab_lib(d, "build/solutions")).is_file()]
+              [ROOT / ref for d in self.m.deps if d not in self.screened
+               for ref in lab_libs(d, "build/solutions") if (ROOT / ref).is_file()] + \
+              ([ROOT / obj for obj in core_objects()] if links_core(self.m) else [])
     refusals = []
     for lab in self.screened:
-      m, lib = self.manifests[lab], self.root / lab_lib(lab)
-      if not lib.is_file():
-        continue
-      reference = ROOT / lab_lib(lab, "build/solutions")
-      allowed = screen.symbols(reference, "undefined") if reference.is_file() else set()
-      for name in given_files(m):
-        allowed |= screen.symbols(ROOT / BUILD / "obj" / m.lab_dir / f"{name[:-2]}.o", "undefined")
-      refusals += [f"refused {lab_lib(lab)}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
+      m = self.manifests[lab]
+      for rel, ref in zip(lab_libs(lab), lab_libs(lab, "build/solutions")):
+        lib, reference = self.root / rel, ROOT / ref
+        if not lib.is_file():
+          continue
+        allowed = screen.symbols(reference, "undefined") if reference.is_file() else set()
+        for name in given_files(m):
+          allowed |= screen.symbols(ROOT / BUILD / "obj" / m.lab_dir / f"{name[:-2]}.o", "undefined")
+        refusals += [f"refused {rel}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
     return refusals
 
 

@@ -1,8 +1,11 @@
-/* vcache.h: one guarded variant cache (lab 23.2, given code; lab 23.2's
- * dispatcher is an instance of it, and 23.3, 23.4, 23.5 and tensorjit build
- * on it). An op is a builder: given a call's specialisation (per input its
- * dtype, rank, each extent a dim or a constant, contiguous or strided,
- * alignment), it builds the ir graph (lab 23.1's core) computing the outputs
+/* vcache.h: one guarded variant cache (lab 23.2, given code). Lab 23.2's
+ * dispatcher is an instance of it; tensorjit grows it into the cache of
+ * traced graphs. It is built on this lab's guards (guard.h: guard_check and
+ * guard_set_check are the exercise) and keys (spec_key.h), so it lives in
+ * this lab's library, above the compiler core. An op is a builder: given a
+ * call's specialisation (per input its dtype, rank, each extent a dim or a
+ * constant, contiguous or strided, alignment), it builds the ir graph (the
+ * compiler core's, labs/core) computing the outputs
  * from the inputs the cache declared. A call checks the specialised
  * variants in order and runs the first whose guards hold (an index finds the
  * only candidate when each pins one site to a value of its own); on a miss

@@ -43,13 +43,9 @@ typedef struct mv_view {
 } mv_view;
 
 /* The affine form of a view: its element idx is element
- * offset + sum_k strides[k] * idx[k] of its storage, counted row-major. */
-typedef struct mv_layout {
-  int rank;
-  const sym_expr *shape[UOPC_MAX_RANK];
-  const sym_expr *strides[UOPC_MAX_RANK];
-  const sym_expr *offset;
-} mv_layout;
+ * offset + sum_k strides[k] * idx[k] of its storage, counted row-major (the
+ * core's ir_layout, ir.h: rank, shape, strides, offset). */
+typedef ir_layout mv_layout;
 
 /* ---- Storages and statements. */
 

@@ -128,73 +128,12 @@ int mv_view_has_broadcast(const mv_view *v) {
   return 0;
 }
 
-/* ---- The affine form, read off the core's nodes (their bounds normalised
- * by the builders: Python's clamping and negative indices already done). */
-
-static int layout_of(sym_arena *a, const ir_node *n, mv_layout *out) {
-  if (n->op == IR_INPUT) {                 /* the storage, row-major */
-    const sym_expr *stride = sym_expr_const(a, 1);
-    out->rank = n->rank;
-    for (int k = n->rank - 1; k >= 0; k--) {
-      out->strides[k] = stride;
-      stride = sym_expr_mul(a, stride, sym_expr_copy(a, n->shape[k]));
-    }
-    out->offset = sym_expr_const(a, 0);
-    return UOPC_OK;
-  }
-  int rc = layout_of(a, n->src[0], out);
-  if (rc) return rc;
-  const ir_node *src = n->src[0];
-  switch (n->op) {
-  case IR_SLICE:
-    out->offset = sym_expr_add(a, out->offset, sym_expr_mul(a, sym_expr_copy(a, n->start), out->strides[n->axis]));
-    out->strides[n->axis] = sym_expr_mul(a, out->strides[n->axis], sym_expr_copy(a, n->step));
-    break;
-  case IR_SELECT:
-    out->offset = sym_expr_add(a, out->offset, sym_expr_mul(a, sym_expr_copy(a, n->index), out->strides[n->axis]));
-    for (int k = n->axis; k < n->rank; k++) out->strides[k] = out->strides[k + 1];
-    break;
-  case IR_PERMUTE: {
-    const sym_expr *s[UOPC_MAX_RANK];
-    for (int k = 0; k < n->rank; k++) s[k] = out->strides[n->perm[k]];
-    memcpy(out->strides, s, sizeof s);
-    break;
-  }
-  case IR_EXPAND: {                        /* new leading axes and extent-1 axes read one element */
-    const sym_expr *s[UOPC_MAX_RANK], *zero = sym_expr_const(a, 0);
-    int lead = n->rank - src->rank;
-    for (int k = 0; k < n->rank; k++) {
-      int j = k - lead;
-      s[k] = j < 0 || (src->shape[j]->kind == SYM_CONST && src->shape[j]->value == 1) ? zero : out->strides[j];
-    }
-    memcpy(out->strides, s, sizeof s);
-    break;
-  }
-  default:
-    return UOPC_E_INVALID;
-  }
-  out->rank = n->rank;
-  return UOPC_OK;
-}
-
-static const sym_expr *simplified(sym_arena *a, const sym_expr *e, uopc_error *err) {
-  const sym_expr *s = NULL;
-  return e && sym_expr_simplify(a, e, &s, err) == UOPC_OK ? s : NULL;
-}
-
 int mv_view_layout(mv_program *p, const mv_view *v, mv_layout *out, uopc_error *err) {
   ir_graph *g;
   const ir_node *n;
   int rc = mv_view_on_fresh_graph(p, v, &g, &n, err);
   if (rc) return rc;
-  memset(out, 0, sizeof *out);
-  if (layout_of(p->arena, n, out)) rc = UOPC_FAIL(err, UOPC_E_INVALID, "view: a step the layout cannot express");
-  for (int k = 0; k < n->rank && !rc; k++) {
-    out->shape[k] = simplified(p->arena, sym_expr_copy(p->arena, n->shape[k]), err);
-    out->strides[k] = simplified(p->arena, out->strides[k], err);
-    if (!out->shape[k] || !out->strides[k]) rc = err->code ? err->code : UOPC_E_NOMEM;
-  }
-  if (!rc && !(out->offset = simplified(p->arena, out->offset, err))) rc = err->code ? err->code : UOPC_E_NOMEM;
+  rc = ir_view_layout(p->arena, n, out, err);
   ir_graph_free(g);
   return rc;
 }

@@ -6,9 +6,9 @@
 B233_STUDENT := $(wildcard solutions/23.3-mutation-views/*.c)
 B233_SRC := $(B233_STUDENT) $(filter-out %/main.c $(addprefix labs/23.3-mutation-views/,$(notdir $(B233_STUDENT))),\
   $(wildcard labs/23.3-mutation-views/*.c))
-B233_DEPS := $(B233_SRC) $(wildcard labs/23.3-mutation-views/*.h) $(UOPC_LIB) $(call lab_lib,23.1)
+B233_DEPS := $(B233_SRC) $(wildcard labs/23.3-mutation-views/*.h) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_23.3),$(call lab_lib,$(l)))
 b233_lib = $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_incs,23.3) -shared -o $@ $(B233_SRC) $(LDFLAGS) \
-  -Wl,-rpath,'$$ORIGIN/../../lib' -llab23_1 -luopc
+  -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.3) -luopc
 
 # alias_decide without the residue proof: two progressions whose offsets
 # differ are called disjoint, so a[1:] and a[:-1] with n >= 3 (which share

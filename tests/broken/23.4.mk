@@ -6,10 +6,10 @@
 B234_STUDENT := $(wildcard solutions/23.4-function-tracing/*.c)
 B234_SRC := $(B234_STUDENT) $(filter-out %/main.c $(addprefix labs/23.4-function-tracing/,$(notdir $(B234_STUDENT))),\
   $(wildcard labs/23.4-function-tracing/*.c))
-B234_DEPS := $(B234_SRC) $(wildcard labs/23.4-function-tracing/*.h) $(UOPC_LIB) $(call lab_lib,23.1)
-# The library with the flags in $(1); it finds liblab23_1 in the ordinary lib/.
+B234_DEPS := $(B234_SRC) $(wildcard labs/23.4-function-tracing/*.h) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_23.4),$(call lab_lib,$(l)))
+# The library with the flags in $(1); it finds the stages below it in the ordinary lib/.
 b234_lib = @mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_incs,23.4) -shared -o $@ $(B234_SRC) $(LDFLAGS) \
-  -Wl,-rpath,'$$ORIGIN/../../lib' -llab23_1 -luopc -lm
+  -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.4) -luopc -lm
 
 # tp_compare_record that records no guard: the variant traced for n = 4
 # (x + 1) holds for every call, so n = 20 reuses it instead of 2 x.

@@ -1,5 +1,5 @@
 /* exec.h: a lowered graph compiled for the CPU and called with tensors
- * (given code; the compiler core, lab 23.1).
+ * (given code; the compiler core).
  * exec_new lowers the graph (lower.h), compiles the C through uopc (or finds
  * it in the disk cache) and keeps the program. exec_bind is the shape binder:
  * it turns one call's tensors into a binding of the graph's dims, checking

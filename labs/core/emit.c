@@ -1,5 +1,5 @@
 /* emit.c: the text around the loop nests, for the C and the CUDA back end
- * (given code; the compiler core, lab 23.1). Both share the banner (what is
+ * (given code; the compiler core). Both share the banner (what is
  * computed, the graph, the dims with their bounds, the index width, the
  * reduction order, the temporaries, what the cache key covers) and the
  * parameter list: outputs, inputs, scratch, then the dims. Chapter 23.1,

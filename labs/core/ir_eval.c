@@ -1,5 +1,5 @@
 /* ir_eval.c: the graph IR evaluated element by element (given code; the
- * compiler core, lab 23.1). Each node an output needs is computed, in id
+ * compiler core). Each node an output needs is computed, in id
  * order (ids are topological), into a contiguous temporary: every element's
  * row-major index is unravelled and each operand read at the index the
  * lowering would read it at (lower_kernel.c: broadcast_idx, moved_idx,

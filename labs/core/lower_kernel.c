@@ -1,15 +1,49 @@
-/* lower_kernel.c: one materialised node's loop nest (given code; the compiler
- * core, lab 23.1). The loops run over the node's shape; the C back end opens
- * one `for` per axis, the CUDA back end one grid-stride loop over the element
- * count with the axes unravelled from it. Inside, the node's value at the
- * loop variables is stored, or, for a reduction or matmul, accumulated into
- * LANES partial sums in the order the banner states. Chapter 23.1, "One
- * lowering, two back ends". */
+/* lower_kernel.c: the lowering's second pass, one materialised node's loop
+ * nest (given code; the compiler core). It reads the plan (lower_plan.c) from
+ * the program and uses no later pass. The loops run over the node's shape;
+ * the C back end opens one `for` per axis, the CUDA back end one grid-stride
+ * loop over the element count with the axes unravelled from it. Inside, the
+ * node's value at the loop variables is stored, or, for a reduction or
+ * matmul, accumulated into LANES partial sums in the order the banner states.
+ * Chapter 23.1, "One lowering, two back ends". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lower_internal.h"
+
+/* ---- Expressions in the text. */
+
+/* *width = 64 when a part of e may leave int32, 65 when one may leave int64.
+ * The C text computes every part in the index type, so every part must fit,
+ * not only the whole (and an interval that saturated and then shrank, as
+ * i0*s - o, still says that a part passed int64). */
+static int part_width(const sym_expr *e, int *width, uopc_error *err) {
+  sym_interval iv;
+  int rc = sym_expr_interval(e, &iv, err);
+  if (rc) return rc;
+  if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) *width = 65;
+  else if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) *width = *width > 64 ? *width : 64;
+  if (e->kind == SYM_CONST || e->kind == SYM_DIM || *width > 64) return UOPC_OK;
+  rc = part_width(e->a, width, err);
+  return rc ? rc : part_width(e->b, width, err);
+}
+
+int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what) {
+  const sym_expr *s;
+  int width = 32;
+  int rc = sym_expr_simplify(c->n.arena, e, &s, c->n.err);
+  if (!rc) rc = part_width(s, &width, c->n.err);
+  if (rc) return rc;
+  if (width > 64) {
+    char text[256] = "?";
+    sym_expr_format(s, text, sizeof text, NULL);
+    return UOPC_FAIL(c->n.err, UOPC_E_OVERFLOW, "lower: %s %s may pass int64 within the dims' bounds",
+                     what, text);
+  }
+  if (width == 64) c->needs64 = 1;
+  return sym_expr_to_c(s, buf, size, c->n.err);
+}
 
 static const sym_expr *simp(lower_ctx *c, const sym_expr *e) {
   const sym_expr *s = NULL;

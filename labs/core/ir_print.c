@@ -1,4 +1,4 @@
-/* ir_print.c: the graph IR as text (given code; the compiler core, lab 23.1).
+/* ir_print.c: the graph IR as text (given code; the compiler core).
  * One node a line, operands by number, parameters after them, then the
  * node's dtype and symbolic shape: students, tests and the banners of
  * generated files read it. Chapter 23.1, "The graph IR". */

@@ -1,15 +1,15 @@
-/* lower.c: the graph IR to loop nests (given code; the compiler core, lab 23.1).
- * Lowering plans the buffers and parameters, then writes each materialised
- * node's loop nest: a value is computed at an index vector (one expression per
- * axis, in loop variables); a movement op rewrites the vector, an elementwise
- * op combines its operands' values at the same vector, and a materialised
- * node is a load. Back-end differences (loop headers, qualifiers, special
- * constants) live in emit.c. Chapter 23.1, "One lowering, two back ends". */
+/* lower_plan.c: the lowering's first pass (given code; the compiler core).
+ * Planning decides, before any text is written, which nodes are materialised
+ * (the outputs, every reduction and matmul, a matmul's computed operands) and
+ * so the buffers, the dims the parameters carry, the scratch layout of the
+ * temporaries, the index width and the extents a max needs non-empty; its
+ * last step, the signature, waits for the text (which may widen the index).
+ * Later passes read the plan from the program; this file uses none of them.
+ * Chapter 23.1, "One lowering, two back ends". */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lower.h"
 #include "lower_internal.h"
 
 /* ---- Planning: buffers, dims, the index width. */
@@ -230,7 +230,7 @@ static int plan_index(lower_program *p, uopc_error *err) {
   return UOPC_OK;
 }
 
-static int plan_signature(lower_program *p, uopc_error *err) {
+int lower_plan_signature(lower_program *p, uopc_error *err) {
   int n = p->n_buffers + (p->n_temps ? 1 - p->n_temps : 0) + p->n_dims;
   if (n >= UOPC_SIGNATURE_MAX)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "lower: '%s' needs %d parameters, at most %d", p->entry, n,
@@ -243,7 +243,7 @@ static int plan_signature(lower_program *p, uopc_error *err) {
   return UOPC_OK;
 }
 
-static int check_outputs(const ir_graph *g, const ir_node *const *outputs, int n, const char *entry,
+int lower_plan_check_outputs(const ir_graph *g, const ir_node *const *outputs, int n, const char *entry,
                          uopc_error *err) {
   if (!g || !outputs || n < 1) return UOPC_FAIL(err, UOPC_E_INVALID, "lower: no outputs");
   if (ir_graph_error(g)->code != UOPC_OK)
@@ -274,98 +274,17 @@ static int plan_nonempty(lower_program *p, const unsigned char *used, uopc_error
   return UOPC_OK;
 }
 
-int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
-                      int n_outputs, const char *entry, lower_backend backend, uopc_error *err) {
-  return lower_program_new_flags(out, g, outputs, n_outputs, entry, backend, 0, err);
-}
+/* ---- The pass. */
 
-int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
-                            int n_outputs, const char *entry, lower_backend backend, unsigned flags,
-                            uopc_error *err) {
-  int rc = check_outputs(g, outputs, n_outputs, entry, err);
-  if (rc) return rc;
-  lower_program *p = calloc(1, sizeof *p);
-  unsigned char *used = calloc((size_t)ir_graph_node_count(g) + 1, 1);
-  if (!p || !used) {
-    free(p);
-    free(used);
-    return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
-  }
-  snprintf(p->entry, sizeof p->entry, "%s", entry);
-  p->backend = backend;
-  p->flags = flags & LOWER_MAY_ALIAS;
-  p->graph = g;
-  p->n_outputs = n_outputs;
-  for (int k = 0; k < n_outputs; k++) mark(outputs[k], used);
-  rc = plan_buffers(p, outputs, used, err);
+int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err) {
+  unsigned char *used = calloc((size_t)ir_graph_node_count(p->graph) + 1, 1);
+  if (!used) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
+  for (int k = 0; k < p->n_outputs; k++) mark(outputs[k], used);
+  int rc = plan_buffers(p, outputs, used, err);
   if (!rc) rc = plan_dims(p, used, err);
   if (!rc) rc = plan_scratch(p, err);
   if (!rc) rc = plan_index(p, err);
   if (!rc) rc = plan_nonempty(p, used, err);
-  if (!rc) rc = lower_emit_source(p, err);       /* may widen the index and re-emit */
-  if (!rc) rc = plan_signature(p, err);
   free(used);
-  if (rc) { lower_program_free(p); return rc; }
-  *out = p;
-  return UOPC_OK;
-}
-
-void lower_program_free(lower_program *p) {
-  if (!p) return;
-  free(p->buffers);
-  free(p->kernel_buffer);
-  free(p->dims);
-  free(p->nonempty);
-  codegen_text_fini(&p->source);
-  free(p);
-}
-
-int lower_kernel_threads(const lower_program *p, int k, const sym_binding *b, int64_t *threads,
-                         uopc_error *err) {
-  const ir_node *n = p->buffers[p->kernel_buffer[k]].node;
-  int64_t total = 1;
-  for (int a = 0; a < n->rank; a++) {
-    int64_t v;
-    int rc = sym_expr_eval(n->shape[a], b, &v, err);
-    if (rc) return rc;
-    if (__builtin_mul_overflow(total, v, &total))
-      return UOPC_FAIL(err, UOPC_E_OVERFLOW, "kernel %d of '%s': thread count overflows", k, p->entry);
-  }
-  *threads = total;
-  return UOPC_OK;
-}
-
-/* ---- Expressions in the text. */
-
-/* *width = 64 when a part of e may leave int32, 65 when one may leave int64.
- * The C text computes every part in the index type, so every part must fit,
- * not only the whole (and an interval that saturated and then shrank, as
- * i0*s - o, still says that a part passed int64). */
-static int part_width(const sym_expr *e, int *width, uopc_error *err) {
-  sym_interval iv;
-  int rc = sym_expr_interval(e, &iv, err);
-  if (rc) return rc;
-  if (iv.lo == INT64_MIN || iv.hi == INT64_MAX) *width = 65;
-  else if (iv.lo < INT32_MIN || iv.hi > INT32_MAX) *width = *width > 64 ? *width : 64;
-  if (e->kind == SYM_CONST || e->kind == SYM_DIM || *width > 64) return UOPC_OK;
-  rc = part_width(e->a, width, err);
-  return rc ? rc : part_width(e->b, width, err);
-}
-
-/* The C text of e (simplified) into buf; widens the index type to 64 bits
- * when a part of e may leave int32, and refuses what may leave int64. */
-int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what) {
-  const sym_expr *s;
-  int width = 32;
-  int rc = sym_expr_simplify(c->n.arena, e, &s, c->n.err);
-  if (!rc) rc = part_width(s, &width, c->n.err);
-  if (rc) return rc;
-  if (width > 64) {
-    char text[256] = "?";
-    sym_expr_format(s, text, sizeof text, NULL);
-    return UOPC_FAIL(c->n.err, UOPC_E_OVERFLOW, "lower: %s %s may pass int64 within the dims' bounds",
-                     what, text);
-  }
-  if (width == 64) c->needs64 = 1;
-  return sym_expr_to_c(s, buf, size, c->n.err);
+  return rc;
 }

@@ -1,5 +1,5 @@
 /* exec.c: compiling a lowered graph and calling it with tensors (given code;
- * the compiler core, lab 23.1). The binder reads every extent, stride and
+ * the compiler core). The binder reads every extent, stride and
  * offset of the call's tensors once and checks it against the graph's
  * expression for it, so a kernel never runs on a shape it was not planned
  * for. Chapter 23.1, "Running a graph". */

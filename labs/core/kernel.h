@@ -1,7 +1,8 @@
 /* kernel.h: a small operation graph over f32 tensors with symbolic shapes
- * (lab 23.1). Nodes carry a dtype and a shape of simplified expressions;
- * plan_new (plan.h) translates a graph into the compiler core's IR (ir.h),
- * which every later lab builds on, and lowers it there. */
+ * (given code; the compiler core's smallest front end). Nodes carry a dtype
+ * and a shape of simplified expressions; kernel_graph_to_ir rebuilds a graph
+ * in the core's IR (ir.h), which lab 23.1's plans (plan.h) and lab 23.2's
+ * variants lower. */
 #ifndef KERNEL_H
 #define KERNEL_H
 

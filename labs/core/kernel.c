@@ -1,4 +1,4 @@
-/* kernel.c: building the operation graph (lab 23.1).
+/* kernel.c: building the operation graph (given code; the compiler core).
  * Builders check dtypes and shapes as nodes are added, so the code generator
  * can assume a well-formed graph. */
 #include <ctype.h>

@@ -1,4 +1,4 @@
-/* ir.c: building the graph IR (given code; the compiler core, lab 23.1).
+/* ir.c: building the graph IR (given code; the compiler core).
  * Each builder checks its operands, computes the node's shape by its op's
  * rule and appends the node. Nodes live in chunks that never move, so a node
  * pointer stays valid while the graph grows. Chapter 23.1, "The graph IR". */

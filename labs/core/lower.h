@@ -1,5 +1,5 @@
 /* lower.h: one lowering of the graph IR to loops, and its two back ends
- * (given code; the compiler core, lab 23.1).
+ * (given code; the compiler core).
  * A program computes a graph's outputs. Lowering decides which nodes are
  * materialised (the outputs, and every reduction or matmul, into planned
  * temporaries), the kernel parameters (outputs, inputs, scratch, then each dim

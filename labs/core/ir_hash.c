@@ -1,5 +1,5 @@
 /* ir_hash.c: a structural hash of what a graph computes (given code; the
- * compiler core, lab 23.1). Each node mixes its op, dtype, shape, parameters
+ * compiler core). Each node mixes its op, dtype, shape, parameters
  * and its operands' hashes, never its id, so the same graph built in another
  * node order hashes alike. Lab 23.2's variant keys carry it as their "graph"
  * part. Chapter 23.2, "One variant cache for every graph". */

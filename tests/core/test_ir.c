@@ -756,6 +756,28 @@ static void test_ir_print_movement_and_casts(void **state) {
                "out2 = %5\n");
 }
 
+/* The affine form of a chain of views: a strided input's own strides and
+ * offset, rewritten by a slice and a permute; an op that computes refused. */
+static void test_ir_view_layout_of_a_strided_input(void **state) {
+  core *c = *state;
+  uopc_error err = {0};
+  const sym_expr *n = dim(c, "n", 4, 64), *m = dim(c, "m", 1, 64);
+  const sym_expr *s0 = dim(c, "s0", 1, 1024), *o = dim(c, "o", 0, 1024);
+  const ir_node *x = ok_node(c, ir_input_view(c->g, "x", UOPC_F32, 2, SHAPE(n, m), SHAPE(s0, cst(c, 1)), o), "x");
+  const ir_node *s = ok_node(c, ir_slice(c->g, x, 0, 1, UOPC_SLICE_NONE, 2), "x[1::2]");
+  const ir_node *t = ok_node(c, ir_permute(c->g, s, (const int[]){1, 0}), "x[1::2].T");
+  ir_layout l;
+  assert_uopc_ok(ir_view_layout(c->a, t, &l, &err), err);
+  assert_int_equal(l.rank, 2);
+  assert_string_equal(expr_text(l.offset), "o + s0");   /* row 1 of the input's memory */
+  assert_string_equal(expr_text(l.strides[0]), "1");
+  assert_string_equal(expr_text(l.strides[1]), "s0*2");
+  assert_string_equal(expr_text(l.shape[0]), "m");
+  assert_string_equal(expr_text(l.shape[1]), expr_text(t->shape[1]));
+  assert_int_equal(ir_view_layout(c->a, ok_node(c, ir_unary(c->g, IR_EXP, x), "exp(x)"), &l, &err), UOPC_E_INVALID);
+  assert_non_null(strstr(err.message, "cannot express"));
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
   const struct CMUnitTest tests[] = {
@@ -825,6 +847,7 @@ int main(void) {
     T(test_ir_graph_has_no_node_cap),
     T(test_ir_print_small_graph_exact_text),
     T(test_ir_print_movement_and_casts),
+    T(test_ir_view_layout_of_a_strided_input),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
-/* test_ir_hash.c: the compiler core's structural graph hash (given code
- * beside lab 23.1), which lab 23.2's variant keys carry. */
+/* test_ir_hash.c: the compiler core's structural graph hash (given code,
+ * labs/core/ir_hash.c), which lab 23.2's variant keys carry. */
 #include "ir.h"
 #include "testutil.h"
 

@@ -1,5 +1,5 @@
 /* exec_cuda.h: a lowered graph run on the GPU (given code; the compiler
- * core, lab 23.1). The CUDA back end of lower.h writes one __global__
+ * core). The CUDA back end of lower.h writes one __global__
  * function per loop nest; exec_cuda_new compiles them as one module through
  * uopc (NVRTC or nvcc, PTX cached on disk like C), and exec_cuda_run binds
  * host tensors with the very binder of exec.h, copies the inputs to the

@@ -1,5 +1,5 @@
 /* exec_cuda.c: a lowered graph compiled for the GPU and called with host
- * tensors (given code; the compiler core, lab 23.1). Every device buffer
+ * tensors (given code; the compiler core). Every device buffer
  * lives for one call: an input's copy covers its storage from the base to
  * the last byte the view reaches, so the pointer the kernel takes (element 0,
  * or the base when the offset is an expression) lies inside the copy. */

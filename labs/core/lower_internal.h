@@ -1,5 +1,7 @@
-/* lower_internal.h: what lower.c, lower_kernel.c and emit.c share (given
- * code; the compiler core, lab 23.1). Not for callers. */
+/* lower_internal.h: what the lowering's passes share (given code; the
+ * compiler core). Not for callers. The passes run in sequence and each file
+ * calls only those before it: lower_plan.c, lower_kernel.c, emit.c, then
+ * lower.c, the pipeline. */
 #ifndef LOWER_INTERNAL_H
 #define LOWER_INTERNAL_H
 
@@ -31,6 +33,22 @@ typedef struct lower_ctx {
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */
 } lower_ctx;
 
+/* ---- Pass 1, lower_plan.c: the plan, into the program. */
+
+/* UOPC_E_INVALID unless outputs are n nodes of g (which has no error) and
+ * entry is a C identifier of at most 47 characters. */
+int lower_plan_check_outputs(const ir_graph *g, const ir_node *const *outputs, int n, const char *entry,
+                             uopc_error *err);
+/* Buffers, dims, scratch, the index width and the non-empty extents of p,
+ * whose graph, outputs count, backend and flags are set. */
+int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err);
+/* The signature, once the text has settled the index width. */
+int lower_plan_signature(lower_program *p, uopc_error *err);
+
+/* ---- Pass 2, lower_kernel.c: loop nests. */
+
+/* The C text of e (simplified) into buf; widens the index type to 64 bits
+ * when a part of e may leave int32, and refuses what may leave int64. */
 int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, const char *what);
 
 /* 1 when reduction n keeps its source's last axis: its elements are added
@@ -38,6 +56,9 @@ int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, cons
 int lower_reduces_serially(const ir_node *n);
 /* Appends kernel k's loop nest (C) or __global__ body (CUDA). */
 int lower_emit_kernel(lower_ctx *c, int k);
+
+/* ---- Pass 3, emit.c: the text around the nests. */
+
 /* The whole text: banner, prelude, then the function(s). */
 int lower_emit_source(lower_program *p, uopc_error *err);
 

@@ -157,6 +157,25 @@ const ir_node *ir_matmul(ir_graph *g, const ir_node *a, const ir_node *b);
  * 23.2) carry it. */
 uint64_t ir_graph_hash(const ir_graph *g, const ir_node *const *outputs, int n_outputs);
 
+/* The affine form of a view: its element idx is element
+ * offset + sum_k strides[k] * idx[k] of the memory under the input it views.
+ * Every expression is simplified, in the arena given to ir_view_layout. */
+typedef struct ir_layout {
+  int rank;
+  const sym_expr *shape[UOPC_MAX_RANK];
+  const sym_expr *strides[UOPC_MAX_RANK];
+  const sym_expr *offset;
+} ir_layout;
+
+/* The affine form of n, a chain of movement nodes (slice, select, permute,
+ * expand) over an input: a contiguous input counts row-major, a strided one
+ * from its own strides and offset. Built in a (the graph's arena, or another
+ * that outlives the result: each expression is copied). Lab 23.3's alias
+ * proofs and its executor read views through it. Errors: UOPC_E_INVALID (a
+ * node the form cannot express: an op that computes, a reshape), those of
+ * sym_expr. */
+int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err);
+
 /* "(n, 3)" for messages; "()" for a scalar. */
 void ir_shape_format(const ir_node *n, char *buf, size_t size);
 /* dtype name for the printer and messages: "f32", ..., "bool". */

@@ -1,0 +1,83 @@
+/* ir_layout.c: the affine form of a view (given code; the compiler core).
+ * A chain of movement nodes over an input reads element
+ * offset + sum_k strides[k] * idx[k] of the input's memory: each slice,
+ * select, permute and expand rewrites the strides and offset of the chain
+ * below it. The builders have normalised every bound already (Python's
+ * clamping and negative indices), so the form is read off the nodes as they
+ * are. Lab 23.3's alias proofs and executor ask it about a program's views;
+ * it lives here because it is a fact about the IR's nodes, which views and
+ * outputs of later stages share. */
+#include <string.h>
+#include "ir.h"
+
+/* The form in out, unsimplified; UOPC_E_INVALID at a node it cannot express. */
+static int layout_of(sym_arena *a, const ir_node *n, ir_layout *out) {
+  if (n->op == IR_INPUT) {
+    out->rank = n->rank;
+    if (!n->contiguous) {                  /* a strided input: its own strides and offset */
+      for (int k = 0; k < n->rank; k++) out->strides[k] = sym_expr_copy(a, n->strides[k]);
+      out->offset = n->offset ? sym_expr_copy(a, n->offset) : sym_expr_const(a, 0);
+      return UOPC_OK;
+    }
+    const sym_expr *stride = sym_expr_const(a, 1);   /* row-major */
+    for (int k = n->rank - 1; k >= 0; k--) {
+      out->strides[k] = stride;
+      stride = sym_expr_mul(a, stride, sym_expr_copy(a, n->shape[k]));
+    }
+    out->offset = sym_expr_const(a, 0);
+    return UOPC_OK;
+  }
+  if (n->op != IR_SLICE && n->op != IR_SELECT && n->op != IR_PERMUTE && n->op != IR_EXPAND)
+    return UOPC_E_INVALID;
+  int rc = layout_of(a, n->src[0], out);
+  if (rc) return rc;
+  const ir_node *src = n->src[0];
+  switch (n->op) {
+  case IR_SLICE:
+    out->offset = sym_expr_add(a, out->offset, sym_expr_mul(a, sym_expr_copy(a, n->start), out->strides[n->axis]));
+    out->strides[n->axis] = sym_expr_mul(a, out->strides[n->axis], sym_expr_copy(a, n->step));
+    break;
+  case IR_SELECT:
+    out->offset = sym_expr_add(a, out->offset, sym_expr_mul(a, sym_expr_copy(a, n->index), out->strides[n->axis]));
+    for (int k = n->axis; k < n->rank; k++) out->strides[k] = out->strides[k + 1];
+    break;
+  case IR_PERMUTE: {
+    const sym_expr *s[UOPC_MAX_RANK];
+    for (int k = 0; k < n->rank; k++) s[k] = out->strides[n->perm[k]];
+    memcpy(out->strides, s, sizeof s);
+    break;
+  }
+  default: {                               /* IR_EXPAND: new leading axes and extent-1 axes read one element */
+    const sym_expr *s[UOPC_MAX_RANK], *zero = sym_expr_const(a, 0);
+    int lead = n->rank - src->rank;
+    for (int k = 0; k < n->rank; k++) {
+      int j = k - lead;
+      s[k] = j < 0 || (src->shape[j]->kind == SYM_CONST && src->shape[j]->value == 1) ? zero : out->strides[j];
+    }
+    memcpy(out->strides, s, sizeof s);
+    break;
+  }
+  }
+  out->rank = n->rank;
+  return UOPC_OK;
+}
+
+static const sym_expr *simplified(sym_arena *a, const sym_expr *e, uopc_error *err) {
+  const sym_expr *s = NULL;
+  return e && sym_expr_simplify(a, e, &s, err) == UOPC_OK ? s : NULL;
+}
+
+int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err) {
+  if (!a || !n || !out) return UOPC_FAIL(err, UOPC_E_INVALID, "ir_view_layout: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (layout_of(a, n, out))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "view: a step the layout cannot express (%%%d = %s)", n->id,
+                     ir_op_info_of(n->op)->name);
+  for (int k = 0; k < n->rank; k++) {
+    out->shape[k] = simplified(a, sym_expr_copy(a, n->shape[k]), err);
+    out->strides[k] = simplified(a, out->strides[k], err);
+    if (!out->shape[k] || !out->strides[k]) return err->code ? err->code : UOPC_E_NOMEM;
+  }
+  if (!(out->offset = simplified(a, out->offset, err))) return err->code ? err->code : UOPC_E_NOMEM;
+  return UOPC_OK;
+}
