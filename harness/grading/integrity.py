@@ -21,6 +21,8 @@ honest score of that code). Most attacks are graded with the grader's static scr
   interposition  the library defines cmocka's group runner and memcmp (graded with the library
                  screen on: it must refuse them)
   screened       the cmocka attack with every screen on: refused before the build
+  leak           a constructor prints a marker and the held-out binary's own strings: they must
+                 not reach a held-out test's entry in results.json (only its verdict and points)
 
 Then: no process the attacks started is alive, no file they aimed at outside the sandbox exists,
 results.json is as the grader wrote it, and the grader's tree (everything but build/) hashes as
@@ -144,6 +146,21 @@ def attacks(token, results_path):
 int memcmp(const void *a, const void *b, size_t n) { (void)a; (void)b; (void)n; return 0; }
 """, "refused"),
     "screened": ("the cmocka attack, graded with every screen on", "all", cmocka, "refused"),
+    "leak": ("a constructor prints a marker and the held-out binary's own strings into every failure", "none",
+             CTOR % f"""  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  printf("LEAK-{token} ");
+  if (n > 0) {{
+    self[n] = '\\0';
+    FILE *f = fopen(self, "rb");   /* the suite's own binary: its assertions' text */
+    char buf[65536];
+    size_t got = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    for (size_t i = 0; i + 8 < got; i++)
+      if (memcmp(buf + i, "sym_dim_", 8) == 0) {{ fwrite(buf + i, 1, 40, stdout); break; }}
+  }}
+  printf("\\n");
+  fflush(stdout);""", "leak"),
   }
 
 
@@ -258,6 +275,8 @@ def main(argv=None):
     claims.say(s.earned <= honest.earned and not passed,
                f"{name}: {what}: {s.earned:g}/{s.possible:g}" + (f", screen {screen}" if screen != "all" else ""),
                [f"passed: {', '.join(passed)}"] if passed else _why(s, extra))
+    if extra == "leak":
+      claims.say(*leak_claim(manifests[LAB], out_dir / f"{name}.json", token))
   time.sleep(1.5)   # the daemon's grandchildren would write now
   daemon = json.loads((out_dir / "daemon.json").read_text()) if (out_dir / "daemon.json").exists() else {}
   claims.say(not escaped(token) and not Path(f"/tmp/uopc-escaped-{token}").exists() and
@@ -270,6 +289,20 @@ def main(argv=None):
              [f"changed: {', '.join(changed[:8])} (an edit made while the tests ran also counts)"] if changed else [])
   print(f"{claims.passed} passed, {claims.failed} failed")
   return 1 if claims.failed else 0
+
+
+def leak_claim(m, path, token):
+  """(ok, text, details): the marker reached a visible test's output in results.json (so the attack
+  printed) and no held-out test's."""
+  hidden = {t.id for t in m.tests if t.hidden}
+  entries = json.loads(path.read_text())["tests"] if path.exists() else []
+  held = [e for e in entries if e["name"].split(" ")[1].rstrip(":") in hidden]
+  seen = [e["name"] for e in entries if e not in held and token in e["output"]]
+  leaked = [e["name"] for e in held if token in e["output"] or "sym_dim_" in e["output"]]
+  ok = bool(held) and bool(seen) and not leaked
+  return ok, (f"leak: {len(held)} held-out tests say only their verdict and points in results.json "
+              f"(the marker reached {len(seen)} visible ones)"), \
+      [f"leaked into: {', '.join(leaked)}"] if leaked else [] if ok else [f"held-out entries {len(held)}, marked {len(seen)}"]
 
 
 def _why(score, extra):

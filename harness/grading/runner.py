@@ -51,6 +51,15 @@ def capabilities():
   return {"cuda-compiler": bool(nvcc), "gpu": gpu}
 
 
+def held_out_output(test, r):
+  """What results.json says of a held-out test that did not pass: its verdict and points, never
+  what it printed. A held-out binary links student code, which can read the binary's own data
+  (its assertions, its inputs) and print it into the failure; that text stays in the grader's
+  log (Gradescope hides stdout from students), where an instructor reads it."""
+  points = f"{test.points:g} point{'' if test.points == 1 else 's'}"
+  return f"{r.verdict}: a held-out test, worth {points}; what it printed stays in the instructor's log"
+
+
 def replay_base(lab, opts):
   parts = [".venv/bin/python -m harness.grade", lab]
   if opts.submission:
@@ -277,5 +286,7 @@ class LabGrader:
                        [f"{r.verdict}" + (f": {r.detail}" if r.detail else "")])
     if r.table and r.passed:
       output += "\n" + "\n".join(tables.counter_table(r.table))
+    if test.hidden and not r.passed:
+      output = held_out_output(test, r)
     self.number += 1
     self.results.add(self.m.lab, f"{self.m.lab}.{self.number}", test, r, earned, counted, scrub.test_output(output))
