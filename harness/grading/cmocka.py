@@ -1,7 +1,8 @@
 """cmocka.py: runs one cmocka case in its own sandboxed process and judges it.
 
 The suite binary was linked with the grade hook (grade_hook.c), which selects the case
-(UOPC_GRADE_CASE) and, when the suite's main returns, reports its status (cmocka's count of
+(UOPC_GRADE_CASE, removed from the environment before student code runs, so that it cannot
+key on the case) and, when the suite's main returns, reports its status (cmocka's count of
 failed cases) over a channel the student's code cannot write to. So the verdict rests on that
 record, not on what the process prints: a signal is a CRASH, a timeout a TIMEOUT, no record
 (exit(), _exit() or a forged summary before main returned) EXITED EARLY; then main must have

@@ -14,7 +14,9 @@
  *     reports "main returned <status>" (and with UOPC_GRADE_COUNTERS=1 the process counters)
  *     over the channel. A program that exits, crashes or execs before main returns sends
  *     nothing, and the parent reads that as "exited early";
- *   - with UOPC_GRADE_CASE=name it selects that one cmocka case before main runs.
+ *   - with UOPC_GRADE_CASE=name it selects that one cmocka case before main runs;
+ *   - it removes every UOPC_GRADE_* variable from the environment before any other code runs,
+ *     so student code sees the environment of a student's own run.
  *
  * Without UOPC_GRADE_CHANNEL in the environment it does nothing, so a scratch binary still runs
  * by hand. What it cannot stop is code that rewrites this library's memory (it runs in the same
@@ -154,12 +156,35 @@ static const char *env_get(char **envp, const char *name) {
   return NULL;
 }
 
+/* What the grader told this process, kept here once the environment forgets it. */
+static char case_name[256];
+static int want_counters;
+
+/* Removes every UOPC_GRADE_* variable from the environment, its bytes included (they are what
+ * /proc/self/environ shows), so that student code, which runs after this, cannot tell from its
+ * environment that it is graded, or which case runs: it sees a student's own run. */
+static void forget_grade_env(char **envp) {
+  int out = 0;
+  for (int in = 0; envp && envp[in]; in++) {
+    if (strncmp(envp[in], "UOPC_GRADE_", 11) == 0) {
+      memset(envp[in], 0, strlen(envp[in]));
+      continue;
+    }
+    envp[out++] = envp[in];
+  }
+  if (envp) envp[out] = NULL;
+}
+
 /* Runs before every other constructor (-z initfirst), so before any student code. */
 __attribute__((constructor)) static void grade_hook_early(int argc, char **argv, char **envp) {
   (void)argc; (void)argv;
   struct stat st;
   if (!env_get(envp, "UOPC_GRADE_CHANNEL") || fstat(GRADE_HOOK_FD, &st) != 0 || !S_ISSOCK(st.st_mode))
     return;   /* run by hand, or a descendant that did not inherit the channel */
+  const char *name = env_get(envp, "UOPC_GRADE_CASE"), *counters = env_get(envp, "UOPC_GRADE_COUNTERS");
+  if (name) snprintf(case_name, sizeof case_name, "%s", name);
+  want_counters = counters && *counters == '1';
+  forget_grade_env(envp);
   fcntl(GRADE_HOOK_FD, F_SETFD, FD_CLOEXEC);
   active = 1;
   protected_ = install_filter() == 0;
@@ -175,9 +200,8 @@ static void report(int status) {
   }
   static char record[RECORD_MAX];
   size_t len = (size_t)snprintf(record, sizeof record, "grade-hook 1 %s\n", protected_ ? "protected" : "unprotected");
-  const char *counters = getenv("UOPC_GRADE_COUNTERS");
   void (*print)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "uopc_counters_print");
-  FILE *f = counters && *counters == '1' && print ? fmemopen(record + len, sizeof record - len - 64, "w") : NULL;
+  FILE *f = want_counters && print ? fmemopen(record + len, sizeof record - len - 64, "w") : NULL;
   if (f) {
     setvbuf(f, NULL, _IONBF, 0);
     print(f);
@@ -190,13 +214,8 @@ static void report(int status) {
 }
 
 static int grade_main(int argc, char **argv, char **envp) {
-  const char *name = getenv("UOPC_GRADE_CASE");
   void (*filter)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "cmocka_set_test_filter");
-  static char case_name[256];
-  if (name && filter) {
-    snprintf(case_name, sizeof case_name, "%s", name);
-    filter(case_name);
-  }
+  if (case_name[0] && filter) filter(case_name);
   int status = program_main.fn(argc, argv, envp);
   fflush(NULL);
   report(status);

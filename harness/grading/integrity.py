@@ -21,6 +21,8 @@ honest score of that code). Most attacks are graded with the grader's static scr
   interposition  the library defines cmocka's group runner and memcmp (graded with the library
                  screen on: it must refuse them)
   screened       the cmocka attack with every screen on: refused before the build
+  env            a constructor looks for UOPC_GRADE_* in its environment and /proc/self/environ:
+                 the hook has removed them before any student code runs
   leak           a constructor prints a marker and the held-out binary's own strings: they must
                  not reach a held-out test's entry in results.json (only its verdict and points)
 
@@ -161,6 +163,15 @@ int memcmp(const void *a, const void *b, size_t n) { (void)a; (void)b; (void)n; 
   }}
   printf("\\n");
   fflush(stdout);""", "leak"),
+    "env": ("a constructor looks for the grader's variables in its environment and /proc/self/environ", "none",
+            CTOR % f"""  int seen = getenv("UOPC_GRADE_CASE") || getenv("UOPC_GRADE_CHANNEL") || getenv("UOPC_GRADE_COUNTERS");
+  FILE *f = fopen("/proc/self/environ", "rb");
+  char buf[65536];
+  size_t got = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) fclose(f);
+  for (size_t i = 0; i + 11 <= got && !seen; i++) seen = memcmp(buf + i, "UOPC_GRADE_", 11) == 0;
+  printf("ENV-{token}-%s\\n", seen ? "seen" : "none");
+  fflush(stdout);""", "env"),
   }
 
 
@@ -277,6 +288,8 @@ def main(argv=None):
                [f"passed: {', '.join(passed)}"] if passed else _why(s, extra))
     if extra == "leak":
       claims.say(*leak_claim(manifests[LAB], out_dir / f"{name}.json", token))
+    if extra == "env":
+      claims.say(*env_claim(out_dir / f"{name}.json", token))
   time.sleep(1.5)   # the daemon's grandchildren would write now
   daemon = json.loads((out_dir / "daemon.json").read_text()) if (out_dir / "daemon.json").exists() else {}
   claims.say(not escaped(token) and not Path(f"/tmp/uopc-escaped-{token}").exists() and
@@ -303,6 +316,15 @@ def leak_claim(m, path, token):
   return ok, (f"leak: {len(held)} held-out tests say only their verdict and points in results.json "
               f"(the marker reached {len(seen)} visible ones)"), \
       [f"leaked into: {', '.join(leaked)}"] if leaked else [] if ok else [f"held-out entries {len(held)}, marked {len(seen)}"]
+
+
+def env_claim(path, token):
+  """(ok, text, details): the attack printed what it found into some test's output, and it found
+  none of the grader's variables in any."""
+  outputs = [e["output"] for e in json.loads(path.read_text())["tests"]] if path.exists() else []
+  none, seen = sum(f"ENV-{token}-none" in o for o in outputs), sum(f"ENV-{token}-seen" in o for o in outputs)
+  return (none > 0 and seen == 0, f"env: no test process saw a UOPC_GRADE_* variable ({none} outputs say so)",
+          [f"{seen} saw one, {none} did not"] if seen or not none else [])
 
 
 def _why(score, extra):
