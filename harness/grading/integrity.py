@@ -21,6 +21,7 @@ honest score of that code). Most attacks are graded with the grader's static scr
   interposition  the library defines cmocka's group runner and memcmp (graded with the library
                  screen on: it must refuse them)
   screened       the cmocka attack with every screen on: refused before the build
+  macro          the same with its constructor spelled through a #define: refused too
   env            a constructor looks for UOPC_GRADE_* in its environment and /proc/self/environ:
                  the hook has removed them before any student code runs
   leak           a constructor prints a marker and the held-out binary's own strings: they must
@@ -148,6 +149,10 @@ def attacks(token, results_path):
 int memcmp(const void *a, const void *b, size_t n) { (void)a; (void)b; (void)n; return 0; }
 """, "refused"),
     "screened": ("the cmocka attack, graded with every screen on", "all", cmocka, "refused"),
+    "macro": ("the cmocka attack with its constructor spelled through a macro, every screen on", "all",
+              "#define EARLY __attribute__((constructor))\n" +
+              cmocka.replace("__attribute__((constructor)) static void attack", "EARLY static void attack"),
+              "refused"),
     "leak": ("a constructor prints a marker and the held-out binary's own strings into every failure", "none",
              CTOR % f"""  char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -11,7 +11,9 @@ comments and spacing:
     not use (and without ##, which could build one);
   - in what is the student's (bodies and added items) no asm, no #pragma or _Pragma, no
     attribute that runs code before main or redirects a symbol (constructor, ifunc, alias,
-    section, ...), and no call that writes the process counters.
+    section, ...), and no call that writes the process counters; the same holds inside a
+    #define's body, which may not spell an attribute (or a forbidden attribute's name) at all,
+    since the code that uses the macro shows only its name.
 
 After the build, the lab's library (built in the sandbox) is read with binutils in the sandbox:
 it may not define a name that the C library, cmocka, the runtime, the grade hook or an earlier
@@ -33,8 +35,8 @@ TOKEN = re.compile(r"""
   | (?P<ident>[A-Za-z_]\w*)
   | (?P<number>\.?\d(?:[\w.]|[eEpP][+-])*)
   | (?P<punct>\.\.\.|<<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^!=<>]=|\#\#|[^\s\w])
-  | (?P<space>\s+)
-""", re.X | re.S | re.M)
+  | (?P<space>\n|[^\S\n]+)
+""", re.X | re.S | re.M)   # space: a newline alone, so that the next line's indentation cannot hide a directive from ^
 STUB = re.compile(r"Lab \d+\.\d+: write (\w+) here")
 FORBIDDEN_WORDS = {"asm", "__asm", "__asm__", "_Pragma", "uopc_counter_add", "uopc_counter_slot",
                    "uopc_counter_bump", "uopc_counters_reset", "uopc_counters_write_json"}
@@ -185,8 +187,24 @@ def _directive(d, given_words):
       return [f"{d}: redefines {m.group(1)}, which the given code uses"]
     if "##" in d:
       return [f"{d}: token pasting (##) is not allowed in a student file"]
-    return []
+    return _macro_body(d)
   return [f"{d}: this directive is not allowed in a student file"]
+
+
+def _macro_body(d):
+  """Refusals for what a #define's body would put in the code where it is used: what the screen
+  refuses in code is refused in a macro too, and so is any attribute or forbidden attribute name
+  on its own (a macro spelling __attribute__, or constructor, would pass the code's check)."""
+  m = re.match(r"#\s*define\s+\w+(\([^)]*\))?(.*)", d, re.S)
+  if not m:
+    return []
+  body = [t.group(0) for t in TOKEN.finditer(m.group(2).replace("\\\n", " "))
+          if t.lastgroup not in ("space", "comment")]
+  found = [f"{d.strip()[:80]}: in a macro: {r}" for r in _forbidden(body)]
+  bad = sorted({t for t in body if t in ("__attribute__", "__attribute", "__declspec") or t in FORBIDDEN_ATTRIBUTES})
+  found += [f"{d.strip()[:80]}: a macro may not spell {t} (the screen could not see it where the macro is used)"
+            for t in bad]
+  return found
 
 
 def _forbidden(toks):
@@ -203,6 +221,8 @@ def _forbidden(toks):
       word = re.match(r"#\s*(\w*)", t).group(1)
       if word in ("pragma", "include", "line"):
         found.append(f"{t}: this directive is not allowed inside a function")
+      elif word == "define":
+        found += _macro_body(t)
   return sorted(set(found))
 
 

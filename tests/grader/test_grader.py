@@ -150,6 +150,26 @@ class ScreenTest(unittest.TestCase):
       self.assertIn(word, " ".join(self.refusals(self.HANDOUT + added + "\n")), added)
     self.assertIn("asm", self.refusals(self.HANDOUT.replace("return -1;", "__asm__(\"nop\"); return -1;"))[0])
 
+  def test_a_macro_cannot_spell_what_the_code_may_not(self):
+    # Each pair: a macro, and its use in an added item or in f's body, which alone would pass.
+    for macro, use, word in (
+        ("#define RUN_FIRST __attribute__((constructor))", "static RUN_FIRST void c(void) {}", "constructor"),
+        ("#define ATTR __attribute__", "static void ATTR((constructor)) c(void) {}", "__attribute__"),
+        ("#define FIRST constructor", "static void __attribute__((FIRST)) c(void) {}", "constructor"),
+        ("#define NOP __asm__(\"nop\")", "static void c(void) { NOP; }", "asm"),
+        ("#define COUNT(n) uopc_counter_add(\"plans built\", n)", "static void c(void) { COUNT(1); }",
+         "uopc_counter_add"),
+        ("#define CTOR(f) static void __attribute__((constructor)) f(void)", "CTOR(c) {}", "constructor")):
+      got = " ".join(self.refusals(self.HANDOUT + macro + "\n" + use + "\n"))
+      self.assertIn(word, got, macro)
+      self.assertIn("macro", got, macro)
+    inside = self.HANDOUT.replace("return -1;", "#define RUN __asm__(\"nop\")\n  RUN; return -1;")
+    self.assertIn("in a macro: uses __asm__", " ".join(self.refusals(inside)))
+    pragma = self.HANDOUT.replace("return -1;", "#pragma GCC optimize(\"O0\")\n  return -1;")
+    self.assertIn("not allowed inside a function", " ".join(self.refusals(pragma)))   # indented, too
+    plain = self.HANDOUT.replace("int f(int v)", "#define SQUARE(x) ((x) * (x))\nint f(int v)")
+    self.assertEqual(self.refusals(plain.replace("return -1;", "return SQUARE(v);")), [])
+
 
 class RemoteTest(unittest.TestCase):
   def test_a_view_round_trips_and_aliases_stay_one_buffer(self):
