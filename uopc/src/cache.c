@@ -5,11 +5,11 @@
  * with one rename, so readers see a whole entry or none, and when several
  * processes build the same key the first rename wins and the rest use it.
  * Entries leave the same way, by one rename into tmp/: a corrupted one here,
- * the least recently used past the size limit in cache_evict.c. */
+ * the least recently used past the size limit in cache_evict.c. The top of
+ * the cache's layers (internal.h): it calls the four below it, and none of
+ * them calls it. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,6 @@
 #include "internal.h"
 
 #define MANIFEST_MAX 65536
-#define READ_FILE_MAX (64 << 20)
 #define STALE_SECONDS (24 * 60 * 60)
 
 static int join(char out[PATH_MAX], uopc_error *err, const char *fmt, const char *a, const char *b) {
@@ -120,16 +119,6 @@ int uopc_cache_entry_dir(const uopc_cache *c, const char *entry, const char *key
   if (snprintf(out, PATH_MAX, "%s/%s-%s", c->dir, entry, key) >= PATH_MAX)
     return UOPC_FAIL(err, UOPC_E_INVALID, "cache entry path for '%s' is longer than PATH_MAX (%d)", entry, PATH_MAX);
   return UOPC_OK;
-}
-
-static int unlink_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st; (void)flag; (void)ftw;
-  remove(path);
-  return 0;
-}
-
-void uopc_remove_tree(const char *path) {
-  nftw(path, unlink_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Moves an entry aside before deleting it, so that no reader ever sees it
@@ -308,40 +297,4 @@ void uopc_cache_keep_failed(const uopc_cache *c, const char *staging, const char
   }
   uopc_remove_tree(kept);
   if (rename(staging, kept) != 0) snprintf(kept, PATH_MAX, "%s", staging);
-}
-
-int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *err) {
-  int fd = uopc_fault_hit(UOPC_FAULT_CACHE_WRITE) ? (errno = ENOSPC, -1)
-                                                 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return UOPC_FAIL(err, UOPC_E_IO, "cannot create '%s': %m", path);
-  const char *p = data;
-  while (n > 0) {
-    ssize_t put = write(fd, p, n);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) { close(fd); return UOPC_FAIL(err, UOPC_E_IO, "cannot write '%s': %m", path); }
-    p += put;
-    n -= (size_t)put;
-  }
-  if (close(fd) != 0) return UOPC_FAIL(err, UOPC_E_IO, "cannot write '%s': %m", path);
-  return UOPC_OK;
-}
-
-int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return UOPC_FAIL(err, UOPC_E_IO, "cannot open '%s': %m", path);
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || st.st_size > READ_FILE_MAX) {
-    fclose(f);
-    return UOPC_FAIL(err, UOPC_E_IO, "'%s' is larger than %d bytes, or cannot be read", path, READ_FILE_MAX);
-  }
-  char *buf = malloc((size_t)st.st_size + 1);
-  size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-  int bad = ferror(f) || getc(f) != EOF;   /* it must not have grown meanwhile */
-  fclose(f);
-  if (!buf) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory to read '%s'", path);
-  if (bad || got != (size_t)st.st_size) { free(buf); return UOPC_FAIL(err, UOPC_E_IO, "cannot read '%s' whole", path); }
-  buf[got] = '\0';
-  *data = buf;
-  *n = got;
-  return UOPC_OK;
 }

@@ -7,8 +7,10 @@
  * directory until the total is down to 90 % of the limit, so that the next
  * publishes need no eviction. Moving first, as discarding does, means that a
  * reader finds an entry whole or not at all; a process that loses an entry
- * between its lookup and dlopen builds it again (program.c, cuda.c). */
-#include <dirent.h>
+ * between its lookup and dlopen builds it again (program.c, cuda.c).
+ * A layer above cache_stats.c (the total it reads and writes) and
+ * cache_scan.c (the listing it evicts from), and below cache.c, which calls it
+ * after each publish and discard: it never calls up into either. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,84 +19,10 @@
 #include "uopc/counters.h"
 #include "internal.h"
 
-#define KEY_HEX 64
-#define NAME_MAX_LEN (UOPC_ENTRY_MAX + 1 + KEY_HEX)   /* <entry>-<key> */
-
-typedef struct entry_use {
-  struct timespec used;
-  int64_t bytes;
-  char name[NAME_MAX_LEN + 1];
-} entry_use;
-
-typedef struct listing {
-  entry_use *v;
-  size_t n, cap;
-} listing;
-
-int64_t uopc_cache_tree_size(const char *entry_dir) {
-  DIR *d = opendir(entry_dir);
-  struct stat st;
-  if (!d) return 0;
-  int64_t total = fstat(dirfd(d), &st) == 0 ? (int64_t)st.st_blocks * 512 : 0;
-  for (struct dirent *e; (e = readdir(d));)
-    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-      total += (int64_t)st.st_blocks * 512;
-  closedir(d);
-  return total;
-}
-
-int uopc_cache_is_entry_name(const char *name) {
-  size_t n = strlen(name);
-  if (n < KEY_HEX + 2 || n > NAME_MAX_LEN || name[n - KEY_HEX - 1] != '-') return 0;
-  return strspn(name + n - KEY_HEX, "0123456789abcdef") == KEY_HEX;
-}
-
-static int list_add(listing *l, const char *name, struct timespec used, int64_t bytes, uopc_error *err) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 256;
-    entry_use *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return UOPC_FAIL(err, UOPC_E_NOMEM, "no memory to list %zu cache entries", cap);
-    l->v = v;
-    l->cap = cap;
-  }
-  entry_use *u = &l->v[l->n++];
-  u->used = used;
-  u->bytes = bytes;
-  memcpy(u->name, name, strlen(name) + 1);   /* an entry name: checked to fit */
-  return UOPC_OK;
-}
-
-/* Totals the entries into r and, when l is not NULL, lists them. tmp/,
- * failed/ and the stats files are not entries. */
-static int list_entries(const char *dir, listing *l, uopc_cache_record *r, uopc_error *err) {
-  DIR *d = opendir(dir);
-  if (!d) return UOPC_FAIL(err, UOPC_E_IO, "cannot read cache directory '%s': %m", dir);
-  char path[PATH_MAX];
-  struct stat st;
-  int rc = UOPC_OK;
-  r->entries = r->bytes = 0;
-  for (struct dirent *e; rc == UOPC_OK && (e = readdir(d));) {
-    if (!uopc_cache_is_entry_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISDIR(st.st_mode) || snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
-      continue;
-    int64_t bytes = uopc_cache_tree_size(path);
-    r->entries++;
-    r->bytes += bytes;
-    if (l) rc = list_add(l, e->d_name, st.st_mtim, bytes, err);
-  }
-  closedir(d);
-  r->known = rc == UOPC_OK;
-  return rc;
-}
-
-int uopc_cache_scan(const char *dir, uopc_cache_record *r, uopc_error *err) {
-  return list_entries(dir, NULL, r, err);
-}
-
 /* Least recently used first; the name breaks ties, so the order is the same
  * in every process. */
 static int older_first(const void *a, const void *b) {
-  const entry_use *x = a, *y = b;
+  const uopc_cache_entry_use *x = a, *y = b;
   if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
   if (x->used.tv_nsec != y->used.tv_nsec) return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
   return strcmp(x->name, y->name);
@@ -102,12 +30,12 @@ static int older_first(const void *a, const void *b) {
 
 /* Moves entries, oldest first and never keep, into trash until r's total is
  * at most low. An entry that will not move stays, and stays counted. */
-static int64_t move_oldest(const char *dir, const listing *l, const char *keep, int64_t low,
+static int64_t move_oldest(const char *dir, const uopc_cache_listing *l, const char *keep, int64_t low,
                            const char *trash, uopc_cache_record *r) {
   char from[PATH_MAX], to[PATH_MAX];
   int64_t moved = 0;
   for (size_t i = 0; i < l->n && r->bytes > low; i++) {
-    const entry_use *u = &l->v[i];
+    const uopc_cache_entry_use *u = &l->v[i];
     if ((keep && strcmp(u->name, keep) == 0) || snprintf(from, sizeof from, "%s/%s", dir, u->name) >= PATH_MAX ||
         snprintf(to, sizeof to, "%s/%s", trash, u->name) >= PATH_MAX)
       continue;
@@ -124,8 +52,8 @@ static int64_t move_oldest(const char *dir, const listing *l, const char *keep, 
  * down to 90 % of the limit. */
 static int evict(const uopc_cache *c, uopc_cache_record *r, const char *keep, char trash[PATH_MAX],
                  uopc_error *err) {
-  listing l = {0};
-  int rc = list_entries(c->dir, &l, r, err);
+  uopc_cache_listing l = {0};
+  int rc = uopc_cache_list_entries(c->dir, &l, r, err);
   if (rc == UOPC_OK && r->bytes > c->max_size) {
     if (snprintf(trash, PATH_MAX, "%s/tmp/trash-XXXXXX", c->dir) >= PATH_MAX || !mkdtemp(trash)) {
       rc = UOPC_FAIL(err, UOPC_E_IO, "cannot make a trash directory in '%s/tmp' to evict into: %m", c->dir);

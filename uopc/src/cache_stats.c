@@ -6,7 +6,9 @@
  * next. A hit
  * writes nothing: a process keeps its events until it writes the file anyway
  * (a publish or a discard in that cache), until they are a minute old, or
- * until it exits. */
+ * until it exits. It stands on file.c (the file read whole) and cache_scan.c
+ * (a cache with no total yet is counted by a scan); eviction and entries
+ * call it, never the other way round. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,10 +1,11 @@
 /* internal.h: the runtime's internal modules (not for labs).
  * sha256 (hashing through OpenSSL's libcrypto), spawn (run a program from an
- * argument vector and capture its output), cache (the disk cache's directory,
- * entries and atomic publication), cache_stats (its statistics file and lock),
- * cache_evict (its size limit and LRU eviction), compiler (a compiler's
- * identity), and the helpers that tensor.c shares with tensor_view.c and
- * tensor_copy.c. */
+ * argument vector and capture its output), the disk cache in five layers
+ * (file: whole files and trees; cache_scan: reading a cache's entries;
+ * cache_stats: its statistics file and lock; cache_evict: its size limit and
+ * LRU eviction; cache: its directory, entries and atomic publication),
+ * compiler (a compiler's identity), nvrtc, build (the one build pipeline),
+ * and the helpers that tensor.c shares with tensor_view.c and tensor_copy.c. */
 #ifndef UOPC_INTERNAL_H
 #define UOPC_INTERNAL_H
 
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "uopc/error.h"
 #include "uopc/fault.h"
 #include "uopc/tensor.h"
@@ -45,12 +47,126 @@ int uopc_spawn(char *const argv[], const char *cwd, uopc_spawn_result *res, uopc
  * path with symlinks resolved. Errors: UOPC_E_INVALID when not found. */
 int uopc_find_program(const char *name, char resolved[PATH_MAX], uopc_error *err);
 
-/* ---- cache.c ---- */
+/* ---- the disk cache, in layers ----
+ * Five files, listed bottom up: each calls only those listed before it, never
+ * one after, so no call runs back up into a caller:
+ *   file.c         whole files and directory trees (build.c, compiler.c and
+ *                  nvrtc.c use it too)
+ *   cache_scan.c   reading a cache directory's entries: sizes, names, totals
+ *   cache_stats.c  the statistics file, its lock, and events not yet written
+ *   cache_evict.c  the size limit: the running total, LRU eviction, touch
+ *   cache.c        the cache's directory and its entries: lookup, staging,
+ *                  publication, discarding
+ * Their sections below come in the same order, after the types they share. */
+
+/* An open cache (uopc_cache_open, cache.c). */
 typedef struct uopc_cache {
   char dir[PATH_MAX];
   int64_t max_size;   /* bytes, from UOPC_CACHE_MAX_SIZE; 0: no limit */
 } uopc_cache;
 
+#define UOPC_CACHE_DEFAULT_MAX_SIZE ((int64_t)1 << 30)   /* 1 GiB */
+#define UOPC_CACHE_SIZE_MAX ((int64_t)1 << 60)
+#define UOPC_CACHE_TOUCH_SECONDS 60   /* "used" is recorded at most this often */
+#define UOPC_ENTRY_MAX 64        /* the longest entry name (build.c); "calls <entry>" then fits a counter name */
+#define UOPC_CACHE_KEY_HEX 64    /* a key: SHA-256 in hex */
+#define UOPC_CACHE_NAME_MAX (UOPC_ENTRY_MAX + 1 + UOPC_CACHE_KEY_HEX)   /* <entry>-<key> */
+
+typedef enum uopc_cache_event {
+  UOPC_CACHE_HITS, UOPC_CACHE_MISSES, UOPC_CACHE_EVICTIONS, UOPC_CACHE_CORRUPTED, UOPC_CACHE_EVENTS
+} uopc_cache_event;
+
+typedef struct uopc_cache_record {
+  int known;                            /* 0: no stats file, or no total in it */
+  int64_t entries, bytes;               /* the running total of the entries */
+  int64_t events[UOPC_CACHE_EVENTS];    /* every process's events, as written */
+} uopc_cache_record;
+
+/* ---- file.c: whole files and trees ---- */
+/* Writes a whole file (creating or replacing). Errors: UOPC_E_IO. */
+int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *err);
+/* Reads a whole file (at most 64 MiB) into a NUL-terminated malloc'd buffer
+ * that the caller frees. Errors: UOPC_E_IO, UOPC_E_NOMEM. */
+int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err);
+/* Removes a directory tree (staging dirs, corrupted entries). */
+void uopc_remove_tree(const char *path);
+
+/* ---- cache_scan.c: a cache directory's entries, read ----
+ * An entry's size is its files' disk usage (st_blocks, as du counts). */
+int64_t uopc_cache_tree_size(const char *entry_dir);
+/* 1 when name has the form <entry>-<64 hex digits> of an entry's directory. */
+int uopc_cache_is_entry_name(const char *name);
+
+/* One entry as the listing holds it. */
+typedef struct uopc_cache_entry_use {
+  struct timespec used;    /* its directory's mtime: its publish, or a hit's touch */
+  int64_t bytes;
+  char name[UOPC_CACHE_NAME_MAX + 1];
+} uopc_cache_entry_use;
+
+typedef struct uopc_cache_listing {
+  uopc_cache_entry_use *v;   /* malloc'd: the caller frees it */
+  size_t n, cap;
+} uopc_cache_listing;
+
+/* Totals the entries of dir into r (r->known 1 on success) and, when l is not
+ * NULL, adds each to l, which starts {0}. tmp/, failed/ and the stats files
+ * are not entries. Errors: UOPC_E_IO, UOPC_E_NOMEM (l could not grow). */
+int uopc_cache_list_entries(const char *dir, uopc_cache_listing *l, uopc_cache_record *r, uopc_error *err);
+/* Counts the entries and their bytes by reading the whole cache (only where
+ * no running total exists yet; eviction lists them instead). Errors: UOPC_E_IO. */
+int uopc_cache_scan(const char *dir, uopc_cache_record *r, uopc_error *err);
+
+/* ---- cache_stats.c: the statistics file, its lock, and events not yet written ----
+ * <cache>/stats holds the running total (entries, bytes) that the size limit
+ * is checked against, and the events counted across processes. It is
+ * rewritten whole, in place, while <cache>/lock is held. */
+
+/* Parses a size as UOPC_CACHE_MAX_SIZE takes it: digits, then optionally K,
+ * M, G or T (powers of 1024); "0" is no limit. name is for the message.
+ * Errors: UOPC_E_INVALID naming name, the text and the form or the limit. */
+int uopc_cache_parse_size(const char *name, const char *text, int64_t *bytes, uopc_error *err);
+/* UOPC_CACHE_MAX_SIZE, or the default when unset or empty. Errors: as above. */
+int uopc_cache_max_size(int64_t *bytes, uopc_error *err);
+
+/* Counts an event of the cache at dir: the runtime's counter of that name
+ * now, the stats file later (at the next publish or discard there, a minute
+ * after the first unwritten one, or at exit): a hit writes nothing. */
+void uopc_cache_count(const char *dir, uopc_cache_event ev, int64_t n);
+/* Writes every cache's unwritten events now (exit does it too). */
+void uopc_cache_stats_flush(void);
+
+/* Takes <dir>/lock (flock, exclusive; waits). Returns the descriptor to pass
+ * to uopc_cache_unlock. Errors: UOPC_E_IO. */
+int uopc_cache_lock(const char *dir, int *fd, uopc_error *err);
+void uopc_cache_unlock(int fd);
+/* Reads <dir>/stats into r (the caller holds the lock); a missing or garbled
+ * file leaves r->known 0 and the counts it could not read at 0. */
+void uopc_cache_record_read(const char *dir, uopc_cache_record *r);
+/* With the lock held: adds this process's unwritten events of dir to r and
+ * writes r whole. On failure they stay unwritten. Errors: UOPC_E_IO. */
+int uopc_cache_record_write(const char *dir, uopc_cache_record *r, uopc_error *err);
+
+/* Prints the statistics as `ccache -s` does, one "label  value" line each,
+ * every line after prefix (the debug knob passes "uopc: "). A cache that does
+ * not exist yet prints zeros; one without a stats file is scanned. */
+void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size);
+
+/* ---- cache_evict.c: the size limit, least recently used first ---- */
+/* With the lock held, after an entry was published (+1, its bytes) or moved
+ * aside (-1, minus its bytes): updates the running total (a scan when there
+ * is none yet), evicts past the limit down to 90 % of it, least recently
+ * used first and never the entry keep, and writes the stats file. Evicted
+ * entries are moved into trash (a new directory under <cache>/tmp, its path
+ * written there; "" when none), which the caller removes after unlocking.
+ * Errors: UOPC_E_IO (the stats file or the trash could not be written). */
+int uopc_cache_account(const uopc_cache *c, int64_t entries, int64_t bytes, const char *keep,
+                       char trash[PATH_MAX], uopc_error *err);
+/* Marks an entry used now, unless it was marked less than
+ * UOPC_CACHE_TOUCH_SECONDS ago (st: its directory's, from the lookup). */
+void uopc_cache_touch(const char *entry_dir, const struct stat *st);
+
+/* ---- cache.c: the cache's directory and its entries ---- */
 /* Resolves dir (NULL: $UOPC_CACHE_DIR, $XDG_CACHE_HOME/uopc, ~/.cache/uopc),
  * creates it with mode 0700 and refuses one that others could write or that
  * another user owns; reads the size limit. Errors: UOPC_E_UNSAFE_CACHE (names
@@ -97,88 +213,10 @@ int uopc_cache_discard(const uopc_cache *c, const char *entry, const char *key);
 /* The same for an entry's directory. */
 int uopc_cache_discard_dir(const uopc_cache *c, const char *entry_dir);
 
-/* Removes a directory tree (staging dirs, corrupted entries). */
-void uopc_remove_tree(const char *path);
-
 /* Keeps a failed build for reading: moves staging to <cache>/failed/<entry>-<key>
  * and writes its path into kept. */
 void uopc_cache_keep_failed(const uopc_cache *c, const char *staging, const char *entry,
                             const char *key, char kept[PATH_MAX]);
-
-/* Writes a whole file (creating or replacing). Errors: UOPC_E_IO. */
-int uopc_write_file(const char *path, const void *data, size_t n, uopc_error *err);
-/* Reads a whole file (at most 64 MiB) into a NUL-terminated malloc'd buffer
- * that the caller frees. Errors: UOPC_E_IO, UOPC_E_NOMEM. */
-int uopc_read_file(const char *path, char **data, size_t *n, uopc_error *err);
-
-/* ---- cache_stats.c: the statistics file, its lock, and events not yet written ----
- * <cache>/stats holds the running total (entries, bytes) that the size limit
- * is checked against, and the events counted across processes. It is
- * rewritten whole, in place, while <cache>/lock is held. */
-#define UOPC_CACHE_DEFAULT_MAX_SIZE ((int64_t)1 << 30)   /* 1 GiB */
-#define UOPC_CACHE_SIZE_MAX ((int64_t)1 << 60)
-#define UOPC_CACHE_TOUCH_SECONDS 60   /* "used" is recorded at most this often */
-
-typedef enum uopc_cache_event {
-  UOPC_CACHE_HITS, UOPC_CACHE_MISSES, UOPC_CACHE_EVICTIONS, UOPC_CACHE_CORRUPTED, UOPC_CACHE_EVENTS
-} uopc_cache_event;
-
-typedef struct uopc_cache_record {
-  int known;                            /* 0: no stats file, or no total in it */
-  int64_t entries, bytes;               /* the running total of the entries */
-  int64_t events[UOPC_CACHE_EVENTS];    /* every process's events, as written */
-} uopc_cache_record;
-
-/* Parses a size as UOPC_CACHE_MAX_SIZE takes it: digits, then optionally K,
- * M, G or T (powers of 1024); "0" is no limit. name is for the message.
- * Errors: UOPC_E_INVALID naming name, the text and the form or the limit. */
-int uopc_cache_parse_size(const char *name, const char *text, int64_t *bytes, uopc_error *err);
-/* UOPC_CACHE_MAX_SIZE, or the default when unset or empty. Errors: as above. */
-int uopc_cache_max_size(int64_t *bytes, uopc_error *err);
-
-/* Counts an event of the cache at dir: the runtime's counter of that name
- * now, the stats file later (at the next publish or discard there, a minute
- * after the first unwritten one, or at exit): a hit writes nothing. */
-void uopc_cache_count(const char *dir, uopc_cache_event ev, int64_t n);
-/* Writes every cache's unwritten events now (exit does it too). */
-void uopc_cache_stats_flush(void);
-
-/* Takes <dir>/lock (flock, exclusive; waits). Returns the descriptor to pass
- * to uopc_cache_unlock. Errors: UOPC_E_IO. */
-int uopc_cache_lock(const char *dir, int *fd, uopc_error *err);
-void uopc_cache_unlock(int fd);
-/* Reads <dir>/stats into r (the caller holds the lock); a missing or garbled
- * file leaves r->known 0 and the counts it could not read at 0. */
-void uopc_cache_record_read(const char *dir, uopc_cache_record *r);
-/* With the lock held: adds this process's unwritten events of dir to r and
- * writes r whole. On failure they stay unwritten. Errors: UOPC_E_IO. */
-int uopc_cache_record_write(const char *dir, uopc_cache_record *r, uopc_error *err);
-
-/* Prints the statistics as `ccache -s` does, one "label  value" line each,
- * every line after prefix (the debug knob passes "uopc: "). A cache that does
- * not exist yet prints zeros; one without a stats file is scanned. */
-void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size);
-
-/* ---- cache_evict.c: the size limit, least recently used first ----
- * An entry's size is its files' disk usage (st_blocks, as du counts). */
-int64_t uopc_cache_tree_size(const char *entry_dir);
-/* 1 when name has the form <entry>-<64 hex digits> of an entry's directory. */
-int uopc_cache_is_entry_name(const char *name);
-/* Counts the entries and their bytes by reading the whole cache (only where
- * no running total exists yet, and for eviction). Errors: UOPC_E_IO. */
-int uopc_cache_scan(const char *dir, uopc_cache_record *r, uopc_error *err);
-/* With the lock held, after an entry was published (+1, its bytes) or moved
- * aside (-1, minus its bytes): updates the running total (a scan when there
- * is none yet), evicts past the limit down to 90 % of it, least recently
- * used first and never the entry keep, and writes the stats file. Evicted
- * entries are moved into trash (a new directory under <cache>/tmp, its path
- * written there; "" when none), which the caller removes after unlocking.
- * Errors: UOPC_E_IO (the stats file or the trash could not be written). */
-int uopc_cache_account(const uopc_cache *c, int64_t entries, int64_t bytes, const char *keep,
-                       char trash[PATH_MAX], uopc_error *err);
-/* Marks an entry used now, unless it was marked less than
- * UOPC_CACHE_TOUCH_SECONDS ago (st: its directory's, from the lookup). */
-void uopc_cache_touch(const char *entry_dir, const struct stat *st);
 
 /* ---- compiler.c ---- */
 typedef struct uopc_compiler {
@@ -215,7 +253,6 @@ int uopc_nvrtc_compile(const char *source, const char *name, int n_options,
  * What differs between compilers is a back end: gcc (C to a shared object),
  * NVRTC and nvcc (CUDA C to PTX). program.c and cuda.c only load what a build
  * produced. */
-#define UOPC_ENTRY_MAX 64        /* "calls <entry>" then fits a counter name */
 #define UOPC_BUILD_FIELDS 4
 
 typedef struct uopc_build uopc_build;
