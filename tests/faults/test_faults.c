@@ -140,7 +140,7 @@ static void test_fault_spawn_is_not_consulted_after_an_earlier_failure(void **st
 #endif
 }
 
-/* ---- the size limit and the statistics (cache_evict.c, cache_stats.c) ---- */
+/* ---- the size limit and the statistics (cache_evict.c, cache_scan.c, cache_stats.c) ---- */
 
 static uopc_program *construct(const char *tag) {
   char source[512];

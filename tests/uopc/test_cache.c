@@ -1,5 +1,5 @@
 /* test_cache.c: the disk cache's size limit, LRU eviction and statistics
- * (uopc/src/cache_evict.c and cache_stats.c, section 23.6 "The cache on
+ * (uopc/src/cache_evict.c, cache_scan.c and cache_stats.c, section 23.6 "The cache on
  * disk"). Each case runs on a cache of its own; the internal header gives the
  * running total and the stats record to compare with what the disk holds. */
 #include "uopc/uopc.h"
