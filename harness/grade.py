@@ -83,7 +83,7 @@ def grade(args):
                  seed, lengths, set(args.only), user, args.check, args.keep)
   what = str(args.submission) if args.submission else f"{args.impl}/ of this tree"
   print(f"grading {what}: labs {', '.join(labs)}; held-out draws: seed={seed} lengths={lengths}"
-        f" (replay with --seed {seed} --lengths {lengths}); timeout scale {sandbox.timeout_scale():g}", flush=True)
+        f" (replay with --seed {seed} --lengths {lengths}); {sandbox.timeout_scale_text()}", flush=True)
   contained = sandbox.describe(user)
   print("\n".join(contained[:1] if args.check else contained), flush=True)
   results = ResultsFile(args.output)

@@ -71,11 +71,55 @@ class Mounts:
   over: list = field(default_factory=list)
 
 
+# Every time limit of a grade is its manifest's, times a scale measured once, at the start: the
+# median of five compiles of a small kernel (what the slow tests spend their time on) against
+# the same compile on the development machine, idle. So a grade on a busy or slow machine gets
+# the time it needs, never less than the manifest's, and a verdict does not depend on the
+# machine's speed. UOPC_GRADE_TIMEOUT_SCALE=x sets the scale instead (at least 0.1).
+CALIBRATION_SOURCE = ("#include <stdint.h>\nvoid kernel(float *restrict out, const float *restrict x, int64_t n) {\n"
+                      "  for (int64_t i = 0; i < n; i++) out[i] = x[i] * x[i] + 1.0f;\n}\n")
+CALIBRATION_BASELINE_S = 0.030   # gcc 12 -O2 -shared of it: 2 cores of an AMD EPYC, idle
+CALIBRATION_MAX = 8.0
+_scale = None
+
+
+def _measured_scale():
+  """(scale, seconds of the median compile), or (1, None) when gcc cannot be run."""
+  with tempfile.TemporaryDirectory(prefix="uopc-calibrate-") as d:
+    src = os.path.join(d, "k.c")
+    with open(src, "w") as f:
+      f.write(CALIBRATION_SOURCE)
+    times = []
+    for k in range(5):
+      start = time.monotonic()
+      done = subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-o", os.path.join(d, f"k{k}.so"), src],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+      if done.returncode != 0:
+        return 1.0, None
+      times.append(time.monotonic() - start)
+  median = sorted(times)[2]
+  return min(max(median / CALIBRATION_BASELINE_S, 1.0), CALIBRATION_MAX), median
+
+
 def timeout_scale():
-  try:
-    return max(float(os.environ.get(TIMEOUT_SCALE_ENV, "1")), 0.1)
-  except ValueError:
-    return 1.0
+  """The factor every time limit of this grade is multiplied by (measured once per process)."""
+  global _scale
+  if _scale is None:
+    try:
+      _scale = (max(float(os.environ[TIMEOUT_SCALE_ENV]), 0.1), None) if TIMEOUT_SCALE_ENV in os.environ \
+        else _measured_scale()
+    except ValueError:
+      _scale = _measured_scale()
+  return _scale[0]
+
+
+def timeout_scale_text():
+  """How the scale was chosen, for the grade's first line."""
+  scale = timeout_scale()
+  if _scale[1] is None:
+    return f"timeout scale {scale:g}" + (f" ({TIMEOUT_SCALE_ENV})" if TIMEOUT_SCALE_ENV in os.environ else "")
+  return (f"timeout scale {scale:.2g} (a kernel compiles in {_scale[1] * 1000:.0f} ms here, "
+          f"{CALIBRATION_BASELINE_S * 1000:.0f} ms on the reference machine; {TIMEOUT_SCALE_ENV}=x sets it)")
 
 
 def base_env(home, cache):
