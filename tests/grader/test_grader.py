@@ -171,6 +171,32 @@ class ScreenTest(unittest.TestCase):
     self.assertEqual(self.refusals(plain.replace("return -1;", "return SQUARE(v);")), [])
 
 
+class TimeoutScaleTest(unittest.TestCase):
+  """Time limits scale with the machine: measured when a grade starts, or set by the knob."""
+
+  def setUp(self):
+    self.saved = (sandbox._scale, os.environ.pop(sandbox.TIMEOUT_SCALE_ENV, None), sandbox.CALIBRATION_BASELINE_S)
+    sandbox._scale = None
+
+  def tearDown(self):
+    sandbox._scale, knob, sandbox.CALIBRATION_BASELINE_S = self.saved
+    os.environ.pop(sandbox.TIMEOUT_SCALE_ENV, None)
+    if knob is not None:
+      os.environ[sandbox.TIMEOUT_SCALE_ENV] = knob
+
+  def test_the_knob_sets_the_scale(self):
+    os.environ[sandbox.TIMEOUT_SCALE_ENV] = "2.5"
+    self.assertEqual(sandbox.timeout_scale(), 2.5)
+    self.assertIn(sandbox.TIMEOUT_SCALE_ENV, sandbox.timeout_scale_text())
+
+  def test_a_slow_machine_gets_more_time_up_to_eight_times_and_a_fast_one_never_less(self):
+    sandbox.CALIBRATION_BASELINE_S = 1e-6          # every compile here is "slow"
+    self.assertEqual(sandbox.timeout_scale(), sandbox.CALIBRATION_MAX)
+    self.assertIn("ms here", sandbox.timeout_scale_text())
+    sandbox._scale, sandbox.CALIBRATION_BASELINE_S = None, 1e6   # every compile here is "fast"
+    self.assertEqual(sandbox.timeout_scale(), 1.0)
+
+
 class RemoteTest(unittest.TestCase):
   def test_a_view_round_trips_and_aliases_stay_one_buffer(self):
     class Lab:
