@@ -293,12 +293,15 @@ MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(
 
 mutants: setup
 	@$(if $(LAB),,echo "make mutants: say which lab, e.g. make mutants LAB=23.1 (make mutants-uopc: the runtime)"; exit 2)
+	@tools/setup.sh --mutants
 	@$(PYTHON) tools/mutants.py $(LAB) $(MUTANT_ARGS)
 
 mutants-uopc: setup
+	@tools/setup.sh --mutants
 	@$(PYTHON) tools/mutants.py uopc $(MUTANT_ARGS)
 
 mutants-ci: setup
+	@tools/setup.sh --mutants
 	@tools/mutants-ci.sh
 
 # make coverage-uopc: the lines of uopc/src/*.c that the runtime's own suites (tests/uopc and
