@@ -247,13 +247,13 @@ BENCH_BINS += $(BUILD)/bin/bench_core
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
 # make grade                       the student code in labs/ (IMPL=solutions: the reference)
 # make grade SUBMISSION=DIR        another tree, a lab folder or a flat upload of .c files
-#   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default results.json)  GRADE_FLAGS=--own-stages
+#   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default build/results.json: harness/grade.py's, printed)  GRADE_FLAGS=--own-stages
 # make goldens / check-goldens     the golden counter logs from solutions/ / fail when stale (CI)
 # make handout                     build/handout/uopc-labs.tar.gz, the student tree
 # make autograder                  build/autograder.zip for Gradescope
 # make test-grader                 the grader's self-check and its own tests (for `make test`)
 GRADE_ARGS = $(LABS) $(if $(SUBMISSION),--submission $(SUBMISSION),--impl $(IMPL)) \
-  $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) --output $(or $(RESULTS),results.json) $(GRADE_FLAGS)
+  $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) $(if $(RESULTS),--output $(RESULTS)) $(GRADE_FLAGS)
 .PHONY: grade goldens check-goldens handout autograder test-grader
 
 grade: setup
