@@ -7,7 +7,7 @@ singular); make's one-line step messages (a note after a path stays on its line)
 for a lab that does not exist (it names the labs that do); tools/run-tests.sh's summary, which
 lists each skipped case with the suite's reason before its last line; the broken builds' one line each,
 `make bench LAB=23.6` without a figure, `make grade`'s results in build/, and tools/setup.sh installing
-universalmutator only for the mutants targets.
+universalmutator only for the mutants targets; make doctor naming the default cache as shared.
 """
 import os
 import stat
@@ -82,6 +82,22 @@ class GradeOutputTest(unittest.TestCase):
     self.assertEqual(grade.results_path(grade.parse_args([])), ROOT / "build" / "results.json")
     self.assertIsNone(grade.results_path(grade.parse_args(["23.1", "--check"])))
     self.assertEqual(grade.results_path(grade.parse_args(["--output", "x.json"])), Path("x.json"))
+
+
+class DoctorTest(unittest.TestCase):
+  def cache_line(self, **env):
+    base = {k: v for k, v in os.environ.items() if k not in ("UOPC_CACHE_DIR", "XDG_CACHE_HOME")}
+    done = subprocess.run(["tools/doctor.sh"], cwd=ROOT, capture_output=True, text=True, env={**base, **env})
+    return next(l for l in done.stdout.splitlines() if l.startswith("cache directory"))
+
+  def test_the_default_cache_is_named_as_shared_and_ones_own_is_not(self):
+    with tempfile.TemporaryDirectory() as tmp:
+      os.chmod(tmp, 0o700)
+      shared = self.cache_line(XDG_CACHE_HOME=tmp)
+      self.assertIn(f"{tmp}/uopc (not created yet; it will be made with mode 0700, the default: shared by "
+                    "every tree and run of this user without UOPC_CACHE_DIR)", shared)
+      own = self.cache_line(UOPC_CACHE_DIR=tmp)
+      self.assertIn(f"{tmp} (mode 700, owned by you: safe; 0 entries)", own)
 
 
 class SetupTest(unittest.TestCase):
