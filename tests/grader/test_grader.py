@@ -72,6 +72,15 @@ class InterpretTest(unittest.TestCase):
     caught = "[ RUN      ] t\nTest failed with exception: Segmentation fault(11)\n[  FAILED  ] t\n"
     self.assertEqual(self.verdict(caught, RETURNED_0.replace("returned 0", "returned 1"), rc=1), "CRASH")
 
+  def test_a_timeout_says_its_limit_and_the_knob_that_moves_it(self):
+    os.environ[sandbox.TIMEOUT_SCALE_ENV] = "1.5"
+    try:
+      r = cmocka.interpret(outcome("[ RUN      ] t\n", timed_out=True), hook.parse(""), "t", 10)
+    finally:
+      os.environ.pop(sandbox.TIMEOUT_SCALE_ENV, None)
+    self.assertEqual(r.detail, "no answer after 15s (its limit, 10s times UOPC_GRADE_TIMEOUT_SCALE=1.5; "
+                               "on a loaded machine UOPC_GRADE_TIMEOUT_SCALE=2 doubles every limit)")
+
   def test_failure_keeps_the_message(self):
     text = "[ RUN      ] t\nERROR: expected 1, got 2\n[  FAILED  ] t\n"
     r = cmocka.interpret(outcome(text, 1), hook.parse(RETURNED_0.replace("returned 0", "returned 1")), "t", 10)
