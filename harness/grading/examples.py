@@ -106,7 +106,8 @@ def made(m, readme, manifests):
 
 
 def readmes():
-  return sorted(ROOT.glob("labs/*/README.md")) + [ROOT / "tools" / "handout-README.md"]
+  """The READMEs that may quote a run (a handout has no tools/handout-README.md: it is its README)."""
+  return [p for p in sorted(ROOT.glob("labs/*/README.md")) + [ROOT / "tools" / "handout-README.md"] if p.is_file()]
 
 
 def main(argv=None):
@@ -118,8 +119,6 @@ def main(argv=None):
   manifests = {lab: manifests_mod.load(lab) for lab in manifests_mod.available()}
   passed = failed = 0
   for readme in readmes():
-    if not readme.is_file():
-      continue
     text = readme.read_text()
     lines = text.split("\n")
     for m, start, end in reversed(blocks(text)):   # from the end, so that a rewrite keeps indices
