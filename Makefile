@@ -247,14 +247,15 @@ BENCH_BINS += $(BUILD)/bin/bench_core
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
 # make grade                       the student code in labs/ (IMPL=solutions: the reference)
 # make grade SUBMISSION=DIR        another tree, a lab folder or a flat upload of .c files
-#   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default results.json)  GRADE_FLAGS=--own-stages
+#   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default build/results.json: harness/grade.py's, printed)  GRADE_FLAGS=--own-stages
 # make goldens / check-goldens     the golden counter logs from solutions/ / fail when stale (CI)
+# make examples / check-examples   rewrite / check the runs the lab READMEs quote (make test checks)
 # make handout                     build/handout/uopc-labs.tar.gz, the student tree
 # make autograder                  build/autograder.zip for Gradescope
 # make test-grader                 the grader's self-check and its own tests (for `make test`)
 GRADE_ARGS = $(LABS) $(if $(SUBMISSION),--submission $(SUBMISSION),--impl $(IMPL)) \
-  $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) --output $(or $(RESULTS),results.json) $(GRADE_FLAGS)
-.PHONY: grade goldens check-goldens handout autograder test-grader
+  $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) $(if $(RESULTS),--output $(RESULTS)) $(GRADE_FLAGS)
+.PHONY: grade goldens check-goldens examples check-examples handout autograder test-grader
 
 grade: setup
 	@$(PYTHON) -m harness.grade $(GRADE_ARGS)
@@ -265,6 +266,12 @@ goldens: setup
 check-goldens: setup
 	@$(PYTHON) -m harness.grading.goldens --check
 
+examples: setup
+	@$(PYTHON) -m harness.grading.examples --write
+
+check-examples: setup
+	@$(PYTHON) -m harness.grading.examples --check
+
 handout: setup
 	@tools/handout.sh build/handout/uopc-labs.tar.gz
 
@@ -274,6 +281,7 @@ autograder:
 test-grader: setup
 	@$(PYTHON) -m unittest discover -s tests/grader
 	@$(PYTHON) -m harness.grading.selfcheck
+	@$(PYTHON) -m harness.grading.examples --check
 
 # ---- mutation testing (tools/mutants.py, issue #15) ----------------------------
 # make mutants LAB=23.N [SAMPLE=N] [SEED=S] [JOBS=J] [MIN=PCT]
@@ -293,12 +301,15 @@ MUTANT_ARGS = $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(
 
 mutants: setup
 	@$(if $(LAB),,echo "make mutants: say which lab, e.g. make mutants LAB=23.1 (make mutants-uopc: the runtime)"; exit 2)
+	@tools/setup.sh --mutants
 	@$(PYTHON) tools/mutants.py $(LAB) $(MUTANT_ARGS)
 
 mutants-uopc: setup
+	@tools/setup.sh --mutants
 	@$(PYTHON) tools/mutants.py uopc $(MUTANT_ARGS)
 
 mutants-ci: setup
+	@tools/setup.sh --mutants
 	@tools/mutants-ci.sh
 
 # make coverage-uopc: the lines of uopc/src/*.c that the runtime's own suites (tests/uopc and
@@ -373,14 +384,16 @@ test-harness: setup
 
 # Benchmarks measure the reference (as `make test` checks it) unless IMPL is given.
 # Both draw lab 23.5's latency figure into build/kv_latency.png (matplotlib, installed
-# by `tools/setup.sh --plot` from bench/requirements.txt when missing).
+# by `tools/setup.sh --plot` from bench/requirements.txt when missing); `make bench` with a
+# LAB= other than 23.5 draws no figure, so it neither installs matplotlib nor asks for one.
 KV_PLOT := build/kv_latency.png
+BENCH_PLOT = $(if $(filter-out 23.5,$(LAB)),,--plot $(KV_PLOT))
 bench: setup
-	@tools/setup.sh --plot
+	@$(if $(BENCH_PLOT),tools/setup.sh --plot)
 	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) bench-run
 
 bench-run: all $(BENCH_BINS)
-	@$(PYTHON) bench/report.py $(BUILD)$(if $(LAB), --lab $(LAB)) --plot $(KV_PLOT)
+	@$(PYTHON) bench/report.py $(BUILD)$(if $(LAB), --lab $(LAB)) $(BENCH_PLOT)
 
 # Lab 23.5's benchmark alone, with its figure (chapter 23.5, "The figure").
 lab-23.5-plot: setup

@@ -13,7 +13,8 @@ bubblewrap sandbox (or says why not), and its verdict comes from outside it; the
 the lab's manifest (harness/manifests/). Prints the sandbox in use, progress, a table per lab,
 `Lab 23.k score: a/b`, the total, and last `N passed, N failed`; with --check (make lab-23.k), the
 visible tests only and, in place of the scores, a row per function and the next one to write
-(grading/feedback.py). Writes Gradescope's results.json after every test (--output). Options:
+(grading/feedback.py). Writes Gradescope's results.json after every test (--output, default
+build/results.json; its path is printed before the first lab). Options:
 --seed and --lengths fix the NumPy checks' random draws (printed when drawn), --own-stages links the submission's own earlier stages instead of
 solutions/, --only ID runs one test (and what it needs), --run-as USER runs student code as that
 user (root only; else nobody when root, inside the sandbox). UOPC_GRADE_SANDBOX=off forces the
@@ -35,6 +36,23 @@ from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
 ROOT = manifests_mod.ROOT
+DEFAULT_RESULTS = ROOT / "build" / "results.json"   # with build/'s other products, not in the tree's root
+
+
+def results_path(args):
+  """Where a single grade writes Gradescope's results.json: --output, else build/results.json
+  (make lab-23.N's --check writes none)."""
+  if args.output or args.check:
+    return args.output
+  return DEFAULT_RESULTS
+
+
+def shown(path):
+  """The path as the user can type it: relative to where they are when it is below there."""
+  try:
+    return str(path.resolve().relative_to(Path.cwd().resolve()))
+  except ValueError:
+    return str(path)
 
 
 def parse_args(argv):
@@ -46,7 +64,8 @@ def parse_args(argv):
                    help="with no --submission: labs/ (the default) or solutions/")
   src.add_argument("--submissions", type=Path, help="a folder of submissions, one per subfolder")
   ap.add_argument("--jobs", type=int, default=1, help="submissions graded at once (with --submissions)")
-  ap.add_argument("--output", type=Path, help="results.json (a folder with --submissions)")
+  ap.add_argument("--output", type=Path, help=f"results.json (default {DEFAULT_RESULTS.relative_to(ROOT)}; "
+                  "none with --check; a folder with --submissions)")
   ap.add_argument("--seed", type=int, help="seed of the NumPy checks (default: drawn now, printed)")
   ap.add_argument("--lengths", type=int, help="random lengths per NumPy check (default: drawn in [16, 32])")
   ap.add_argument("--own-stages", action="store_true", help="link the submission's own earlier stages")
@@ -86,7 +105,10 @@ def grade(args):
         f" (replay with --seed {seed} --lengths {lengths}); {sandbox.timeout_scale_text()}", flush=True)
   contained = sandbox.describe(user)
   print("\n".join(contained[:1] if args.check else contained), flush=True)
-  results = ResultsFile(args.output)
+  output = results_path(args)
+  if output:
+    print(f"results: {shown(output)} (Gradescope's results.json, rewritten after every test)", flush=True)
+  results = ResultsFile(output)
   results.notes += [f"seed={seed} lengths={lengths}"] + contained
   scores = []
   for k, lab in enumerate(labs):

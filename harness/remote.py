@@ -213,9 +213,9 @@ class Remote:
   """Calls a worker's Lab as if it were local; raises the errors it raised (by class name, from
   `known`), WorkerDied when it is gone."""
 
-  def __init__(self, sock, known, proc=None, timeout=None, keep_alignment=False):
+  def __init__(self, sock, known, proc=None, timeout=None, keep_alignment=False, limit=""):
     self.sock, self.known, self.proc = sock, {c.__name__: c for c in known}, proc
-    self.keep_alignment = keep_alignment
+    self.keep_alignment, self.limit = keep_alignment, limit   # limit: the timeout as a message says it
     self.sock.settimeout(timeout)
     header, _ = self._recv([])
     self._answer(header)
@@ -245,7 +245,8 @@ class Remote:
     try:
       return _recv(self.sock, sizes)
     except socket.timeout:
-      raise WorkerDied("the worker stopped answering") from None
+      raise WorkerDied("the worker stopped answering" + (f": no answer within {self.limit}" if self.limit else "")) \
+        from None
     except (OSError, ValueError, struct.error) as e:
       raise WorkerDied(f"the worker's answer is unreadable ({e})") from None
 
@@ -300,7 +301,8 @@ def start(module, build, known, timeout=120, keep_alignment=False):
   finally:
     os.close(CHANNEL_FD)
     theirs.close()
-  return Remote(ours, known, proc, timeout, keep_alignment)
+  from harness.grading import sandbox   # the grader's one timeout scale moves this limit too
+  return Remote(ours, known, proc, timeout * sandbox.timeout_scale(), keep_alignment, sandbox.limit_text(timeout))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 A check is a command; a crash in C code (a signal) or a hang costs that check only. Each gets a
 fresh private UOPC_CACHE_DIR, so no check sees another's compiled programs. One line per check:
 PASS, FAIL (with the first failure), CRASH (with the signal and the case that was running) or
-TIMEOUT; the last line is `N passed, N failed`. Exit status 1 when any check did not pass.
+TIMEOUT (with the limit and the knob that moves it, UOPC_GRADE_TIMEOUT_SCALE, which scales every
+check's limit as it does the grader's); the last line is `N passed, N failed`. Exit status 1 when
+any check did not pass.
 """
 import argparse
 import os
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.common import PROGRESS_ENV, pick_seed
+from harness.grading.sandbox import limit_text, timeout_scale
 
 ROOT = Path(__file__).resolve().parent.parent
 DETAIL_LINES = 30
@@ -68,12 +71,12 @@ def run_check(check, build, seed):
   argv = check.argv(build, seed)
   try:
     proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=check.timeout)
+                          stderr=subprocess.STDOUT, text=True, timeout=check.timeout * timeout_scale())
     word, note, output = ("PASS" if proc.returncode == 0 else "FAIL"), "", proc.stdout
     if proc.returncode < 0:
       word, note = "CRASH", signal_name(-proc.returncode)
   except subprocess.TimeoutExpired as e:
-    word, note = "TIMEOUT", f"after {check.timeout:g}s"
+    word, note = "TIMEOUT", f"after {limit_text(check.timeout)}"
     output = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
   finally:
     shutil.rmtree(cache, ignore_errors=True)

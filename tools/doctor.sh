@@ -23,13 +23,16 @@ else
   line NumPy ".venv missing (make test creates it)"
 fi
 cache=${UOPC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/uopc}
+# Without UOPC_CACHE_DIR the default directory is shared by every tree and run of this user.
+shared=""
+[ -n "${UOPC_CACHE_DIR:-}" ] || shared=", the default: shared by every tree and run of this user without UOPC_CACHE_DIR"
 if [ -d "$cache" ]; then
   mode=$(stat -c '%a' "$cache"); owner=$(stat -c '%u' "$cache")
   if [ "$owner" != "$(id -u)" ] || [ $((8#$mode & 8#022)) -ne 0 ]; then
     line "cache directory" "$cache UNSAFE (mode $mode, owner uid $owner): chmod 700 it or set UOPC_CACHE_DIR"
   else
-    line "cache directory" "$cache (mode $mode, yours: safe; $(ls "$cache" | grep -c -- '-') entries)"
+    line "cache directory" "$cache (mode $mode, owned by you: safe; $(ls "$cache" | grep -c -- '-') entries$shared)"
   fi
 else
-  line "cache directory" "$cache (not created yet; it will be made with mode 0700)"
+  line "cache directory" "$cache (not created yet; it will be made with mode 0700$shared)"
 fi

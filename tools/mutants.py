@@ -709,7 +709,7 @@ def main(argv=None):
   try:
     import universalmutator  # noqa: F401
   except ImportError:
-    print("mutants: universalmutator is missing: .venv/bin/pip install -r tools/requirements.txt (make setup does)")
+    print("mutants: universalmutator is missing: .venv/bin/pip install -r tools/requirements.txt (make mutants does: tools/setup.sh --mutants)")
     return 2
   equivalents = load_equivalents(t.equivalents)
   everything = universe(t)

@@ -87,6 +87,8 @@ if [ $harness = 1 ]; then
     echo "FAIL the grader's own tests:"; cat "$scratch/unit"; failed=$((failed + 1))
   fi
   python_suite grader .venv/bin/python -m harness.grading.selfcheck
+  # The runs the lab READMEs quote, made again (about 20 s: three labs' visible tests).
+  python_suite examples .venv/bin/python -m harness.grading.examples --check
   python_suite integrity .venv/bin/python -m harness.grading.integrity
 fi
 echo

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the workbook needs, only when it is missing: the C toolchain,
 # cmocka and OpenSSL's headers, bubblewrap (the grader's sandbox) from apt
-# (through sudo when not root), and a .venv with NumPy for the harness (and, where
-# solutions/ is, universalmutator for `make mutants`; with --plot, matplotlib for the figure of
-# `make bench` and `make lab-23.5-plot`; with --figures, Debian's graphviz for `make figures`;
-# with --coverage, gcovr for `make coverage-uopc`).
+# (through sudo when not root), and a .venv with NumPy for the harness (and, with --mutants,
+# universalmutator for `make mutants`, `mutants-uopc` and `mutants-ci`; with --plot, matplotlib
+# for the figure of `make bench` and `make lab-23.5-plot`; with --figures, Debian's graphviz for
+# `make figures`; with --coverage, gcovr for `make coverage-uopc`).
 # CUDA is optional and never installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,8 +32,9 @@ if ! .venv/bin/python -c 'import numpy' 2>/dev/null; then
   .venv/bin/pip install -q --disable-pip-version-check -r harness/requirements.txt
 fi
 
-# The mutation tool of `make mutants` tests the reference: only a tree with solutions/ needs it.
-if [ -d solutions ] && ! .venv/bin/python -c 'import universalmutator' 2>/dev/null; then
+# The mutation tool of `make mutants` tests the reference: only the mutants targets ask for it
+# (tools/setup.sh --mutants), so `make lab-23`, `make test` and a fresh clone's set-up never wait for it.
+if [ "${1:-}" = --mutants ] && ! .venv/bin/python -c 'import universalmutator' 2>/dev/null; then
   echo "setup: installing universalmutator into .venv (tools/requirements.txt)"
   .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements.txt
 fi

@@ -108,7 +108,7 @@ def _stopped(out, parent_status, running, timeout):
   """The Result for sub-checks that never reported."""
   where = f" while running: {scrub.line(running)}" if running else ""
   if out.timed_out:
-    return Result(TIMEOUT, f"the check ran past {timeout * sandbox.timeout_scale():g}s{where}")
+    return Result(TIMEOUT, f"the check ran past {sandbox.limit_text(timeout)}{where}")
   if out.signal:
     return Result(CRASH, f"killed by {sandbox.signal_name(out.signal)}{where}", _tail(out.stderr))
   if parent_status in (2, 3) and out.returncode:

@@ -23,15 +23,15 @@ def run_case(binary, case, rundir, env, timeout, user=None, gpu=False, mounts=No
   """The Result of one case of the suite at binary."""
   out, record = hook.run([str(binary)], rundir, dict(env, UOPC_GRADE_CASE=case), timeout, user=user, gpu=gpu,
                          merge=True, mounts=mounts)
-  return interpret(out, record, case, timeout * sandbox.timeout_scale())
+  return interpret(out, record, case, timeout)
 
 
 def ended_early(out, record, text, timeout, messages, exited_hint=""):
   """The Result of a run that did not end by main returning normally (a timeout, a signal, an
   exception cmocka caught, a bad or missing hook record), or None: one case and a whole suite
-  are judged alike."""
+  are judged alike. timeout: the test's own limit (the run had it times the scale)."""
   if out.timed_out:
-    return Result(TIMEOUT, f"no answer after {timeout:g}s", messages)
+    return Result(TIMEOUT, f"no answer after {sandbox.limit_text(timeout)}", messages)
   if out.signal == 31:   # SIGSYS: the grade hook's seccomp filter
     return Result(CRASH, "killed by SIGSYS: it touched the grader's channel or a call the grade forbids "
                          "(ptrace, process_vm_*, pidfd_getfd, io_uring)", messages)
@@ -95,7 +95,7 @@ def run_suite(binary, rundir, env, timeout, user=None, mounts=None):
   """The Result of a whole suite (every case), judged as run_case judges one: PASS only when
   main returned 0 by the hook's record, the process exited 0 and cmocka passed every case."""
   out, record = hook.run([str(binary)], rundir, env, timeout, user=user, merge=True, mounts=mounts)
-  return interpret_suite(out, record, timeout * sandbox.timeout_scale())
+  return interpret_suite(out, record, timeout)
 
 
 def interpret_suite(out, record, timeout):

@@ -67,7 +67,7 @@ def run_driver(binary, expected_lines, rundir, timeout, warm=False, user=None, m
 def _judge(out, record, expected_lines, what, timeout):
   lines = scrub.lines(_tail(out.stdout), TAIL_LINES)
   if out.timed_out:
-    return Result(TIMEOUT, f"{what} ran past {timeout * sandbox.timeout_scale():g}s", lines)
+    return Result(TIMEOUT, f"{what} ran past {sandbox.limit_text(timeout)}", lines)
   if out.signal:
     return Result(CRASH, f"{what} was killed by {sandbox.signal_name(out.signal)}", lines)
   if record.problem:

@@ -122,6 +122,14 @@ def timeout_scale_text():
           f"{CALIBRATION_BASELINE_S * 1000:.0f} ms on the reference machine; {TIMEOUT_SCALE_ENV}=x sets it)")
 
 
+def limit_text(seconds):
+  """A time limit as a timeout message states it: the limit in force, and the knob that moves it
+  (every limit of a grade, and of the harness checks, is its own times the scale)."""
+  scale = timeout_scale()
+  return (f"{seconds * scale:g}s (its limit, {seconds:g}s times {TIMEOUT_SCALE_ENV}={scale:g}; "
+          f"on a loaded machine {TIMEOUT_SCALE_ENV}=2 doubles every limit)")
+
+
 def base_env(home, cache):
   """The scrubbed environment every test starts from."""
   env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": "/tmp", "LANG": "C.UTF-8",

@@ -340,7 +340,7 @@ class Workspace:
       rundir.close()
     log = out.stdout + out.stderr
     if out.timed_out:
-      log += f"\n(the build took longer than {MAKE_TIMEOUT}s and was stopped)"
+      log += f"\n(the build ran past {sandbox.limit_text(MAKE_TIMEOUT)} and was stopped)"
     missing = [t for t in [lib] + targets if not (self.root / t).exists()]
     return Build(self.root, lib not in missing, _diagnostics(log, self.root), missing, self.notes)
 

@@ -14,7 +14,7 @@ B232_DEPS := $(B232_SRC) $(wildcard labs/23.2-guarded-dispatch/*.h) $(UOPC_LIB) 
 B232D := $(BROKEN)/23.2-no-divisibility-guard
 $(B232D)/liblab23_2.so: $(B232_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LAB_BOUNDS) -DDISPATCH_NO_DIVISIBILITY_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DDISPATCH_NO_DIVISIBILITY_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
 $(B232D)/test_dispatch: tests/23.2/test_dispatch.c $(B232D)/liblab23_2.so
 	$(call broken_test_link,23.2)
 BROKEN_BINS += $(B232D)/test_dispatch
@@ -26,7 +26,7 @@ BROKEN_EXPECT += $(B232D)/test_dispatch:test_dispatch_length_33_matches_eager
 B232A := $(BROKEN)/23.2-no-alignment-guard
 $(B232A)/liblab23_2.so: $(B232_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LAB_BOUNDS) -DDISPATCH_NO_ALIGNMENT_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DDISPATCH_NO_ALIGNMENT_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
 $(B232A)/test_dispatch: tests/23.2/test_dispatch.c $(B232A)/liblab23_2.so
 	$(call broken_test_link,23.2)
 BROKEN_BINS += $(B232A)/test_dispatch
@@ -37,7 +37,7 @@ BROKEN_EXPECT += $(B232A)/test_dispatch:test_dispatch_misaligned_view_takes_gene
 B232O := $(BROKEN)/23.2-no-out-contiguity-guard
 $(B232O)/liblab23_2.so: $(B232_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LAB_BOUNDS) -DDISPATCH_NO_OUT_CONTIGUITY_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DDISPATCH_NO_OUT_CONTIGUITY_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
 $(B232O)/test_dispatch: tests/23.2/test_dispatch.c $(B232O)/liblab23_2.so
 	$(call broken_test_link,23.2)
 BROKEN_BINS += $(B232O)/test_dispatch
@@ -52,7 +52,7 @@ BROKEN_EXPECT += $(B232O)/test_dispatch:test_dispatch_strided_out_takes_generic_
 B232C := $(BROKEN)/23.2-no-constant-guard
 $(B232C)/liblab23_2.so: $(B232_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LAB_BOUNDS) -DVCACHE_NO_CONSTANT_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DVCACHE_NO_CONSTANT_GUARD $(call lab_incs,23.2) -shared -o $@ $(B232_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.2) -luopc
 $(B232C)/test_vcache: tests/23.2/test_vcache.c $(B232C)/liblab23_2.so
 	$(call broken_test_link,23.2)
 BROKEN_BINS += $(B232C)/test_vcache

@@ -16,7 +16,7 @@ b233_lib = $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_incs,23.3) -shared -o $
 B233R := $(BROKEN)/23.3-no-residue-check
 $(B233R)/liblab23_3.so: $(B233_DEPS)
 	@mkdir -p $(dir $@)
-	$(call b233_lib,-DALIAS_NO_RESIDUE_CHECK)
+	$(call say,LINK,$@) $(call b233_lib,-DALIAS_NO_RESIDUE_CHECK)
 $(B233R)/test_alias: tests/23.3/test_alias.c $(B233R)/liblab23_3.so
 	$(call broken_test_link,23.3)
 BROKEN_BINS += $(B233R)/test_alias
@@ -28,7 +28,7 @@ BROKEN_EXPECT += $(B233R)/test_alias:test_alias_shifted_slices_overlap_when_n_is
 B233G := $(BROKEN)/23.3-guard-ranges-only
 $(B233G)/liblab23_3.so: $(B233_DEPS)
 	@mkdir -p $(dir $@)
-	$(call b233_lib,-DALIAS_GUARD_RANGES_ONLY)
+	$(call say,LINK,$@) $(call b233_lib,-DALIAS_GUARD_RANGES_ONLY)
 $(B233G)/test_alias: tests/23.3/test_alias.c $(B233G)/liblab23_3.so
 	$(call broken_test_link,23.3)
 BROKEN_BINS += $(B233G)/test_alias
@@ -39,7 +39,7 @@ BROKEN_EXPECT += $(B233G)/test_alias:test_alias_guard_disjoint_matches_brute_for
 B233L := $(BROKEN)/23.3-no-liveness
 $(B233L)/liblab23_3.so: $(B233_DEPS)
 	@mkdir -p $(dir $@)
-	$(call b233_lib,-DREUSE_NO_LIVENESS)
+	$(call say,LINK,$@) $(call b233_lib,-DREUSE_NO_LIVENESS)
 $(B233L)/test_program: tests/23.3/test_program.c $(B233L)/liblab23_3.so
 	$(call broken_test_link,23.3)
 BROKEN_BINS += $(B233L)/test_program
@@ -50,7 +50,7 @@ BROKEN_EXPECT += $(B233L)/test_program:test_reuse_decide_refuses_a_buffer_read_l
 B233C := $(BROKEN)/23.3-no-collision-check
 $(B233C)/liblab23_3.so: $(B233_DEPS)
 	@mkdir -p $(dir $@)
-	$(call b233_lib,-DMV_STORE_NO_COLLISION_CHECK)
+	$(call say,LINK,$@) $(call b233_lib,-DMV_STORE_NO_COLLISION_CHECK)
 $(B233C)/test_program: tests/23.3/test_program.c $(B233C)/liblab23_3.so
 	$(call broken_test_link,23.3)
 BROKEN_BINS += $(B233C)/test_program

@@ -15,7 +15,7 @@ b234_lib = @mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_
 # (x + 1) holds for every call, so n = 20 reuses it instead of 2 x.
 B234G := $(BROKEN)/23.4-no-guard
 $(B234G)/liblab23_4.so: $(B234_DEPS)
-	$(call b234_lib,-DTP_NO_GUARD)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_NO_GUARD)
 $(B234G)/test_trace: tests/23.4/test_trace.c $(B234G)/liblab23_4.so
 	$(call broken_test_link,23.4) -lm
 BROKEN_BINS += $(B234G)/test_trace
@@ -25,7 +25,7 @@ BROKEN_EXPECT += $(B234G)/test_trace:test_shape_branch_both_outcomes_match_eager
 # would be reused where its second one goes the other way.
 B234H := $(BROKEN)/23.4-holds-first-guard-only
 $(B234H)/liblab23_4.so: $(B234_DEPS)
-	$(call b234_lib,-DTP_HOLDS_FIRST_GUARD_ONLY)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_HOLDS_FIRST_GUARD_ONLY)
 $(B234H)/test_trace: tests/23.4/test_trace.c $(B234H)/liblab23_4.so
 	$(call broken_test_link,23.4) -lm
 BROKEN_BINS += $(B234H)/test_trace
@@ -34,7 +34,7 @@ BROKEN_EXPECT += $(B234H)/test_trace:test_variant_holds_needs_every_guard
 # tp_on_break that resumes in strict mode too: no error, the break is taken.
 B234S := $(BROKEN)/23.4-break-ignores-strict
 $(B234S)/liblab23_4.so: $(B234_DEPS)
-	$(call b234_lib,-DTP_BREAK_IGNORES_STRICT)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_BREAK_IGNORES_STRICT)
 $(B234S)/test_trace: tests/23.4/test_trace.c $(B234S)/liblab23_4.so
 	$(call broken_test_link,23.4) -lm
 BROKEN_BINS += $(B234S)/test_trace
@@ -44,7 +44,7 @@ BROKEN_EXPECT += $(B234S)/test_trace:test_item_in_strict_mode_names_tp_item_and_
 # would run once, at trace time, and never again.
 B234E := $(BROKEN)/23.4-impure-callback-allowed
 $(B234E)/liblab23_4.so: $(B234_DEPS)
-	$(call b234_lib,-DTP_EFFECT_ALLOWS_CALLBACKS)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_EFFECT_ALLOWS_CALLBACKS)
 $(B234E)/test_trace: tests/23.4/test_trace.c $(B234E)/liblab23_4.so
 	$(call broken_test_link,23.4) -lm
 BROKEN_BINS += $(B234E)/test_trace
@@ -54,7 +54,7 @@ BROKEN_EXPECT += $(B234E)/test_trace:test_impure_callback_is_rejected_and_pure_r
 # times too big.
 B234M := $(BROKEN)/23.4-mean-no-count
 $(B234M)/liblab23_4.so: $(B234_DEPS)
-	$(call b234_lib,-DTP_MEAN_NO_COUNT)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_MEAN_NO_COUNT)
 $(B234M)/test_grad: tests/23.4/test_grad.c $(B234M)/liblab23_4.so
 	$(call broken_test_link,23.4) -lm
 BROKEN_BINS += $(B234M)/test_grad
@@ -64,7 +64,7 @@ BROKEN_EXPECT += $(B234M)/test_grad:test_grad_mean_reads_its_count_at_run_time
 # operand keeps the (3, 4) shape.
 B234U := $(BROKEN)/23.4-unbroadcast-no-stretch
 $(B234U)/liblab23_4.so: $(B234_DEPS)
-	$(call b234_lib,-DTP_UNBROADCAST_NO_STRETCH)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_UNBROADCAST_NO_STRETCH)
 $(B234U)/test_grad: tests/23.4/test_grad.c $(B234U)/liblab23_4.so
 	$(call broken_test_link,23.4) -lm
 BROKEN_BINS += $(B234U)/test_grad
@@ -73,7 +73,7 @@ BROKEN_EXPECT += $(B234U)/test_grad:test_unbroadcast_sums_stretched_axes_keeping
 # tp_accumulate that overwrites instead of adding: sum(x * x) gives x, not 2 x.
 B234A := $(BROKEN)/23.4-accumulate-overwrites
 $(B234A)/liblab23_4.so: $(B234_DEPS)
-	$(call b234_lib,-DTP_ACCUMULATE_OVERWRITES)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_ACCUMULATE_OVERWRITES)
 $(B234A)/test_grad: tests/23.4/test_grad.c $(B234A)/liblab23_4.so
 	$(call broken_test_link,23.4) -lm
 BROKEN_BINS += $(B234A)/test_grad

@@ -14,7 +14,7 @@ B235_DEPS := $(B235_SRC) $(wildcard labs/23.5-kv-cache/*.h) $(UOPC_LIB) $(foreac
 B235P := $(BROKEN)/23.5-prefix-whole-capacity
 $(B235P)/liblab23_5.so: $(B235_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LAB_BOUNDS) -DKV_PREFIX_WHOLE_CAPACITY $(call lab_incs,23.5) -shared -o $@ $(B235_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.5) -luopc -lm
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DKV_PREFIX_WHOLE_CAPACITY $(call lab_incs,23.5) -shared -o $@ $(B235_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.5) -luopc -lm
 $(B235P)/test_kv: tests/23.5/test_kv.c $(B235P)/liblab23_5.so
 	$(call broken_test_link,23.5) -lm
 $(B235P)/test_decode: tests/23.5/test_decode.c $(B235P)/liblab23_5.so
@@ -29,7 +29,7 @@ BROKEN_EXPECT += $(B235P)/test_decode:test_decode_cached_logits_match_the_uncach
 B235A := $(BROKEN)/23.5-append-slot-plus-one
 $(B235A)/liblab23_5.so: $(B235_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LAB_BOUNDS) -DKV_APPEND_SLOT_PLUS_ONE $(call lab_incs,23.5) -shared -o $@ $(B235_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.5) -luopc -lm
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DKV_APPEND_SLOT_PLUS_ONE $(call lab_incs,23.5) -shared -o $@ $(B235_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.5) -luopc -lm
 $(B235A)/test_kv: tests/23.5/test_kv.c $(B235A)/liblab23_5.so
 	$(call broken_test_link,23.5) -lm
 BROKEN_BINS += $(B235A)/test_kv
@@ -40,7 +40,7 @@ BROKEN_EXPECT += $(B235A)/test_kv:test_kv_append_writes_slot_length_of_row_b_onl
 B235S := $(BROKEN)/23.5-softmax-without-max
 $(B235S)/liblab23_5.so: $(B235_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LAB_BOUNDS) -DATTN_SOFTMAX_NO_MAX $(call lab_incs,23.5) -shared -o $@ $(B235_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.5) -luopc -lm
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(LAB_BOUNDS) -DATTN_SOFTMAX_NO_MAX $(call lab_incs,23.5) -shared -o $@ $(B235_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.5) -luopc -lm
 $(B235S)/test_attn: tests/23.5/test_attn.c $(B235S)/liblab23_5.so
 	$(call broken_test_link,23.5) -lm
 BROKEN_BINS += $(B235S)/test_attn

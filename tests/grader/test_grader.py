@@ -12,6 +12,8 @@ one that prints cmocka's pass lines and exits (EXITED EARLY) and one that writes
 a local array (CRASH, by the build's -fsanitize=bounds, saying so), next to a test that passes;
 and the experiment kind: a student's test earns its points only when it passes on the lab and
 fails on the lab without the guard (one that passes on both, or fails on both, earns nothing).
+In a handout (no solutions/) the tests that need the reference skip, saying so, and the rest run on
+what the handout has, so a correct student tree passes them.
 """
 import contextlib
 import io
@@ -69,6 +71,15 @@ class InterpretTest(unittest.TestCase):
     self.assertEqual(self.verdict("[ RUN      ] t\n", timed_out=True), "TIMEOUT")
     caught = "[ RUN      ] t\nTest failed with exception: Segmentation fault(11)\n[  FAILED  ] t\n"
     self.assertEqual(self.verdict(caught, RETURNED_0.replace("returned 0", "returned 1"), rc=1), "CRASH")
+
+  def test_a_timeout_says_its_limit_and_the_knob_that_moves_it(self):
+    os.environ[sandbox.TIMEOUT_SCALE_ENV] = "1.5"
+    try:
+      r = cmocka.interpret(outcome("[ RUN      ] t\n", timed_out=True), hook.parse(""), "t", 10)
+    finally:
+      os.environ.pop(sandbox.TIMEOUT_SCALE_ENV, None)
+    self.assertEqual(r.detail, "no answer after 15s (its limit, 10s times UOPC_GRADE_TIMEOUT_SCALE=1.5; "
+                               "on a loaded machine UOPC_GRADE_TIMEOUT_SCALE=2 doubles every limit)")
 
   def test_failure_keeps_the_message(self):
     text = "[ RUN      ] t\nERROR: expected 1, got 2\n[  FAILED  ] t\n"
@@ -275,15 +286,24 @@ int main(void) {
 EXPERIMENT_FAILS = EXPERIMENT_PASSES.replace("assert_true(1)", "fail_msg(\"always\")")
 
 
+LAB_23_6 = "23.6-one-kernel-many-lengths"
+# Lab 23.6 is worked: labs/ holds guarded_jit.c as solutions/ does, so a handout grades its own copy.
+GUARDED_JIT = ROOT / ("solutions" if (ROOT / "solutions").is_dir() else "labs") / LAB_23_6 / "guarded_jit.c"
+REFERENCE_EXPERIMENT = ROOT / "solutions" / LAB_23_6 / "tests" / "test_my_guard.c"
+STUDENT_EXPERIMENT = ROOT / "tests" / "student" / "23.6" / "test_my_guard.c"
+STUB_SAYS = "test_my_guard is not implemented yet"
+
+
 class ExperimentTest(unittest.TestCase):
-  """Lab 23.6's experiment graded on a tree holding the reference's guarded_jit.c and a test."""
+  """Lab 23.6's experiment graded on a tree holding guarded_jit.c (the reference's, or in a handout the
+  worked lab's own) and a test."""
 
   def grade(self, test_source):
     sub = Path(tempfile.mkdtemp(prefix="uopc-experiment-"))
     try:
       lab = sub / "labs" / "23.6-one-kernel-many-lengths"
       lab.mkdir(parents=True)
-      shutil.copy(ROOT / "solutions" / "23.6-one-kernel-many-lengths" / "guarded_jit.c", lab)
+      shutil.copy(GUARDED_JIT, lab)
       if test_source is not None:
         (sub / "tests" / "student" / "23.6").mkdir(parents=True)
         (sub / "tests" / "student" / "23.6" / "test_my_guard.c").write_text(test_source)
@@ -304,8 +324,10 @@ class ExperimentTest(unittest.TestCase):
         if t.kind == "experiment":
           self.assertIn((lab, t.spec["guard"]), guards, t.id)
 
+  @unittest.skipUnless(REFERENCE_EXPERIMENT.is_file(), "the reference's experiment is in solutions/, "
+                       "which a handout leaves out (writing it is the exercise)")
   def test_a_test_that_catches_the_missing_guard_earns_its_points(self):
-    source = (ROOT / "solutions" / "23.6-one-kernel-many-lengths" / "tests" / "test_my_guard.c").read_text()
+    source = REFERENCE_EXPERIMENT.read_text()
     r, earned = self.grade(source)
     self.assertEqual((r.verdict, earned), ("PASS", 2), r.detail)
 
@@ -326,7 +348,10 @@ class ExperimentTest(unittest.TestCase):
 
   def test_the_handouts_stub_reads_as_not_implemented(self):
     from harness.grading import feedback
-    r, earned = self.grade((ROOT / "tests" / "student" / "23.6" / "test_my_guard.c").read_text())
+    stub = STUDENT_EXPERIMENT.read_text()
+    if STUB_SAYS not in stub:
+      self.skipTest(f"{STUDENT_EXPERIMENT.relative_to(ROOT)} is no longer the stub: it holds your experiment")
+    r, earned = self.grade(stub)
     self.assertEqual((r.verdict, earned), ("FAIL", 0))
     self.assertEqual(set(feedback.stub_of(r)), {"test_my_guard"})
 

@@ -5,7 +5,9 @@
 The self-check's claim about a broken variant (the points of its test and all it loses, "1 point"
 singular); make's one-line step messages (a note after a path stays on its line); make lab-23.N
 for a lab that does not exist (it names the labs that do); tools/run-tests.sh's summary, which
-lists each skipped case with the suite's reason before its last line.
+lists each skipped case with the suite's reason before its last line; the broken builds' one line each,
+`make bench LAB=23.6` without a figure, `make grade`'s results in build/, and tools/setup.sh installing
+universalmutator only for the mutants targets; make doctor naming the default cache as shared.
 """
 import os
 import stat
@@ -52,6 +54,79 @@ class MakeTest(unittest.TestCase):
     self.assertNotEqual(done.returncode, 0)
     labs = " ".join(sorted(p.name.split("-")[0] for p in (ROOT / "labs").glob("23.*-*/")))
     self.assertIn(f"make lab-23.9: there is no lab 23.9 in this tree; the labs are {labs}", done.stderr)
+
+  @unittest.skipUnless((ROOT / "tests" / "broken").is_dir(), "tests/broken/ is the instructor's")
+  def test_each_broken_build_step_says_one_line_in_quiet_mode(self):
+    for mk in sorted((ROOT / "tests" / "broken").glob("*.mk")):
+      for line in mk.read_text().splitlines():
+        if line.startswith("\t") and not line.startswith("\t@"):
+          self.assertRegex(line, r"^\t\$\(call (say,\w+,\$@\)|broken_test_link,)", f"{mk.name}: {line.strip()[:60]}")
+
+  def test_bench_of_one_lab_other_than_23_5_neither_draws_nor_installs_a_figure(self):
+    one, kv = make("-n", "bench", "LAB=23.6"), make("-n", "bench", "LAB=23.5")
+    self.assertEqual((one.returncode, kv.returncode), (0, 0), one.stderr + kv.stderr)
+    self.assertNotIn("--plot", one.stdout)
+    self.assertIn("tools/setup.sh --plot", kv.stdout)
+    self.assertIn("--plot build/kv_latency.png", kv.stdout)
+
+  def test_grade_leaves_its_results_to_the_graders_default(self):
+    done = make("-n", "grade")
+    self.assertEqual(done.returncode, 0, done.stderr)
+    self.assertNotIn("--output", done.stdout)
+    self.assertIn("--output out.json", make("-n", "grade", "RESULTS=out.json").stdout)
+
+
+class GradeOutputTest(unittest.TestCase):
+  def test_a_grade_writes_build_results_json_and_a_check_writes_none(self):
+    from harness import grade
+    self.assertEqual(grade.results_path(grade.parse_args([])), ROOT / "build" / "results.json")
+    self.assertIsNone(grade.results_path(grade.parse_args(["23.1", "--check"])))
+    self.assertEqual(grade.results_path(grade.parse_args(["--output", "x.json"])), Path("x.json"))
+
+
+class DoctorTest(unittest.TestCase):
+  def cache_line(self, **env):
+    base = {k: v for k, v in os.environ.items() if k not in ("UOPC_CACHE_DIR", "XDG_CACHE_HOME")}
+    done = subprocess.run(["tools/doctor.sh"], cwd=ROOT, capture_output=True, text=True, env={**base, **env})
+    return next(l for l in done.stdout.splitlines() if l.startswith("cache directory"))
+
+  def test_the_default_cache_is_named_as_shared_and_ones_own_is_not(self):
+    with tempfile.TemporaryDirectory() as tmp:
+      os.chmod(tmp, 0o700)
+      shared = self.cache_line(XDG_CACHE_HOME=tmp)
+      self.assertIn(f"{tmp}/uopc (not created yet; it will be made with mode 0700, the default: shared by "
+                    "every tree and run of this user without UOPC_CACHE_DIR)", shared)
+      own = self.cache_line(UOPC_CACHE_DIR=tmp)
+      self.assertIn(f"{tmp} (mode 700, owned by you: safe; 0 entries)", own)
+
+
+class SetupTest(unittest.TestCase):
+  """tools/setup.sh in a scratch tree whose .venv has NumPy and nothing else, and whose pip only
+  says what it was asked to install."""
+
+  def setup_says(self, *args):
+    with tempfile.TemporaryDirectory() as tmp:
+      (Path(tmp) / "tools").mkdir()
+      (Path(tmp) / "solutions").mkdir()
+      (Path(tmp) / "tools" / "setup.sh").write_bytes((ROOT / "tools" / "setup.sh").read_bytes())
+      venv = Path(tmp) / ".venv" / "bin"
+      venv.mkdir(parents=True)
+      (venv / "python").write_text('#!/bin/sh\ncase "$*" in *"import numpy"*) exit 0;; *import*) exit 1;; esac\n')
+      (venv / "pip").write_text('#!/bin/sh\necho "pip $*"\n')
+      for f in (Path(tmp) / "tools" / "setup.sh", venv / "python", venv / "pip"):
+        f.chmod(f.stat().st_mode | stat.S_IXUSR)
+      done = subprocess.run(["tools/setup.sh", *args], cwd=tmp, capture_output=True, text=True)
+      self.assertEqual(done.returncode, 0, done.stderr)
+      return done.stdout
+
+  def test_the_mutation_tool_is_installed_only_for_the_mutants_targets(self):
+    self.assertNotIn("tools/requirements.txt", self.setup_says())
+    self.assertIn("pip install -q --disable-pip-version-check -r tools/requirements.txt", self.setup_says("--mutants"))
+
+  def test_each_mutants_target_asks_for_it(self):
+    for target in ("mutants LAB=23.1", "mutants-uopc", "mutants-ci"):
+      done = make("-n", *target.split())
+      self.assertIn("tools/setup.sh --mutants", done.stdout, target)
 
 
 FAKE_SUITE = """#!/bin/sh

@@ -534,6 +534,30 @@ static void test_cache_stats_print_a_cache_not_created_yet(void **state) {
   assert_int_equal(access(dir, F_OK), -1);
 }
 
+/* Without UOPC_CACHE_DIR the default directory is every tree's of this user: the statistics say
+ * so rather than pass its counts off as one tree's; a directory of one's own says nothing more. */
+static void test_cache_stats_print_names_the_shared_default_as_shared(void **state) {
+  (void)state;
+  char xdg[PATH_MAX + 8], dir[PATH_MAX + 16];
+  snprintf(xdg, sizeof xdg, "%s/xdg", testutil_cache_dir);
+  snprintf(dir, sizeof dir, "%s/uopc", xdg);
+  char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+  setenv("XDG_CACHE_HOME", xdg, 1);
+  unsetenv("UOPC_CACHE_DIR");
+  char *shared = printed(dir, UOPC_CACHE_DEFAULT_MAX_SIZE);
+  setenv("UOPC_CACHE_DIR", dir, 1);
+  char *own = printed(dir, UOPC_CACHE_DEFAULT_MAX_SIZE);
+  setenv("UOPC_CACHE_DIR", testutil_cache_dir, 1);
+  if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
+  else unsetenv("XDG_CACHE_HOME");
+  free(old_xdg);
+  assert_contains(shared, "/xdg/uopc (the default, shared by every tree and run of this user without "
+                          "UOPC_CACHE_DIR: the counts below are theirs too; not created yet)\n");
+  assert_contains(own, "/xdg/uopc (not created yet)\n");
+  free(shared);
+  free(own);
+}
+
 /* A cache from before the limit has entries and no stats file: the first
  * publish counts it once, and from then on only adds. */
 static void test_cache_without_stats_file_is_counted_once(void **state) {
@@ -2037,6 +2061,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test_setup_teardown(test_cache_stats_print_as_ccache_does, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_puts_the_prefix_before_the_directory, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_a_cache_not_created_yet, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_cache_stats_print_names_the_shared_default_as_shared, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_says_none_for_a_limit_of_0, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_lock_and_stats_files_are_made_with_mode_0600, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cache_stats_print_waits_out_a_signal_for_the_lock, setup, teardown),

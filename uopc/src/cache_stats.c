@@ -284,16 +284,31 @@ static void put_limit(char *out, size_t size, int64_t max_size) {
   else snprintf(out, size, "%s (the default; UOPC_CACHE_MAX_SIZE sets it; evicts down to 90 %%)", s);
 }
 
+/* Whose counts these are: without UOPC_CACHE_DIR every tree and run of this user shares the
+ * default directory, so its entries and events are not one tree's (issue 34). */
+static void put_where(char *out, size_t size, const char *dir, int exists) {
+  const char *env = getenv("UOPC_CACHE_DIR");
+  char fallback[PATH_MAX];
+  uopc_error err = {0};
+  int shared = !(env && *env) && uopc_cache_resolve(NULL, fallback, &err) == UOPC_OK && strcmp(fallback, dir) == 0;
+  const char *made = exists ? "" : "not created yet";
+  if (shared)
+    snprintf(out, size, " (the default, shared by every tree and run of this user without UOPC_CACHE_DIR: "
+             "the counts below are theirs too%s%s)", exists ? "" : "; ", made);
+  else snprintf(out, size, "%s%s%s", exists ? "" : " (", made, exists ? "" : ")");
+}
+
 void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size) {
   uopc_cache_record r;
   struct stat st;
-  char size[32], limit[160];
+  char size[32], limit[160], where[192];
   int exists = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
   read_shared(dir, &r);
   if (exists && !r.known && uopc_cache_scan(dir, &r, NULL) != UOPC_OK) r.entries = r.bytes = 0;
   put_size(size, sizeof size, r.bytes);
   put_limit(limit, sizeof limit, max_size);
-  fprintf(out, "%scache directory            %s%s\n", prefix, dir, exists ? "" : " (not created yet)");
+  put_where(where, sizeof where, dir, exists);
+  fprintf(out, "%scache directory            %s%s\n", prefix, dir, where);
   fprintf(out, "%sentries                    %lld\n", prefix, (long long)r.entries);
   fprintf(out, "%stotal size                 %s\n", prefix, size);
   fprintf(out, "%slimit                      %s\n", prefix, limit);
