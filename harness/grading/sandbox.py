@@ -101,23 +101,32 @@ def _measured_scale():
   return min(max(median / CALIBRATION_BASELINE_S, 1.0), CALIBRATION_MAX), median
 
 
+def _knob():
+  """UOPC_GRADE_TIMEOUT_SCALE as a number (at least 0.1), or None when unset or not a number."""
+  try:
+    return max(float(os.environ[TIMEOUT_SCALE_ENV]), 0.1)
+  except (KeyError, ValueError):
+    return None
+
+
 def timeout_scale():
-  """The factor every time limit of this grade is multiplied by (measured once per process)."""
+  """The factor every time limit of this grade is multiplied by: the knob when it is set, else
+  the measurement (taken once per process)."""
   global _scale
+  if _knob() is not None:
+    return _knob()
   if _scale is None:
-    try:
-      _scale = (max(float(os.environ[TIMEOUT_SCALE_ENV]), 0.1), None) if TIMEOUT_SCALE_ENV in os.environ \
-        else _measured_scale()
-    except ValueError:
-      _scale = _measured_scale()
+    _scale = _measured_scale()
   return _scale[0]
 
 
 def timeout_scale_text():
   """How the scale was chosen, for the grade's first line."""
   scale = timeout_scale()
+  if _knob() is not None:
+    return f"timeout scale {scale:g} ({TIMEOUT_SCALE_ENV})"
   if _scale[1] is None:
-    return f"timeout scale {scale:g}" + (f" ({TIMEOUT_SCALE_ENV})" if TIMEOUT_SCALE_ENV in os.environ else "")
+    return f"timeout scale {scale:g} (gcc could not be timed)"
   return (f"timeout scale {scale:.2g} (a kernel compiles in {_scale[1] * 1000:.0f} ms here, "
           f"{CALIBRATION_BASELINE_S * 1000:.0f} ms on the reference machine; {TIMEOUT_SCALE_ENV}=x sets it)")
 
@@ -126,8 +135,9 @@ def limit_text(seconds):
   """A time limit as a timeout message states it: the limit in force, and the knob that moves it
   (every limit of a grade, and of the harness checks, is its own times the scale)."""
   scale = timeout_scale()
-  return (f"{seconds * scale:g}s (its limit, {seconds:g}s times {TIMEOUT_SCALE_ENV}={scale:g}; "
-          f"on a loaded machine {TIMEOUT_SCALE_ENV}=2 doubles every limit)")
+  how = f"{TIMEOUT_SCALE_ENV}={scale:g}" if _knob() is not None else f"the scale {scale:.2g} measured at the start"
+  return (f"{seconds * scale:.3g}s (its limit, {seconds:g}s, times {how}; {TIMEOUT_SCALE_ENV}=x sets the scale: "
+          f"a machine busier than when the grade started may need more)")
 
 
 def base_env(home, cache):
