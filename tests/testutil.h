@@ -7,6 +7,7 @@
 #ifndef TESTUTIL_H
 #define TESTUTIL_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -124,6 +125,56 @@ static inline int testutil_remove_cache(void **state) {
   do {                                                                                      \
     if (!strstr((haystack), (needle)))                                                      \
       fail_msg("expected the text to contain \"%s\"; it was:\n%s", (needle), (haystack));   \
+  } while (0)
+
+/* The checks of a graded case (STYLE.md 19): a failure says what was checked and for which
+ * input, what came back and what was expected. The trailing arguments are a printf format and
+ * its values naming the quantity and the input:
+ *   expect_int(t.c.n_guards, k + 1, "guards recorded after 16 %s 16", tp_cmp_text(op));
+ * fails with "guards recorded after 16 <= 16: got 1, expected 2". */
+#define testutil_fail_what(fmt_got, got, want, ...)                                         \
+  do {                                                                                      \
+    char what_[1024];           /* a longer text is cut, not an error (the return is read) */ \
+    if (snprintf(what_, sizeof what_, __VA_ARGS__) < 0) what_[0] = 0;                       \
+    fail_msg("%s: got " fmt_got ", expected " fmt_got, what_, got, want);                   \
+  } while (0)
+
+/* Integers (counts, codes, sizes, enums). */
+#define expect_int(got, want, ...)                                                          \
+  do {                                                                                      \
+    long long got_ = (long long)(got), want_ = (long long)(want);                           \
+    if (got_ != want_) testutil_fail_what("%lld", got_, want_, __VA_ARGS__);                \
+  } while (0)
+
+/* A yes-or-no answer (a comparison, a predicate): printed as true or false. */
+#define expect_truth(got, want, ...)                                                        \
+  do {                                                                                      \
+    int got_ = !!(got), want_ = !!(want);                                                   \
+    if (got_ != want_) testutil_fail_what("%s", got_ ? "true" : "false", want_ ? "true" : "false", __VA_ARGS__); \
+  } while (0)
+
+/* A number within tol of want (an absolute tolerance). */
+#define expect_close(got, want, tol, ...)                                                   \
+  do {                                                                                      \
+    double got_ = (double)(got), want_ = (double)(want);                                    \
+    if (!(fabs(got_ - want_) <= (tol)))                                                     \
+      testutil_fail_what("%.9g", got_, want_, __VA_ARGS__);                                 \
+  } while (0)
+
+/* A pointer that must be set, or must be exactly want. */
+#define expect_non_null(got, ...)                                                           \
+  do {                                                                                      \
+    if (!(got)) testutil_fail_what("%s", "NULL", "a pointer", __VA_ARGS__);                 \
+  } while (0)
+#define expect_null(got, ...)                                                               \
+  do {                                                                                      \
+    const void *got_ = (const void *)(got);                                                 \
+    if (got_) testutil_fail_what("%p", got_, (const void *)NULL, __VA_ARGS__);              \
+  } while (0)
+#define expect_ptr(got, want, ...)                                                          \
+  do {                                                                                      \
+    const void *got_ = (const void *)(got), *want_ = (const void *)(want);                  \
+    if (got_ != want_) testutil_fail_what("%p", got_, want_, __VA_ARGS__);                  \
   } while (0)
 
 #endif
