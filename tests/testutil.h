@@ -177,4 +177,34 @@ static inline int testutil_remove_cache(void **state) {
     if (got_ != want_) testutil_fail_what("%p", got_, want_, __VA_ARGS__);                  \
   } while (0)
 
+/* A message a header does not spell out is checked for the facts it must name (the input, the
+ * value, the limit), not for its words (STYLE.md 19): token occurs in text as a whole word or
+ * number, not inside a longer name or number ("9" is not in "19", "b" is not in "bytes"). */
+static inline int testutil_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static inline int testutil_names(const char *text, const char *token) {
+  size_t n = strlen(token);
+  for (const char *at = strstr(text, token); n && at; at = strstr(at + 1, token)) {
+    char before = at == text ? ' ' : at[-1], after = at[n];
+    if (!testutil_word_char(before) && before != '-' && before != '.' && !testutil_word_char(after) &&
+        !(after == '.' && at[n + 1] >= '0' && at[n + 1] <= '9'))
+      return 1;
+  }
+  return 0;
+}
+
+#define assert_names(text, token, what)                                                     \
+  do {                                                                                      \
+    if (!testutil_names((text), (token)))                                                   \
+      fail_msg("the message \"%s\" does not name %s (\"%s\")", (text), (what), (token));     \
+  } while (0)
+#define assert_names_int(text, value, what)                                                 \
+  do {                                                                                      \
+    char token_[32];                                                                        \
+    snprintf(token_, sizeof token_, "%lld", (long long)(value));                            \
+    assert_names((text), token_, (what));                                                   \
+  } while (0)
+
 #endif

@@ -142,13 +142,20 @@ const ir_node *mv_load(mv_program *p, const mv_view *v);
 
 /* The store/version rule (student, store.c): closes the open statement with
  * `target = value` (value broadcast to target's shape, as NumPy's assignment
- * does). Checks, in order: mv_check_value (an open statement without error,
- * value a node of its graph);
- * value's dtype is the target's (UOPC_E_DTYPE); value broadcasts to the
- * target's shape (UOPC_E_INVALID, naming both shapes, each "(n, m - 1)"
- * and cut after its first 127 characters); the target has no
- * broadcast step, whose elements would collide (UOPC_E_ALIAS). Then the
- * store consumes M<k> of the target's storage and produces M<k+1>
+ * does). Checks, in order, each with the message tests compare (V is
+ * mv_view_format's text of target, a shape is "(n, m - 1)" cut after its
+ * first 127 characters, a dtype ir_dtype_name's):
+ *   mv_check_value: an open statement without error, value a node of its graph;
+ *   target and its storage exist: UOPC_E_INVALID,
+ *     "store: the target's storage does not exist";
+ *   value's dtype is the target's: UOPC_E_DTYPE,
+ *     "store into V (f32) of a f64 value (cast it first)";
+ *   value broadcasts to the target's shape: UOPC_E_INVALID,
+ *     "store into V: a value of shape (n) does not broadcast to the view's shape (n - 1)";
+ *   the target has no broadcast step, whose elements would collide:
+ *     UOPC_E_ALIAS, "store into V: axis 0 has stride 0 and up to 4 elements,
+ *     which would all be written to one element (a broadcast view is read-only)".
+ * Then the store consumes M<k> of the target's storage and produces M<k+1>
  * (version_in = k, version_out = k + 1, the storage's version k + 1) and is
  * appended. On error the statement is dropped and the program is as before
  * mv_begin. */

@@ -171,7 +171,7 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
                       "store into a[1:]: a value of shape (value_dimension_of_31_chars_000, value_dimension_of_31_chars_001,"
                       " value_dimension_of_31_chars_002, value_dimension_of_31_chars does not broadcast to the"
                       " view's shape (n - 1)");
-  /* a dtype that differs */
+  /* a dtype that differs (each message below is mprog.h's) */
   g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &f.whole, ir_const(g, 1, UOPC_F64), &f.err), UOPC_E_DTYPE, f.err);
   assert_string_equal(f.err.message, "store into a (f32) of a f64 value (cast it first)");
@@ -194,8 +194,8 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   mv_program_free(f.p);
 }
 
-/* A target whose storage the program does not hold, or no target: refused,
- * and the statement is dropped. */
+/* A target whose storage the program does not hold, or no target: refused
+ * with mprog.h's message, and the statement is dropped. */
 static void test_mv_store_refuses_a_target_without_storage(void **state) {
   (void)state;
   fx f;
