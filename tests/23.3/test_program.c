@@ -271,6 +271,65 @@ static void test_functionalize_store_refuses_a_broadcast_view(void **state) {
   mv_view b;
   assert_uopc_ok(mv_expand(f.p, &f.whole, 2, to, &b, &f.err), f.err);
   assert_uopc_code(functionalize_store(g, &b, base, mv_view_apply(g, &b, base), &nb, &f.err), UOPC_E_ALIAS, f.err);
+  /* a.expand(1, n) = 5: a new axis of extent 1 has stride 0 but one element (mprog.h): no broadcast */
+  const sym_expr *one_n[2] = {sym_expr_const(mv_program_arena(f.p), 1), f.n_e};
+  mv_view row;
+  assert_uopc_ok(mv_expand(f.p, &f.whole, 2, one_n, &row, &f.err), f.err);
+  const ir_node *five = ir_binary(g, IR_MUL, mv_view_apply(g, &row, base), ir_const(g, 0, UOPC_F32));
+  five = ir_binary(g, IR_ADD, five, ir_const(g, 5, UOPC_F32));
+  assert_uopc_ok(functionalize_store(g, &row, base, five, &nb, &f.err), f.err);
+  expect_int(nb->rank, 1, "a.expand(1, n) = 5, functionalized: the new base's rank");
+  exec *e;
+  assert_uopc_ok(exec_new(&e, g, &nb, 1, "fstore_row", NULL, &f.err), f.err);
+  int64_t n = 3;
+  uopc_tensor x, out;
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n, &f.err), f.err);
+  assert_uopc_ok(uopc_tensor_empty(&out, UOPC_F32, 1, &n, &f.err), f.err);
+  for (int64_t i = 0; i < n; i++) uopc_tensor_set(&x, i, (double)i + 1);
+  const uopc_tensor *ins[1] = {&x};
+  uopc_tensor *outs[1] = {&out};
+  assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &f.err), f.err);
+  for (int64_t i = 0; i < n; i++)
+    expect_close(uopc_tensor_get(&out, i), 5.0, 0.0, "a.expand(1, n) = 5 functionalized, n = 3, a = 1 .. 3: a[%lld]",
+                 (long long)i);
+  uopc_tensor_release(&x), uopc_tensor_release(&out);
+  exec_free(e);
+  ir_graph_free(g);
+  mv_program_free(f.p);
+}
+
+/* The given test mv_view_has_broadcast (mprog.h): a stride 0 over an extent that can exceed 1 is a
+ * broadcast; an axis of extent 1, however it was made, is not; no expand, no broadcast. */
+static void test_mv_view_has_broadcast_only_for_a_zero_stride_over_more_than_one_element(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 1, 64);
+  sym_arena *pa = mv_program_arena(f.p);
+  sym_dim m;
+  assert_uopc_ok(sym_dim_init(&m, "m", 1, 1, 1, &f.err), f.err);   /* a dim that can only be 1 */
+  ir_graph *g;
+  assert_uopc_ok(ir_graph_new(&g, &f.err), f.err);
+  const sym_expr *shape[1] = {sym_expr_copy(ir_graph_arena(g), f.n_e)};
+  const ir_node *base = ir_input(g, "a", UOPC_F32, 1, shape);
+  struct { const char *what; int rank; const sym_expr *to[2]; int want; } cases[] = {
+      {"a.expand(1, n)", 2, {sym_expr_const(pa, 1), f.n_e}, 0},
+      {"a.expand(m, n), m in [1, 1]", 2, {sym_expr_dim(pa, &m), f.n_e}, 0},
+      {"a.expand(2, n)", 2, {sym_expr_const(pa, 2), f.n_e}, 1},
+      {"a.expand(n, n)", 2, {f.n_e, f.n_e}, 1},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    mv_view v;
+    int broadcast = -1;
+    assert_uopc_ok(mv_expand(f.p, &f.whole, cases[k].rank, cases[k].to, &v, &f.err), f.err);
+    assert_uopc_ok(mv_view_has_broadcast(&v, base, &broadcast, &f.err), f.err);
+    expect_int(broadcast, cases[k].want, "%s, n in [1, 64]: mv_view_has_broadcast", cases[k].what);
+  }
+  int broadcast = -1;
+  mv_view rev;
+  assert_uopc_ok(mv_slice(f.p, &f.whole, 0, UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1, &rev, &f.err), f.err);
+  assert_uopc_ok(mv_view_has_broadcast(&rev, base, &broadcast, &f.err), f.err);
+  expect_int(broadcast, 0, "a[::-1]: mv_view_has_broadcast");
+  assert_uopc_code(mv_view_has_broadcast(&rev, NULL, &broadcast, &f.err), UOPC_E_INVALID, f.err);
   ir_graph_free(g);
   mv_program_free(f.p);
 }
@@ -637,6 +696,7 @@ int main(void) {
       cmocka_unit_test(test_mv_store_refuses_a_target_without_storage),
       cmocka_unit_test(test_functionalize_store_replaces_only_the_view),
       cmocka_unit_test(test_functionalize_store_refuses_a_broadcast_view),
+      cmocka_unit_test(test_mv_view_has_broadcast_only_for_a_zero_stride_over_more_than_one_element),
       cmocka_unit_test(test_functionalize_store_through_a_view_of_the_most_steps),
       cmocka_unit_test(test_reuse_decide_allows_a_dead_private_buffer),
       cmocka_unit_test(test_reuse_decide_refuses_an_escaped_or_external_buffer),
