@@ -184,6 +184,17 @@ class TableTest(unittest.TestCase):
     self.assertEqual(self.row(waiting, "given code").status, "waiting")
 
 
+class ReplayTest(unittest.TestCase):
+  """A failure's replay line names this tree's build folder for the tree graded (issue 33 item 7)."""
+
+  def test_a_replay_builds_in_the_folder_of_the_impl_graded(self):
+    from harness.grading import runner
+    target = "build/labs/tests/23.4/test_grad"
+    self.assertEqual(runner.in_this_tree(target, Options()), (f"make {target}", target))
+    self.assertEqual(runner.in_this_tree(target, Options(impl="solutions")),
+                     ("make IMPL=solutions build/solutions/tests/23.4/test_grad", "build/solutions/tests/23.4/test_grad"))
+
+
 SUB_FILES = ("codegen.c", "plan.c", "sym_dim.c", "sym_expr.c", "sym_fact.c", "sym_index.c", "sym_simplify.c")
 
 
