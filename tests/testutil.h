@@ -7,6 +7,7 @@
 #ifndef TESTUTIL_H
 #define TESTUTIL_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -124,6 +125,86 @@ static inline int testutil_remove_cache(void **state) {
   do {                                                                                      \
     if (!strstr((haystack), (needle)))                                                      \
       fail_msg("expected the text to contain \"%s\"; it was:\n%s", (needle), (haystack));   \
+  } while (0)
+
+/* The checks of a graded case (STYLE.md 19): a failure says what was checked and for which
+ * input, what came back and what was expected. The trailing arguments are a printf format and
+ * its values naming the quantity and the input:
+ *   expect_int(t.c.n_guards, k + 1, "guards recorded after 16 %s 16", tp_cmp_text(op));
+ * fails with "guards recorded after 16 <= 16: got 1, expected 2". */
+#define testutil_fail_what(fmt_got, got, want, ...)                                         \
+  do {                                                                                      \
+    char what_[1024];           /* a longer text is cut, not an error (the return is read) */ \
+    if (snprintf(what_, sizeof what_, __VA_ARGS__) < 0) what_[0] = 0;                       \
+    fail_msg("%s: got " fmt_got ", expected " fmt_got, what_, got, want);                   \
+  } while (0)
+
+/* Integers (counts, codes, sizes, enums). */
+#define expect_int(got, want, ...)                                                          \
+  do {                                                                                      \
+    long long got_ = (long long)(got), want_ = (long long)(want);                           \
+    if (got_ != want_) testutil_fail_what("%lld", got_, want_, __VA_ARGS__);                \
+  } while (0)
+
+/* A yes-or-no answer (a comparison, a predicate): printed as true or false. */
+#define expect_truth(got, want, ...)                                                        \
+  do {                                                                                      \
+    int got_ = !!(got), want_ = !!(want);                                                   \
+    if (got_ != want_) testutil_fail_what("%s", got_ ? "true" : "false", want_ ? "true" : "false", __VA_ARGS__); \
+  } while (0)
+
+/* A number within tol of want (an absolute tolerance). */
+#define expect_close(got, want, tol, ...)                                                   \
+  do {                                                                                      \
+    double got_ = (double)(got), want_ = (double)(want);                                    \
+    if (!(fabs(got_ - want_) <= (tol)))                                                     \
+      testutil_fail_what("%.9g", got_, want_, __VA_ARGS__);                                 \
+  } while (0)
+
+/* A pointer that must be set, or must be exactly want. */
+#define expect_non_null(got, ...)                                                           \
+  do {                                                                                      \
+    if (!(got)) testutil_fail_what("%s", "NULL", "a pointer", __VA_ARGS__);                 \
+  } while (0)
+#define expect_null(got, ...)                                                               \
+  do {                                                                                      \
+    const void *got_ = (const void *)(got);                                                 \
+    if (got_) testutil_fail_what("%p", got_, (const void *)NULL, __VA_ARGS__);              \
+  } while (0)
+#define expect_ptr(got, want, ...)                                                          \
+  do {                                                                                      \
+    const void *got_ = (const void *)(got), *want_ = (const void *)(want);                  \
+    if (got_ != want_) testutil_fail_what("%p", got_, want_, __VA_ARGS__);                  \
+  } while (0)
+
+/* A message a header does not spell out is checked for the facts it must name (the input, the
+ * value, the limit), not for its words (STYLE.md 19): token occurs in text as a whole word or
+ * number, not inside a longer name or number ("9" is not in "19", "b" is not in "bytes"). */
+static inline int testutil_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static inline int testutil_names(const char *text, const char *token) {
+  size_t n = strlen(token);
+  for (const char *at = strstr(text, token); n && at; at = strstr(at + 1, token)) {
+    char before = at == text ? ' ' : at[-1], after = at[n];
+    if (!testutil_word_char(before) && before != '-' && before != '.' && !testutil_word_char(after) &&
+        !(after == '.' && at[n + 1] >= '0' && at[n + 1] <= '9'))
+      return 1;
+  }
+  return 0;
+}
+
+#define assert_names(text, token, what)                                                     \
+  do {                                                                                      \
+    if (!testutil_names((text), (token)))                                                   \
+      fail_msg("the message \"%s\" does not name %s (\"%s\")", (text), (what), (token));     \
+  } while (0)
+#define assert_names_int(text, value, what)                                                 \
+  do {                                                                                      \
+    char token_[32];                                                                        \
+    snprintf(token_, sizeof token_, "%lld", (long long)(value));                            \
+    assert_names((text), token_, (what));                                                   \
   } while (0)
 
 #endif

@@ -9,6 +9,10 @@
 # and the next function of the README's suggested order. Stubs are reported,
 # not failures: the exit status is non-zero only when an implemented lab (its
 # driver past every stub) fails, in the driver or in the grader's checks.
+# A driver that stops at a stub names the stub it met first, in its own order; the table's
+# "next:" names the first function of the README's order to write. So that the first screen
+# points one way, the driver's stop line is held back until after the table (with the checks
+# on): the driver's banner and lines come first, then one line that defers to the table.
 # SEED replays the grader's random draws; RUN_LABS_DRIVERS_ONLY=1 skips its checks.
 set -u
 build=$1; shift
@@ -18,7 +22,18 @@ for id in "$@"; do
   echo "== lab $id (${IMPL:-labs}) =="
   out=$("$build/bin/lab-$id" 2>&1)
   status=$?
-  printf '%s\n' "$out"
+  stopped=""   # "23.K function" of the stub the driver stopped at
+  if [ $status = 3 ] && [ -z "${RUN_LABS_DRIVERS_ONLY:-}" ]; then
+    stopped=$(tail -n 1 <<<"$out" | sed -n 's/^lab \(23\.[0-9]*\): \([A-Za-z0-9_]*\) is not implemented yet$/\1 \2/p')
+  fi
+  if [ -n "$stopped" ]; then
+    sed '$d' <<<"$out"
+    echo "lab $id: the driver stops at a function not implemented yet; the table below names the one to write next"
+    stub_lab=${stopped%% *} stub_fn=${stopped#* }
+    [ "$stub_lab" = "$id" ] && stop_at=$stub_fn || stop_at="lab $stub_lab's $stub_fn (this build links your lab $stub_lab)"
+  else
+    printf '%s\n' "$out"
+  fi
   if [ $status = 0 ]; then
     while IFS= read -r line; do
       [ -z "$line" ] && continue
@@ -36,7 +51,11 @@ for id in "$@"; do
   fi
   case $status in
     0) echo "lab $id: ok" ;;
-    3) echo "lab $id: not implemented yet (see ${dir}README.md)" ;;
+    3) if [ -n "$stopped" ]; then
+         echo "lab $id: not implemented yet; the driver stops at $stop_at and runs further as the table's rows pass (see ${dir}README.md)"
+       else
+         echo "lab $id: not implemented yet (see ${dir}README.md)"
+       fi ;;
     *) echo "lab $id: FAILED (exit $status)"; failed=1 ;;
   esac
   echo

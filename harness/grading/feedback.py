@@ -8,7 +8,7 @@ names. A function is
     not implemented  a test of it reached its own stub (UOPC_E_NOT_IMPLEMENTED naming it)
     FAILED           a test of it failed otherwise: the first such test and its one-line reason
     waiting          its tests reach another function's stub, or need a test that did not pass
-                     (the driver, for a counters test)
+                     (the driver, for a counters test): the row says what it waits on
     skipped          this machine lacks what its tests need (a GPU, a CUDA compiler)
     held out         it has no visible test (nothing to run before the due date)
 
@@ -18,9 +18,12 @@ own, and neither counts as a function. A worked lab's "(worked)" entries are its
 its experiment ("test_my_guard", kind experiment: the student's own test) is a row after them:
 the one thing a worked lab asks to write.
 
-The last line names the next function: the first not passed in the order of the lab README's
-"Suggested order" section, which is the one source of that order (the manifest's functions in
-the order the section first names them in backquotes; one it never names comes last).
+The last line names the next function: the first that is not implemented or FAILED in the
+order of the lab README's "Suggested order" section, which is the one source of that order (the
+manifest's functions in the order the section first names them in backquotes; one it never
+names comes last). A waiting row is never next: its points come once what it waits on passes.
+When only waiting rows are left, next names what they wait on (the driver's failure, another
+lab's stub). make lab-23.N (tools/run-labs.sh) takes its first direction from this line too.
 """
 import re
 from dataclasses import dataclass, field
@@ -30,8 +33,10 @@ from harness.grading.manifest import ROOT
 from harness.grading.verdict import NOT_RUN, PASS, SKIPPED
 
 STUB = re.compile(r"(\w+) is not implemented yet")
+STUB_LAB = re.compile(r"lab (23\.\d+): (\w+) is not implemented yet")   # "lab 23.1: sym_expr_eval is ..."
 NOT_IMPLEMENTED = "UOPC_E_NOT_IMPLEMENTED"
 TAG = re.compile(r"^(.*?)\s*\((\w+)[^)]*\)$")             # "sym_dim_init (given)" -> ("sym_dim_init", "given")
+NEEDS = re.compile(r"needs ([\w.]+), which ")                  # the runner's NOT_RUN: "needs driver, which gave FAIL"
 SECTION = re.compile(r"^(#+)\s+(Suggested order[^\n]*)$", re.M)
 DETAIL = 96
 
@@ -49,10 +54,16 @@ class Row:
   detail: str = ""
   tests: list = field(default_factory=list)    # (test, result) of the visible tests that ran
   failure: tuple = None              # (test, result) of the first real failure
+  waits_on: str = ""                 # a waiting row: what it waits on ("sym_expr_interval", "lab 23.1's x")
 
   @property
   def passed(self):
     return self.status in (PASSED, SKIP, HELD)
+
+  @property
+  def todo(self):
+    """Work of this row's own: its stub, or a real failure (a waiting row has none yet)."""
+    return self.status in (NOT_IMPL, FAILED)
 
 
 @dataclass
@@ -83,6 +94,12 @@ def suggested_order(readme_text, functions):
   body = readme_text[m.end():end.start() if end else len(readme_text)]
   named = [n for n in dict.fromkeys(re.findall(r"`(\w+)`", body)) if n in functions]
   return named + [f for f in functions if f not in named], m.group(2).strip()
+
+
+def stub_labs(result):
+  """{function: lab} of the stubs a failed test's text names with their lab."""
+  text = "\n".join([result.detail] + list(result.lines))
+  return {fn: lab for lab, fn in STUB_LAB.findall(text)}
 
 
 def stub_of(result):
@@ -148,25 +165,34 @@ def build(manifest, rows, readme_text, hidden_points=None):
     row.possible += test.points if counted else 0
     row.tests.append((test, result))
   functions = [by_name[f] for f in ordered + worked]
+  row_of = {t.id: _row_name(t.function) for t in manifest.tests}
   for row in functions:
-    _judge(row, set(mine + worked))
-  all_mine = all(r.passed for r in functions)
+    _judge(row, set(mine + worked), manifest.lab, row_of)
+  nothing_to_write = not any(r.todo for r in functions)
   for row in others.values():
-    _judge_other(row, all_mine)
+    _judge_other(row, nothing_to_write)
   built = not rows or any(not r.detail.startswith("the lab did not build") for _, r, _, _ in rows)
   return Table(manifest.lab, manifest.title, f"{manifest.lab_dir}/README.md", section or "Suggested order",
                functions, list(others.values()), is_worked, built)
 
 
-def _judge(row, functions):
-  """A function's status from its tests: its own stub, then a real failure, then waiting."""
+def _row_name(function):
+  """The table row a manifest function's tests count for."""
+  return "given code" if split(function)[1].startswith("given") else function
+
+
+def _judge(row, functions, lab="", row_of=None):
+  """A function's status from its tests: its own stub, then a real failure, then waiting (and
+  what it waits on: another function's stub, or the row of a test it needs)."""
   own = failed = waiting = None
   counted = [(t, r) for t, r in row.tests if r.verdict != SKIPPED]
   for test, r in counted:
     if r.verdict == PASS:
       continue
     if r.verdict == NOT_RUN:
-      waiting = waiting or f"{test.id}: {r.detail}"
+      m = NEEDS.match(r.detail)
+      on = (row_of or {}).get(m.group(1), m.group(1)) if m else ""
+      waiting = waiting or ((on, f"waits on {on}: {test.id} {r.detail}") if on else ("", f"{test.id}: {r.detail}"))
       continue
     stubs = stub_of(r)
     if stubs is None:
@@ -174,15 +200,14 @@ def _judge(row, functions):
     elif any(s == split(row.name)[0] for s in stubs):
       own = own or test
     else:
-      other = next((s for s in stubs if s in functions), "")
-      waiting = waiting or (f"needs {other}, not implemented yet" if other else f"{test.id} reaches a stub: {r.detail}")
+      waiting = waiting or _waits_on_stub(test, r, stubs, functions, lab)
   row.failure = failed
   if own:
     row.status, row.detail = NOT_IMPL, ""
   elif failed:
     row.status, row.detail = FAILED, f"{failed[0].id}: {failed[1].detail}"
   elif waiting:
-    row.status, row.detail = WAITING, waiting
+    row.status, (row.waits_on, row.detail) = WAITING, waiting
   elif row.tests and not counted:
     row.status, row.detail = SKIP, "its tests need what this machine lacks"
   elif not row.tests:
@@ -191,16 +216,31 @@ def _judge(row, functions):
     row.status = PASSED
 
 
-def _judge_other(row, all_mine):
+def _waits_on_stub(test, r, stubs, functions, lab):
+  """(what, detail) of a test that reached another function's stub: this lab's function, or
+  another lab's (named with its lab), else the test and its text."""
+  other = next((s for s in stubs if s in functions), "")
+  if other:
+    return other, f"waits on {other}, not implemented yet"
+  labs = stub_labs(r)
+  name = next((s for s in stubs if s and labs.get(s, lab) != lab), "")
+  if name:
+    on = f"lab {labs[name]}'s {name}"
+    return on, f"waits on {on}, not implemented yet"
+  return "", f"{test.id} reaches a stub: {r.detail}"
+
+
+def _judge_other(row, nothing_to_write):
   """Given code and prerequisites: they call the student's functions, so a failure is the
-  student's to look at only once every function passes."""
+  student's to look at only once no function is left to write or fix (every one passed, or
+  waits only on something else: often this very row, as a counters test waits on the driver)."""
   bad = [(t, r) for t, r in row.tests if r.verdict not in (PASS, SKIPPED)]
   n = sum(r.verdict != SKIPPED for _, r in row.tests)
   if not bad:
     row.status, row.detail = PASSED, f"{n} test{'s' if n != 1 else ''}"
     return
   test, r = bad[0]
-  if all_mine and r.verdict != NOT_RUN and stub_of(r) is None:
+  if nothing_to_write and r.verdict != NOT_RUN and stub_of(r) is None:
     row.status, row.failure = FAILED, (test, r)
   else:
     row.status = WAITING
@@ -236,17 +276,28 @@ def next_line(table):
   where = f"see {table.readme}, '{table.section.split(',')[0]}'"
   if not table.built:
     return f"next: make the lab build (the compiler's messages are above; {where})"
-  todo = next((r for r in table.functions if not r.passed), None)
-  if table.worked and (todo is None or split(todo.name)[1] == "worked"):
-    return f"next: nothing to write: read the code ({where})"
   if table.worked:
+    todo = next((r for r in table.functions if not r.passed), None)
+    if todo is None or split(todo.name)[1] == "worked":
+      return f"next: nothing to write: read the code ({where})"
     return f"next: {todo.name}, the experiment (see {table.readme}, 'Break it yourself')"
-  if todo is None:
-    others = next((r for r in table.others if not r.passed), None)
-    if others:
-      return f"next: every function passes; {others.name} does not (see its failure above)"
-    return "next: nothing: every function passes its visible tests (make grade scores them)"
-  return f"next: {todo.name} ({where})"
+  todo = next((r for r in table.functions if r.todo), None)
+  if todo:
+    return f"next: {todo.name} ({where})"
+  waiting = [r for r in table.functions if r.status == WAITING]
+  others = next((r for r in table.others if r.status == FAILED), None)
+  if others:
+    names = ", ".join(r.name for r in waiting)
+    after = f"; {names} wait{'s' if len(waiting) == 1 else ''} on it" if waiting else ""
+    return f"next: {others.name}: it fails (see its failure above){after}"
+  if waiting:
+    on = waiting[0].waits_on
+    return (f"next: {on}: {waiting[0].name} waits on it" if on else
+            f"next: {waiting[0].name}: {waiting[0].detail}")
+  others = next((r for r in table.others if not r.passed), None)
+  if others:
+    return f"next: every function passes; {others.name} does not (see its failure above)"
+  return "next: nothing: every function passes its visible tests (make grade scores them)"
 
 
 def failures(table):

@@ -60,6 +60,15 @@ def held_out_output(test, r):
   return f"{r.verdict}: a held-out test, worth {points}; what it printed stays in the instructor's log"
 
 
+def in_this_tree(target, opts):
+  """(the make command, the path) that build target, a path under the grader's build/labs, in
+  this tree: the reference's own build folder when the run graded solutions/ (IMPL=solutions)."""
+  if opts.impl == "solutions" and not opts.submission:
+    mine = "build/solutions/" + target[len(workspace.BUILD) + 1:] if target.startswith(workspace.BUILD + "/") else target
+    return f"make IMPL=solutions {mine}", mine
+  return f"make {target}", target
+
+
 def replay_base(lab, opts):
   parts = [".venv/bin/python -m harness.grade", lab]
   if opts.submission:
@@ -152,7 +161,8 @@ class LabGrader:
     if not ok:
       block = [f"--- BUILD FAILED: lab {self.m.lab}: every test of this lab is NOT RUN; the compiler said:"]
       block += [f"    {l}" for l in text.splitlines()]
-      block.append(f"    replay: make build/labs/lib/liblab{self.m.lab.replace('.', '_')}.so")
+      lib = f"{workspace.BUILD}/lib/liblab{self.m.lab.replace('.', '_')}.so"
+      block.append(f"    replay: {in_this_tree(lib, self.opts)[0]}")
       print("\n".join(block))
       self.score.failures += block
       build.ok = False
@@ -195,7 +205,8 @@ class LabGrader:
       r.verdict, r.detail = FAIL, f"skipped, but it needs nothing this machine lacks ({r.detail})"
     r.replay = f"{replay_base(self.m.lab, self.opts)} --only {test.id}"
     if not test.hidden:
-      r.replay += f"   (or: make {binary} && {binary}   which runs the whole suite)"
+      make, path = in_this_tree(binary, self.opts)
+      r.replay += f"   (or: {make} && {path}   which runs the whole suite)"
     return r
 
   def _run_driver(self, test, build):
@@ -208,7 +219,8 @@ class LabGrader:
                               self.opts.user, self.ws.mounts(binary))
     finally:
       rd.close()
-    r.replay = f"make lab-{self.m.lab}" + ("   (twice with the same UOPC_CACHE_DIR)" if test.spec.get("warm") else "")
+    impl = "IMPL=solutions " if self.opts.impl == "solutions" and not self.opts.submission else ""
+    r.replay = f"{impl}make lab-{self.m.lab}" + ("   (twice with the same UOPC_CACHE_DIR)" if test.spec.get("warm") else "")
     return r
 
   def _run_experiment(self, test, build):

@@ -7,7 +7,7 @@
    but for its experiment (the student's own test, kind experiment), whose stub scores zero;
    make lab-23.N's table (feedback.py) of both: every function passed for solutions/, and for
    the stubs each is reported as a stub (not implemented, or waiting for one), the next one named
-   the first of the README's suggested order;
+   the first of the README's suggested order that is not implemented (never a waiting one);
 3. every broken variant under tests/broken/ (the reference built with one guard removed, read
    from the .mk files: its -D flags and the BROKEN_EXPECT test it must fail) fails that named
    test when graded as a submission; the claim says that test's points and all the points the
@@ -122,7 +122,8 @@ def main(argv=None):
 def table_claim(m, ref, stub):
   """(ok, text, details): make lab-23.k's table (feedback.py) of the grades above: every row
   passed for solutions/; for the stubs, no function passed or FAILED (a stub is reported, not
-  a failure) and next names the first function of the README's suggested order."""
+  a failure) and next names the first function of the README's suggested order that is not
+  implemented (one waiting on another's stub is never next)."""
   done, todo = (feedback.build(m, [r for r in s.rows if not r[0].hidden],
                                (ROOT / m.lab_dir / "README.md").read_text()) for s in (ref, stub))
   bad = [f"solutions/: {r.name} {r.status} {r.detail}" for r in done.functions + done.others if not r.passed]
@@ -133,8 +134,9 @@ def table_claim(m, ref, stub):
   else:
     bad += [f"stubs: {r.name} {r.status} {r.detail}" for r in todo.functions
             if r.status not in (feedback.NOT_IMPL, feedback.WAITING)]
-    if todo.functions and not feedback.next_line(todo).startswith(f"next: {todo.functions[0].name} "):
-      bad.append(f"stubs: {feedback.next_line(todo)} (the README's first is {todo.functions[0].name})")
+    first = next((r for r in todo.functions if r.status == feedback.NOT_IMPL), None)
+    if first and not feedback.next_line(todo).startswith(f"next: {first.name} "):
+      bad.append(f"stubs: {feedback.next_line(todo)} (the README's first not implemented is {first.name})")
   return not bad, f"make lab-{m.lab}'s table: solutions/ all passed, stubs reported as stubs", bad[:5]
 
 

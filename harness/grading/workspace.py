@@ -286,6 +286,10 @@ class Workspace:
                                   handout.read_text(encoding="latin-1")) \
         if name in got.files and handout.is_file() and self.screen == "all" else []
       problems += [f"refused {r}" for r in refused]
+      if refused and self.impl == "solutions":   # the reference is screened against labs/'s copy
+        problems.append(f"  (IMPL=solutions screens solutions/{Path(m.lab_dir).name}/{name} against "
+                        f"{m.lab_dir}/{name}, which you changed outside its function bodies: `make check-sync` "
+                        f"shows where; undo that part there (your bodies can stay), then run IMPL=solutions again)")
       if name in got.files and not refused:
         dst.write_bytes(got.files[name])
       else:

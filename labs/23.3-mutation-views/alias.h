@@ -55,7 +55,8 @@ int alias_decide(const mv_layout *a, const mv_layout *b, sym_arena *arena, alias
  * both ranges, in 128-bit arithmetic); conservative beyond (disjoint only
  * when the byte ranges are). An empty view is disjoint from everything.
  * Errors: UOPC_E_INVALID (NULL, released, a rank outside [0, UOPC_MAX_RANK] or
- * a negative extent, different storages or dtypes). */
+ * a negative extent, different storages or dtypes); the message names the
+ * view (a or b) and, for a rank, the rank and UOPC_MAX_RANK. */
 int alias_guard_disjoint(const uopc_tensor *a, const uopc_tensor *b, int *disjoint, uopc_error *err);
 
 #endif

@@ -15,9 +15,13 @@
  * is a node of g holding all of view's storage and value a node of g with
  * the view's shape. Applies the view's steps to base (keeping each step's
  * node), then from the last step back to the first replaces that step's
- * elements in its source by the value so far (ir_view_set), so the result
- * has base's shape. Errors: UOPC_E_ALIAS (a broadcast step: its elements
- * would collide), the graph's error (a step or ir_view_set that failed). */
+ * elements in its source by the value so far (ir_view_set; an expand step,
+ * which is no broadcast here, has its source's elements one for one: the
+ * source becomes the value reshaped to its shape, ir_reshape), so the
+ * result has base's shape. Errors: UOPC_E_ALIAS (a broadcast axis, as
+ * mv_view_has_broadcast says: its elements would collide; a.expand(1, n)
+ * has none), those of mv_view_has_broadcast, the graph's error (a step or
+ * ir_view_set that failed). */
 int functionalize_store(ir_graph *g, const mv_view *view, const ir_node *base, const ir_node *value,
                         const ir_node **new_base, uopc_error *err);
 

@@ -391,6 +391,7 @@ int main(int argc, char **argv) {
   int start = uopc_driver_start(argc, argv, "23.3",
                                 "The lab's scenarios, each versioned and functionalized over a symbolic length, checked\nagainst an eager loop: slices, a view that survives, a parameter update, reuse, a mirror.");
   if (start != UOPC_DRIVER_RUN) return start;
+  printf("lab 23.3: mutation and views (stores into slices and views, versioned and functionalized)\n");
   uopc_error err = {0};
   int rc = scenario_slices(&err);
   if (!rc) rc = scenario_view_survives(&err);

@@ -60,7 +60,10 @@ void mirror_free(mirror *m);
 int mirror_refresh(mirror *m, mirror_side onto, uopc_error *err);
 
 /* ---- The rule (student, mirror.c). "The host changed" means the host
- * storage's version differs from host_synced. */
+ * storage's version differs from host_synced. Each of the three also fails
+ * with UOPC_E_INVALID for a NULL or freed mirror, and mirror_read and
+ * mirror_write for a side that is neither MIRROR_HOST nor MIRROR_DEVICE
+ * (the message names the mirror and the side's value). */
 
 /* Before reading side s. The side is current when the other side has no
  * write it lacks: then nothing happens. Otherwise the newer side is copied

@@ -127,8 +127,13 @@ int mv_view_tensor(const mv_program *p, const mv_view *v, const sym_binding *b, 
                    uopc_tensor *out, uopc_error *err);
 /* "a[1:, ::-1]" / "a.T[0]" / "a.expand(n, 4)", for messages and the printer. */
 void mv_view_format(const mv_program *p, const mv_view *v, char *buf, size_t size);
-/* 1 when the view has a broadcast step (a zero stride over more than one element). */
-int mv_view_has_broadcast(const mv_view *v);
+/* *broadcast = 1 when v, applied to a node of base's shape, has a broadcast
+ * axis: stride 0 over an extent that can exceed 1 (its upper bound), whose
+ * elements are all one element, so a store through it collides. A stride-0
+ * axis of extent at most 1, such as the new leading axis of a.expand(1, n),
+ * holds one element, written once: no broadcast. Given. Errors:
+ * UOPC_E_INVALID (NULL, a view that does not apply to base), NOMEM. */
+int mv_view_has_broadcast(const mv_view *v, const ir_node *base, int *broadcast, uopc_error *err);
 
 /* ---- Statements. */
 
@@ -142,13 +147,21 @@ const ir_node *mv_load(mv_program *p, const mv_view *v);
 
 /* The store/version rule (student, store.c): closes the open statement with
  * `target = value` (value broadcast to target's shape, as NumPy's assignment
- * does). Checks, in order: mv_check_value (an open statement without error,
- * value a node of its graph);
- * value's dtype is the target's (UOPC_E_DTYPE); value broadcasts to the
- * target's shape (UOPC_E_INVALID, naming both shapes, each "(n, m - 1)"
- * and cut after its first 127 characters); the target has no
- * broadcast step, whose elements would collide (UOPC_E_ALIAS). Then the
- * store consumes M<k> of the target's storage and produces M<k+1>
+ * does). Checks, in order, each with the message tests compare (V is
+ * mv_view_format's text of target, a shape is "(n, m - 1)" cut after its
+ * first 127 characters, a dtype ir_dtype_name's):
+ *   mv_check_value: an open statement without error, value a node of its graph;
+ *   target and its storage exist: UOPC_E_INVALID,
+ *     "store: the target's storage does not exist";
+ *   value's dtype is the target's: UOPC_E_DTYPE,
+ *     "store into V (f32) of a f64 value (cast it first)";
+ *   value broadcasts to the target's shape: UOPC_E_INVALID,
+ *     "store into V: a value of shape (n) does not broadcast to the view's shape (n - 1)";
+ *   the target has no broadcast axis (stride 0 over an extent that can
+ *     exceed 1, as mv_view_has_broadcast says; a.expand(1, n) has none),
+ *     whose elements would collide: UOPC_E_ALIAS, "store into V: axis 0 has stride 0 and up to 4 elements,
+ *     which would all be written to one element (a broadcast view is read-only)".
+ * Then the store consumes M<k> of the target's storage and produces M<k+1>
  * (version_in = k, version_out = k + 1, the storage's version k + 1) and is
  * appended. On error the statement is dropped and the program is as before
  * mv_begin. */

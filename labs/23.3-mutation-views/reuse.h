@@ -37,8 +37,12 @@ int reuse_reads_in_place(const mv_program *p, int k, int j);
  *   liveness: REUSE_REFUSED_LIVE when a statement after k loads any view of
  *     s or stores into one (s's value is still needed);
  *   otherwise REUSE_OK. Alias is checked first. The reason names the
- *   storage and the view or the statement ("'t' is read again by statement
- *   3"). Errors: UOPC_E_INVALID (k not a let, s not a storage). */
+ *   storage and the view or the statement. Two reasons are exact (tests
+ *   compare them), for a storage named t: escaped, "a view of 't' outlives
+ *   the program"; live, for the first statement j after k that uses s,
+ *   "'t' is written again by statement j" when j stores into s, else
+ *   "'t' is read again by statement j".
+ *   Errors: UOPC_E_INVALID (k not a let, s not a storage). */
 int reuse_decide(const mv_program *p, int k, int s, reuse_decision *out, uopc_error *err);
 
 #endif

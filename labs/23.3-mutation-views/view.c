@@ -122,10 +122,29 @@ int mv_expand(mv_program *p, const mv_view *v, int rank, const sym_expr *const *
   return add_step(p, v, &s, out, err);
 }
 
-int mv_view_has_broadcast(const mv_view *v) {
-  for (int k = 0; k < v->n_steps; k++)
-    if (v->steps[k].kind == MV_EXPAND) return 1;
-  return 0;
+int mv_view_has_broadcast(const mv_view *v, const ir_node *base, int *broadcast, uopc_error *err) {
+  if (!v || !base || !broadcast) return UOPC_FAIL(err, UOPC_E_INVALID, "view: NULL view, base or answer");
+  *broadcast = 0;
+  int expands = 0;
+  for (int k = 0; k < v->n_steps; k++) expands |= v->steps[k].kind == MV_EXPAND;
+  if (!expands) return UOPC_OK;   /* only an expand makes a stride 0 */
+  ir_graph *g;
+  int rc = ir_graph_new(&g, err);
+  if (rc) return rc;
+  const sym_expr *shape[UOPC_MAX_RANK];
+  for (int k = 0; k < base->rank; k++) shape[k] = copy_to(g, base->shape[k]);
+  const ir_node *x = ir_input(g, "base", base->dtype, base->rank, shape), *n = x ? mv_view_apply(g, v, x) : NULL;
+  mv_layout l;
+  rc = n ? ir_view_layout(ir_graph_arena(g), n, &l, err) : graph_failed(g, err);
+  /* One element along a stride-0 axis is written once: only an extent that can exceed 1 collides. */
+  for (int k = 0; !rc && k < l.rank && !*broadcast; k++) {
+    sym_interval iv;
+    if (!(l.strides[k]->kind == SYM_CONST && l.strides[k]->value == 0)) continue;
+    rc = sym_expr_interval(l.shape[k], &iv, err);
+    *broadcast = !rc && iv.hi > 1;
+  }
+  ir_graph_free(g);
+  return rc;
 }
 
 int mv_view_layout(mv_program *p, const mv_view *v, mv_layout *out, uopc_error *err) {

@@ -269,6 +269,7 @@ int main(int argc, char **argv) {
   int start = uopc_driver_start(argc, argv, "23.4",
                                 "A two-layer model eager and traced (results and gradients agree), a shape branch, a data\nbranch, an effect, bad input; then the table of traces, breaks, recompilations, variants.");
   if (start != UOPC_DRIVER_RUN) return start;
+  printf("lab 23.4: function tracing (a model traced once per shape class, with guards and graph breaks)\n");
   uopc_error err = {0};
   int rc = scenario_two_layer(&err);
   if (!rc) rc = scenario_branches(&err);

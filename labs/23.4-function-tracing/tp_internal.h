@@ -118,10 +118,13 @@ int tp_effect_check(tp_ctx *c, tp_effect effect, int pure, tp_site at, uopc_erro
 int tp_vjp_rule(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at, uopc_error *err);
 /* tp_grad.c: *out = g summed over the axes broadcasting added (leading) or
  * stretched (like's constant-1 extents), so it has like's shape; g itself
- * when there are none. */
+ * when there are none. Errors: UOPC_E_INVALID when g has fewer axes than
+ * like (no broadcast makes that; the message names both ranks), *out left
+ * NULL. */
 int tp_unbroadcast(tp_ctx *c, tp_tensor *g, const tp_tensor *like, tp_site at, tp_tensor **out, uopc_error *err);
 /* tp_grad.c: *slot += contribution (*slot NULL: the contribution itself), for
- * a tensor that reaches the loss by more than one path. */
+ * a tensor that reaches the loss by more than one path. Errors:
+ * UOPC_E_INVALID when slot or contribution is NULL, *slot untouched. */
 int tp_accumulate(tp_ctx *c, tp_tensor **slot, tp_tensor *contribution, tp_site at, uopc_error *err);
 
 #endif

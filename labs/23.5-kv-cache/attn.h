@@ -31,8 +31,9 @@ int attn_build(ir_graph *g, const attn_dims *d, const ir_node **out, uopc_error 
  * "k", "v" over the whole capacity (heads, capacity, head_dim) with the same
  * strides, and "bias" (capacity): 0 for a populated slot, -inf beyond;
  * scores + bias, then the same softmax. Correct, and its work is
- * proportional to the capacity. The capacity is the dim head_stride's
- * slots: pass capacity as a dim of its own. Errors: the graph's. */
+ * proportional to the capacity. The capacity is head_stride / head_dim
+ * slots, but an extent cannot be a quotient of dims: the slot axis of k, v
+ * and bias is the dim capacity, passed on its own. Errors: the graph's. */
 int attn_build_masked(ir_graph *g, const attn_dims *d, const sym_dim *capacity, const ir_node **out,
                       uopc_error *err);
 

@@ -166,6 +166,7 @@ int main(int argc, char **argv) {
   int start = uopc_driver_start(argc, argv, "23.5",
                                 "Decodes three rows through the KV cache, each step checked against the uncached reference;\nthe masked baseline, a reset, batch isolation, the step past the capacity, bad input.");
   if (start != UOPC_DRIVER_RUN) return start;
+  printf("lab 23.5: a true KV cache (decoding that appends one position per step, checked every step)\n");
   uopc_error err = {0};
   kv_model_config cfg = kv_model_default(4096);
   kv_model *m = NULL;

@@ -20,7 +20,10 @@ static int graph_error(ir_graph *g, uopc_error *err) {
 int functionalize_store(ir_graph *g, const mv_view *view, const ir_node *base, const ir_node *value,
                         const ir_node **new_base, uopc_error *err) {
   // STUDENT 23.3 functionalize_store
-  if (mv_view_has_broadcast(view))
+  int broadcast = 0;
+  int rc = mv_view_has_broadcast(view, base, &broadcast, err);
+  if (rc) return rc;
+  if (broadcast)
     return UOPC_FAIL(err, UOPC_E_ALIAS, "functionalize: a store through a broadcast view, whose elements"
                      " would collide");
   /* nodes[k] is the value of the view's first k steps; nodes[0] the base. */
@@ -31,10 +34,15 @@ int functionalize_store(ir_graph *g, const mv_view *view, const ir_node *base, c
     one.steps[0] = view->steps[k];
     if (!(nodes[k + 1] = mv_view_apply(g, &one, nodes[k]))) return graph_error(g, err);
   }
-  /* From the innermost step out: the step's source with its elements replaced. */
+  /* From the innermost step out: the step's source with its elements replaced. An expand that
+   * is no broadcast only adds or keeps axes of extent 1: its elements are its source's, one for
+   * one, so the source becomes the value reshaped to it. */
   const ir_node *u = value;
-  for (int k = view->n_steps - 1; k >= 0; k--)
-    if (!(u = ir_view_set(g, nodes[k + 1], u))) return graph_error(g, err);
+  for (int k = view->n_steps - 1; k >= 0; k--) {
+    u = view->steps[k].kind == MV_EXPAND ? ir_reshape(g, u, nodes[k]->rank, nodes[k]->shape)
+                                         : ir_view_set(g, nodes[k + 1], u);
+    if (!u) return graph_error(g, err);
+  }
   *new_base = u;
   return UOPC_OK;
   // END STUDENT

@@ -61,14 +61,14 @@ static void test_mirror_new_uploads_the_host_and_starts_in_sync(void **state) {
   new_test_mirror(&m, &host);
   expect_copies(c0, 1, 0, "mirror_new");
   assert_string_equal(m.name, "w");
-  assert_int_equal(m.bytes, N * sizeof(float));
-  assert_int_equal(m.host_synced, uopc_tensor_version(&host));
-  assert_int_equal(m.device_written, 0);
-  assert_int_equal(uopc_tensor_storage_refs(&host), 2);   /* the mirror holds a reference */
-  for (int i = 0; i < N; i++) assert_true(device_floats(&m)[i] == (float)i);
+  expect_int(m.bytes, N * sizeof(float), "mirror_new of w = 0 .. %d (f32): bytes", N - 1);
+  expect_int(m.host_synced, uopc_tensor_version(&host), "mirror_new of w = 0 .. %d: host_synced (the host's version)", N - 1);
+  expect_int(m.device_written, 0, "mirror_new of w = 0 .. %d: device_written", N - 1);
+  expect_int(uopc_tensor_storage_refs(&host), 2, "mirror_new of w = 0 .. %d: the host storage's references (the mirror holds one)", N - 1);
+  for (int i = 0; i < N; i++) expect_close(device_floats(&m)[i], (float)i, 0.0, "mirror_new of w = 0 .. %d: device[%d]", N - 1, i);
   expect_refreshed(0, "mirror_new is no refresh");
   mirror_free(&m);
-  assert_int_equal(uopc_tensor_storage_refs(&host), 1);
+  expect_int(uopc_tensor_storage_refs(&host), 1, "after mirror_free: the host storage's references");
   uopc_tensor_release(&host);
 }
 
@@ -85,7 +85,7 @@ static void test_mirror_read_of_current_sides_copies_nothing(void **state) {
   assert_uopc_ok(mirror_sync(&m, &err), err);
   expect_copies(c0, 0, 0, "reads of sides in sync");
   expect_refreshed(0, "reads of sides in sync");
-  assert_int_equal(uopc_tensor_version(&host), v0);
+  expect_int(uopc_tensor_version(&host), v0, "reads and a sync of sides in sync: the host's version");
   mirror_free(&m);
   uopc_tensor_release(&host);
 }
@@ -104,9 +104,9 @@ static void test_mirror_read_of_stale_device_after_host_write_through_view_uploa
   assert_uopc_ok(mirror_read(&m, MIRROR_DEVICE, &err), err);
   expect_copies(c0, 1, 0, "device read after a host write");
   expect_refreshed(1, "device read after a host write");
-  assert_true(device_floats(&m)[2] == 42.0f);
-  assert_true(device_floats(&m)[3] == 3.0f);
-  assert_int_equal(m.host_synced, uopc_tensor_version(&host));
+  expect_close(device_floats(&m)[2], 42.0, 0.0, "device read after host[2:5][0] = 42: device[2]");
+  expect_close(device_floats(&m)[3], 3.0, 0.0, "device read after host[2:5][0] = 42: device[3] (unchanged)");
+  expect_int(m.host_synced, uopc_tensor_version(&host), "device read after a host write: host_synced (the host's version)");
   assert_uopc_ok(mirror_read(&m, MIRROR_DEVICE, &err), err);
   expect_copies(c0, 1, 0, "a second device read");
   expect_refreshed(1, "a second device read");
@@ -123,7 +123,7 @@ static void test_mirror_device_write_then_host_read_downloads_and_bumps_host_ver
   new_test_mirror(&m, &host);
   uint64_t v0 = uopc_tensor_version(&host);
   assert_uopc_ok(mirror_write(&m, MIRROR_DEVICE, &err), err);
-  assert_int_equal(m.device_written, 1);
+  expect_int(m.device_written, 1, "mirror_write of the device: device_written");
   device_floats(&m)[5] = 99.0f;   /* the "kernel" writes the device copy */
   copies c0 = copies_now();
   assert_uopc_ok(mirror_read(&m, MIRROR_DEVICE, &err), err);   /* the device is current */
@@ -131,10 +131,11 @@ static void test_mirror_device_write_then_host_read_downloads_and_bumps_host_ver
   assert_uopc_ok(mirror_read(&m, MIRROR_HOST, &err), err);
   expect_copies(c0, 0, 1, "host read after a device write");
   expect_refreshed(1, "host read after a device write");
-  assert_true(uopc_tensor_get(&host, 5) == 99.0);
-  assert_int_equal(uopc_tensor_version(&host), v0 + 1);   /* the download is a write of the host */
-  assert_int_equal(m.host_synced, v0 + 1);
-  assert_int_equal(m.device_written, 0);
+  expect_close(uopc_tensor_get(&host, 5), 99.0, 0.0, "host read after device[5] = 99: host[5]");
+  expect_int(uopc_tensor_version(&host), v0 + 1,   /* the download is a write of the host */
+             "host read after a device write (host at version %llu before): the host's version", (unsigned long long)v0);
+  expect_int(m.host_synced, v0 + 1, "host read after a device write: host_synced");
+  expect_int(m.device_written, 0, "host read after a device write: device_written");
   assert_uopc_ok(mirror_read(&m, MIRROR_DEVICE, &err), err);   /* the bump is not a host change */
   assert_uopc_ok(mirror_read(&m, MIRROR_HOST, &err), err);
   expect_copies(c0, 0, 1, "reads after the download");
@@ -166,11 +167,13 @@ static void test_mirror_writes_on_both_sides_fail_with_alias_and_change_nothing(
   assert_contains(err.message, want);
   expect_copies(c0, 0, 0, "conflicting reads");
   expect_refreshed(0, "conflicting reads");
-  assert_true(uopc_tensor_get(&host, 0) == -2.0);
-  assert_true(device_floats(&m)[0] == -1.0f);
-  assert_int_equal(uopc_tensor_version(&host), v0 + 1);
-  assert_int_equal(m.host_synced, v0);
-  assert_int_equal(m.device_written, 1);
+#define BOTH "writes on both sides (host[0] = -2, device[0] = -1), then refused reads and sync"
+  expect_close(uopc_tensor_get(&host, 0), -2.0, 0.0, BOTH ": host[0]");
+  expect_close(device_floats(&m)[0], -1.0, 0.0, BOTH ": device[0]");
+  expect_int(uopc_tensor_version(&host), v0 + 1, BOTH ": the host's version");
+  expect_int(m.host_synced, v0, BOTH ": host_synced");
+  expect_int(m.device_written, 1, BOTH ": device_written");
+#undef BOTH
   mirror_free(&m);
   uopc_tensor_release(&host);
 }
@@ -190,11 +193,11 @@ static void test_mirror_write_on_device_while_host_is_newer_is_alias(void **stat
            (unsigned long long)(v0 + 1), (unsigned long long)v0);
   assert_uopc_code(mirror_write(&m, MIRROR_DEVICE, &err), UOPC_E_ALIAS, err);
   assert_contains(err.message, want);
-  assert_int_equal(m.device_written, 0);
+  expect_int(m.device_written, 0, "a refused device write while the host is newer: device_written");
   assert_uopc_ok(mirror_write(&m, MIRROR_HOST, &err), err);   /* the host may write again */
   assert_uopc_ok(mirror_read(&m, MIRROR_DEVICE, &err), err);   /* as the message says */
   assert_uopc_ok(mirror_write(&m, MIRROR_DEVICE, &err), err);
-  assert_int_equal(m.device_written, 1);
+  expect_int(m.device_written, 1, "a device write after reading the device: device_written");
   expect_refreshed(1, "one upload");
   mirror_free(&m);
   uopc_tensor_release(&host);
@@ -211,7 +214,7 @@ static void test_mirror_write_on_host_while_device_is_newer_is_alias(void **stat
   assert_uopc_ok(mirror_write(&m, MIRROR_DEVICE, &err), err);   /* a second device write is fine */
   assert_uopc_code(mirror_write(&m, MIRROR_HOST, &err), UOPC_E_ALIAS, err);
   assert_contains(err.message, "mirror 'w': a host write while the device holds newer data");
-  assert_int_equal(uopc_tensor_version(&host), v0);
+  expect_int(uopc_tensor_version(&host), v0, "a refused host write while the device is newer: the host's version");
   assert_uopc_ok(mirror_read(&m, MIRROR_HOST, &err), err);
   assert_uopc_ok(mirror_write(&m, MIRROR_HOST, &err), err);
   mirror_free(&m);
@@ -228,12 +231,12 @@ static void test_mirror_sync_copies_the_newer_side_once(void **state) {
   uopc_tensor_set(&host, 4, 40.0);
   assert_uopc_ok(mirror_sync(&m, &err), err);
   expect_copies(c0, 1, 0, "sync after a host write");
-  assert_true(device_floats(&m)[4] == 40.0f);
+  expect_close(device_floats(&m)[4], 40.0, 0.0, "sync after host[4] = 40: device[4]");
   assert_uopc_ok(mirror_write(&m, MIRROR_DEVICE, &err), err);
   device_floats(&m)[6] = 60.0f;
   assert_uopc_ok(mirror_sync(&m, &err), err);
   expect_copies(c0, 1, 1, "sync after a device write");
-  assert_true(uopc_tensor_get(&host, 6) == 60.0);
+  expect_close(uopc_tensor_get(&host, 6), 60.0, 0.0, "sync after device[6] = 60: host[6]");
   assert_uopc_ok(mirror_sync(&m, &err), err);
   expect_copies(c0, 1, 1, "sync with nothing changed");
   expect_refreshed(2, "two syncs that copied");
@@ -258,7 +261,8 @@ static void test_mirror_new_rejects_bad_arguments(void **state) {
   assert_uopc_ok(uopc_tensor_slice(&strided, &host, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
   assert_uopc_code(mirror_new(&m, "w", &strided, dev, &err), UOPC_E_LAYOUT, err);
   assert_contains(err.message, "mirror 'w'");
-  assert_int_equal(uopc_tensor_storage_refs(&host), 2);   /* host and strided: the failures kept none */
+  expect_int(uopc_tensor_storage_refs(&host), 2,   /* host and strided: the failures kept none */
+             "after eight refused mirror_new calls: the host storage's references");
   mirror_free(&m);   /* a failed mirror_new leaves a mirror that frees safely */
   assert_uopc_ok(mirror_new(&m, "a_name_of_thirty_one_characters", &host, dev, &err), err);
   mirror_free(&m);
@@ -272,12 +276,14 @@ static void test_mirror_read_and_write_reject_unknown_side_and_freed_mirror(void
   mirror m;
   uopc_error err = {0};
   new_test_mirror(&m, &host);
-  assert_uopc_code(mirror_read(&m, (mirror_side)2, &err), UOPC_E_INVALID, err);
-  assert_string_equal(err.message, "mirror 'w': side 2 is neither the host nor the device");
-  assert_uopc_code(mirror_write(&m, (mirror_side)-1, &err), UOPC_E_INVALID, err);
-  assert_string_equal(err.message, "mirror 'w': side -1 is neither the host nor the device");
-  assert_uopc_code(mirror_read(&m, (mirror_side)7, &err), UOPC_E_INVALID, err);
-  assert_string_equal(err.message, "mirror 'w': side 7 is neither the host nor the device");
+  /* mirror.h: the message names the mirror and the side's value */
+  static const int sides[3] = {2, -1, 7};
+  for (int k = 0; k < 3; k++) {
+    int rc = k == 1 ? mirror_write(&m, (mirror_side)sides[k], &err) : mirror_read(&m, (mirror_side)sides[k], &err);
+    assert_uopc_code(rc, UOPC_E_INVALID, err);
+    assert_names(err.message, "w", "the mirror's name");
+    assert_names_int(err.message, sides[k], "the side's value");
+  }
   mirror_free(&m);
   assert_uopc_code(mirror_read(&m, MIRROR_HOST, &err), UOPC_E_INVALID, err);
   assert_uopc_code(mirror_write(&m, MIRROR_DEVICE, &err), UOPC_E_INVALID, err);
@@ -307,14 +313,16 @@ static void test_mirror_cuda_device_round_trip_when_a_gpu_is_present(void **stat
   uopc_tensor_set(&host, 3, 30.0);
   assert_uopc_ok(mirror_read(&m, MIRROR_DEVICE, &err), err);
   assert_uopc_ok(uopc_cuda_copy_to_host(back, mirror_device_addr(&m), sizeof back, &err), err);
-  assert_true(back[3] == 30.0f && back[7] == 7.0f);
+  expect_close(back[3], 30.0, 0.0, "device read on the GPU after host[3] = 30: device[3]");
+  expect_close(back[7], 7.0, 0.0, "device read on the GPU after host[3] = 30: device[7] (unchanged)");
   for (int i = 0; i < N; i++) fresh[i] = 100.0f + (float)i;
   assert_uopc_ok(mirror_write(&m, MIRROR_DEVICE, &err), err);
   assert_uopc_ok(uopc_cuda_copy_to_device(mirror_device_addr(&m), fresh, sizeof fresh, &err), err);
   uint64_t v = uopc_tensor_version(&host);
   assert_uopc_ok(mirror_read(&m, MIRROR_HOST, &err), err);
-  for (int i = 0; i < N; i++) assert_true(uopc_tensor_get(&host, i) == 100.0 + i);
-  assert_int_equal(uopc_tensor_version(&host), v + 1);
+  for (int i = 0; i < N; i++)
+    expect_close(uopc_tensor_get(&host, i), 100.0 + i, 0.0, "host read after the GPU wrote 100 + i: host[%d]", i);
+  expect_int(uopc_tensor_version(&host), v + 1, "host read after a GPU write: the host's version");
   expect_refreshed(2, "one upload and one download on the GPU");
   mirror_free(&m);
   uopc_tensor_release(&host);

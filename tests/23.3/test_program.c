@@ -34,10 +34,21 @@ static mv_view slice(fx *f, int64_t start, int64_t stop, int64_t step) {
   return v;
 }
 
+/* A reuse verdict, with its reason, against the one expected. */
+static const char *verdict_name(reuse_verdict v) {
+  static const char *const names[] = {"REUSE_OK", "REUSE_REFUSED_ALIAS", "REUSE_REFUSED_LIVE"};
+  return (unsigned)v < 3 ? names[v] : "?";
+}
+
+static void expect_verdict(const reuse_decision *d, reuse_verdict want, const char *what) {
+  if (d->verdict != want)
+    fail_msg("%s: got %s (\"%s\"), expected %s", what, verdict_name(d->verdict), d->reason, verdict_name(want));
+}
+
 /* a[dst] = a[src] + 1 as one statement. */
 static void shift_program(fx *f, mv_view dst, mv_view src) {
   ir_graph *g = mv_begin(f->p, &f->err);
-  assert_non_null(g);
+  expect_non_null(g, "mv_begin for a[dst] = a[src] + 1 (%s)", f->err.message);
   assert_uopc_ok(mv_store(f->p, &dst, ir_binary(g, IR_ADD, mv_load(f->p, &src), ir_const(g, 1, UOPC_F32)), &f->err),
                  f->err);
 }
@@ -51,20 +62,22 @@ static void test_mv_store_consumes_and_produces_versions(void **state) {
   shift_program(&f, slice(&f, 1, UOPC_SLICE_NONE, 1), slice(&f, 0, -1, 1));
   shift_program(&f, slice(&f, 0, -1, 1), slice(&f, 1, UOPC_SLICE_NONE, 1));
   const mv_stmt *s0 = mv_program_stmt(f.p, 0), *s1 = mv_program_stmt(f.p, 1);
-  assert_int_equal(s0->version_in, 0);
-  assert_int_equal(s0->version_out, 1);
-  assert_int_equal(s0->loads[0].version, 0);
-  assert_int_equal(s1->version_in, 1);
-  assert_int_equal(s1->version_out, 2);
-  assert_int_equal(s1->loads[0].version, 1);      /* the second statement reads M1 */
-  assert_int_equal(mv_program_storage(f.p, f.a)->version, 2);
+#define STORES "a[1:] = a[:-1] + 1, then a[:-1] = a[1:] + 1"
+  expect_int(s0->version_in, 0, STORES ": statement 0's version in");
+  expect_int(s0->version_out, 1, STORES ": statement 0's version out");
+  expect_int(s0->loads[0].version, 0, STORES ": the version statement 0 loads");
+  expect_int(s1->version_in, 1, STORES ": statement 1's version in");
+  expect_int(s1->version_out, 2, STORES ": statement 1's version out");
+  expect_int(s1->loads[0].version, 1, STORES ": the version statement 1 loads (M1, what statement 0 wrote)");
+  expect_int(mv_program_storage(f.p, f.a)->version, 2, STORES ": a's version afterwards");
+#undef STORES
   codegen_text t = {0};
   assert_uopc_ok(mv_program_print(&t, f.p, &f.err), f.err);
-  assert_non_null(strstr(t.data, "load a[0:-1] @M0"));
-  assert_non_null(strstr(t.data, "M1 = store a[1:] <- "));
-  assert_non_null(strstr(t.data, "(M0 -> M1)"));
-  assert_non_null(strstr(t.data, "load a[1:] @M1"));
-  assert_non_null(strstr(t.data, "(M1 -> M2)"));
+  assert_contains(t.data, "load a[0:-1] @M0");
+  assert_contains(t.data, "M1 = store a[1:] <- ");
+  assert_contains(t.data, "(M0 -> M1)");
+  assert_contains(t.data, "load a[1:] @M1");
+  assert_contains(t.data, "(M1 -> M2)");
   codegen_text_fini(&t);
   mv_program_free(f.p);
 }
@@ -76,23 +89,23 @@ static void test_mv_store_broadcasts_a_scalar(void **state) {
   ir_graph *g = mv_begin(f.p, &f.err);
   assert_uopc_ok(mv_store(f.p, &f.whole, ir_const(g, 3, UOPC_F32), &f.err), f.err);
   const mv_stmt *s = mv_program_stmt(f.p, 0);
-  assert_int_equal(s->value->rank, 1);
-  assert_ptr_equal(s->value->shape[0]->kind, SYM_DIM);
+  expect_int(s->value->rank, 1, "a = 3 for a of shape (n): the stored value's rank (the scalar broadcast)");
+  expect_int(s->value->shape[0]->kind, SYM_DIM, "a = 3 for a of shape (n): the kind of the value's extent (SYM_DIM is %d)", SYM_DIM);
   /* a new axis of extent 1 has stride 0 but one element: nothing collides, so the store goes in */
   const sym_expr *shape[2] = {sym_expr_const(mv_program_arena(f.p), 1), f.n_e};
   mv_view row;
   mv_layout l;
   assert_uopc_ok(mv_expand(f.p, &f.whole, 2, shape, &row, &f.err), f.err);
   assert_uopc_ok(mv_view_layout(f.p, &row, &l, &f.err), f.err);
-  assert_int_equal(l.rank, 2);
-  assert_int_equal(l.strides[0]->kind, SYM_CONST);
-  assert_int_equal(l.strides[0]->value, 0);
+  expect_int(l.rank, 2, "a.expand(1, n): its layout's rank");
+  expect_int(l.strides[0]->kind, SYM_CONST, "a.expand(1, n): the kind of axis 0's stride (SYM_CONST is %d)", SYM_CONST);
+  expect_int(l.strides[0]->value, 0, "a.expand(1, n): axis 0's stride");
   g = mv_begin(f.p, &f.err);
   assert_uopc_ok(mv_store(f.p, &row, ir_const(g, 5, UOPC_F32), &f.err), f.err);
-  assert_int_equal(mv_program_stmt_count(f.p), 2);
-  assert_int_equal(mv_program_stmt(f.p, 1)->version_in, 1);
-  assert_int_equal(mv_program_stmt(f.p, 1)->version_out, 2);
-  assert_int_equal(mv_program_storage(f.p, f.a)->version, 2);
+  expect_int(mv_program_stmt_count(f.p), 2, "a = 3, then a.expand(1, n) = 5: statements");
+  expect_int(mv_program_stmt(f.p, 1)->version_in, 1, "a = 3, then a.expand(1, n) = 5: statement 1's version in");
+  expect_int(mv_program_stmt(f.p, 1)->version_out, 2, "a = 3, then a.expand(1, n) = 5: statement 1's version out");
+  expect_int(mv_program_storage(f.p, f.a)->version, 2, "a = 3, then a.expand(1, n) = 5: a's version afterwards");
   mv_program_free(f.p);
 }
 
@@ -106,9 +119,9 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   assert_uopc_code(mv_store(f.p, &head, mv_load(f.p, &f.whole), &f.err), UOPC_E_INVALID, f.err);
   assert_string_equal(f.err.message, "store into a[1:]: a value of shape (n) does not broadcast to the view's shape "
                                      "(n - 1)");
-  assert_int_equal(mv_program_stmt_count(f.p), 0);
-  assert_null(mv_open_graph(f.p));                /* the statement is dropped */
-  assert_int_equal(mv_program_storage(f.p, f.a)->version, 0);
+  expect_int(mv_program_stmt_count(f.p), 0, "a refused store a[1:] <- a (shapes n - 1 and n): statements");
+  expect_null(mv_open_graph(f.p), "a refused store a[1:] <- a: the open statement (dropped, expected)");
+  expect_int(mv_program_storage(f.p, f.a)->version, 0, "a refused store a[1:] <- a: a's version");
   /* shapes whose text is long: the message still closes each one */
   sym_dim wide[3];
   const sym_expr *wide_shape[3];
@@ -158,7 +171,7 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
                       "store into a[1:]: a value of shape (value_dimension_of_31_chars_000, value_dimension_of_31_chars_001,"
                       " value_dimension_of_31_chars_002, value_dimension_of_31_chars does not broadcast to the"
                       " view's shape (n - 1)");
-  /* a dtype that differs */
+  /* a dtype that differs (each message below is mprog.h's) */
   g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &f.whole, ir_const(g, 1, UOPC_F64), &f.err), UOPC_E_DTYPE, f.err);
   assert_string_equal(f.err.message, "store into a (f32) of a f64 value (cast it first)");
@@ -168,7 +181,7 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   assert_uopc_ok(mv_expand(f.p, &f.whole, 2, shape, &b, &f.err), f.err);
   g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &b, ir_const(g, 1, UOPC_F32), &f.err), UOPC_E_ALIAS, f.err);
-  assert_non_null(strstr(f.err.message, "stride 0"));
+  assert_contains(f.err.message, "stride 0");
   char bt[MV_VIEW_TEXT_MAX], want[MV_VIEW_TEXT_MAX + 160];
   mv_view_format(f.p, &b, bt, sizeof bt);
   snprintf(want, sizeof want, "store into %s: axis 0 has stride 0 and up to 4 elements, which would all be written"
@@ -176,13 +189,13 @@ static void test_mv_store_rejects_and_leaves_the_program_unchanged(void **state)
   assert_string_equal(f.err.message, want);
   /* no open statement */
   assert_uopc_code(mv_store(f.p, &f.whole, NULL, &f.err), UOPC_E_INVALID, f.err);
-  assert_int_equal(mv_program_stmt_count(f.p), 0);
-  assert_int_equal(mv_program_storage(f.p, f.a)->version, 0);
+  expect_int(mv_program_stmt_count(f.p), 0, "after six refused stores: statements");
+  expect_int(mv_program_storage(f.p, f.a)->version, 0, "after six refused stores: a's version");
   mv_program_free(f.p);
 }
 
-/* A target whose storage the program does not hold, or no target: refused,
- * and the statement is dropped. */
+/* A target whose storage the program does not hold, or no target: refused
+ * with mprog.h's message, and the statement is dropped. */
 static void test_mv_store_refuses_a_target_without_storage(void **state) {
   (void)state;
   fx f;
@@ -192,15 +205,15 @@ static void test_mv_store_refuses_a_target_without_storage(void **state) {
   ir_graph *g = mv_begin(f.p, &f.err);
   assert_uopc_code(mv_store(f.p, &bad, ir_const(g, 3, UOPC_F32), &f.err), UOPC_E_INVALID, f.err);
   assert_string_equal(f.err.message, "store: the target's storage does not exist");
-  assert_int_equal(mv_program_stmt_count(f.p), 0);
-  assert_null(mv_open_graph(f.p));
+  expect_int(mv_program_stmt_count(f.p), 0, "a store into storage 7 (the program holds 1): statements");
+  expect_null(mv_open_graph(f.p), "a store into storage 7: the open statement (dropped, expected)");
   g = mv_begin(f.p, &f.err);
   f.err = (uopc_error){0};
   assert_uopc_code(mv_store(f.p, NULL, ir_const(g, 3, UOPC_F32), &f.err), UOPC_E_INVALID, f.err);
   assert_string_equal(f.err.message, "store: the target's storage does not exist");
-  assert_int_equal(mv_program_stmt_count(f.p), 0);
-  assert_null(mv_open_graph(f.p));
-  assert_int_equal(mv_program_storage(f.p, f.a)->version, 0);
+  expect_int(mv_program_stmt_count(f.p), 0, "a store into a NULL target: statements");
+  expect_null(mv_open_graph(f.p), "a store into a NULL target: the open statement (dropped, expected)");
+  expect_int(mv_program_storage(f.p, f.a)->version, 0, "two refused stores: a's version");
   mv_program_free(f.p);
 }
 
@@ -220,7 +233,7 @@ static void test_functionalize_store_replaces_only_the_view(void **state) {
   const ir_node *view = mv_view_apply(g, &odd, base), *nb = NULL;
   const ir_node *value = ir_binary(g, IR_MUL, view, ir_const(g, 10, UOPC_F32));
   assert_uopc_ok(functionalize_store(g, &odd, base, value, &nb, &f.err), f.err);
-  assert_int_equal(nb->rank, 1);
+  expect_int(nb->rank, 1, "a[::-1][1::2] = 10 * a[::-1][1::2], functionalized: the new base's rank");
   exec *e;
   assert_uopc_ok(exec_new(&e, g, &nb, 1, "fstore", NULL, &f.err), f.err);
   for (int64_t n = 1; n <= 9; n++) {
@@ -234,7 +247,10 @@ static void test_functionalize_store_replaces_only_the_view(void **state) {
     const uopc_tensor *ins[1] = {&x};
     uopc_tensor *outs[1] = {&out};
     assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &f.err), f.err);
-    assert_memory_equal(uopc_tensor_data(&out), want, (size_t)n * sizeof *want);
+    const float *got = uopc_tensor_data(&out);
+    for (int64_t i = 0; i < n; i++)
+      expect_close(got[i], want[i], 0.0, "a[::-1][1::2] = 10 * a[::-1][1::2] functionalized, n = %lld, a = 1 .. n: a[%lld]",
+                   (long long)n, (long long)i);
     uopc_tensor_release(&x);
     uopc_tensor_release(&out);
   }
@@ -255,6 +271,65 @@ static void test_functionalize_store_refuses_a_broadcast_view(void **state) {
   mv_view b;
   assert_uopc_ok(mv_expand(f.p, &f.whole, 2, to, &b, &f.err), f.err);
   assert_uopc_code(functionalize_store(g, &b, base, mv_view_apply(g, &b, base), &nb, &f.err), UOPC_E_ALIAS, f.err);
+  /* a.expand(1, n) = 5: a new axis of extent 1 has stride 0 but one element (mprog.h): no broadcast */
+  const sym_expr *one_n[2] = {sym_expr_const(mv_program_arena(f.p), 1), f.n_e};
+  mv_view row;
+  assert_uopc_ok(mv_expand(f.p, &f.whole, 2, one_n, &row, &f.err), f.err);
+  const ir_node *five = ir_binary(g, IR_MUL, mv_view_apply(g, &row, base), ir_const(g, 0, UOPC_F32));
+  five = ir_binary(g, IR_ADD, five, ir_const(g, 5, UOPC_F32));
+  assert_uopc_ok(functionalize_store(g, &row, base, five, &nb, &f.err), f.err);
+  expect_int(nb->rank, 1, "a.expand(1, n) = 5, functionalized: the new base's rank");
+  exec *e;
+  assert_uopc_ok(exec_new(&e, g, &nb, 1, "fstore_row", NULL, &f.err), f.err);
+  int64_t n = 3;
+  uopc_tensor x, out;
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &n, &f.err), f.err);
+  assert_uopc_ok(uopc_tensor_empty(&out, UOPC_F32, 1, &n, &f.err), f.err);
+  for (int64_t i = 0; i < n; i++) uopc_tensor_set(&x, i, (double)i + 1);
+  const uopc_tensor *ins[1] = {&x};
+  uopc_tensor *outs[1] = {&out};
+  assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &f.err), f.err);
+  for (int64_t i = 0; i < n; i++)
+    expect_close(uopc_tensor_get(&out, i), 5.0, 0.0, "a.expand(1, n) = 5 functionalized, n = 3, a = 1 .. 3: a[%lld]",
+                 (long long)i);
+  uopc_tensor_release(&x), uopc_tensor_release(&out);
+  exec_free(e);
+  ir_graph_free(g);
+  mv_program_free(f.p);
+}
+
+/* The given test mv_view_has_broadcast (mprog.h): a stride 0 over an extent that can exceed 1 is a
+ * broadcast; an axis of extent 1, however it was made, is not; no expand, no broadcast. */
+static void test_mv_view_has_broadcast_only_for_a_zero_stride_over_more_than_one_element(void **state) {
+  (void)state;
+  fx f;
+  fx_init(&f, 1, 64);
+  sym_arena *pa = mv_program_arena(f.p);
+  sym_dim m;
+  assert_uopc_ok(sym_dim_init(&m, "m", 1, 1, 1, &f.err), f.err);   /* a dim that can only be 1 */
+  ir_graph *g;
+  assert_uopc_ok(ir_graph_new(&g, &f.err), f.err);
+  const sym_expr *shape[1] = {sym_expr_copy(ir_graph_arena(g), f.n_e)};
+  const ir_node *base = ir_input(g, "a", UOPC_F32, 1, shape);
+  struct { const char *what; int rank; const sym_expr *to[2]; int want; } cases[] = {
+      {"a.expand(1, n)", 2, {sym_expr_const(pa, 1), f.n_e}, 0},
+      {"a.expand(m, n), m in [1, 1]", 2, {sym_expr_dim(pa, &m), f.n_e}, 0},
+      {"a.expand(2, n)", 2, {sym_expr_const(pa, 2), f.n_e}, 1},
+      {"a.expand(n, n)", 2, {f.n_e, f.n_e}, 1},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    mv_view v;
+    int broadcast = -1;
+    assert_uopc_ok(mv_expand(f.p, &f.whole, cases[k].rank, cases[k].to, &v, &f.err), f.err);
+    assert_uopc_ok(mv_view_has_broadcast(&v, base, &broadcast, &f.err), f.err);
+    expect_int(broadcast, cases[k].want, "%s, n in [1, 64]: mv_view_has_broadcast", cases[k].what);
+  }
+  int broadcast = -1;
+  mv_view rev;
+  assert_uopc_ok(mv_slice(f.p, &f.whole, 0, UOPC_SLICE_NONE, UOPC_SLICE_NONE, -1, &rev, &f.err), f.err);
+  assert_uopc_ok(mv_view_has_broadcast(&rev, base, &broadcast, &f.err), f.err);
+  expect_int(broadcast, 0, "a[::-1]: mv_view_has_broadcast");
+  assert_uopc_code(mv_view_has_broadcast(&rev, NULL, &broadcast, &f.err), UOPC_E_INVALID, f.err);
   ir_graph_free(g);
   mv_program_free(f.p);
 }
@@ -286,7 +361,7 @@ static void test_functionalize_store_through_a_view_of_the_most_steps(void **sta
     assert_uopc_ok(mv_slice(f.p, &v, 0, steps[k][0], steps[k][1], steps[k][2], &next, &f.err), f.err);
     v = next;
   }
-  assert_int_equal(v.n_steps, MV_VIEW_STEPS_MAX);
+  expect_int(v.n_steps, MV_VIEW_STEPS_MAX, "a view sliced %d times: its steps", MV_VIEW_STEPS_MAX);
   ir_graph *g;
   assert_uopc_ok(ir_graph_new(&g, &f.err), f.err);
   const sym_expr *shape[1] = {sym_expr_copy(ir_graph_arena(g), f.n_e)};
@@ -356,9 +431,9 @@ static void test_reuse_decide_allows_a_dead_private_buffer(void **state) {
   fx_init(&f, 1, 64);
   reuse_program(&f, 0, 0, 0, &t1, &t2);
   reuse_decision d;
-  assert_int_equal(reuse_candidate(f.p, 1, t1), 1);
+  expect_truth(reuse_candidate(f.p, 1, t1), 1, "t1 = a * 2; t2 = t1 + 1: t1 a candidate for statement 1");
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
-  assert_int_equal(d.verdict, REUSE_OK);
+  expect_verdict(&d, REUSE_OK, "t1 = a * 2; t2 = t1 + 1: t2 takes t1's buffer");
   mv_program_free(f.p);
   /* t1 = a * 2; u = a + 3; t3 = t1 + u[::-1]: another buffer read through any view is no alias of t1 */
   int u, t3;
@@ -369,7 +444,7 @@ static void test_reuse_decide_allows_a_dead_private_buffer(void **state) {
   g = mv_begin(f.p, &f.err);
   assert_uopc_ok(mv_let(f.p, "u", ir_binary(g, IR_ADD, mv_load(f.p, &f.whole), ir_const(g, 3, UOPC_F32)), &u,
                         &f.err), f.err);
-  assert_true(u > t1);   /* the other buffer comes after t1 */
+  if (u <= t1) fail_msg("t1 = a * 2; u = a + 3: u is storage %d, t1 %d: expected u after t1", u, t1);
   mv_view vt, vu, ru;
   mv_view_whole(f.p, t1, &vt);
   mv_view_whole(f.p, u, &vu);
@@ -389,18 +464,18 @@ static void test_reuse_decide_refuses_an_escaped_or_external_buffer(void **state
   reuse_program(&f, 1, 0, 0, &t1, &t2);
   reuse_decision d;
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
-  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
-  assert_non_null(strstr(d.reason, "'t1'"));
+  expect_verdict(&d, REUSE_REFUSED_ALIAS, "t1 escaped; t2 = t1 + 1: t2 takes t1's buffer");
+  assert_contains(d.reason, "'t1'");
   mv_program_free(f.p);
   /* escaped and read later: the alias proof fails first, and its reason is the one given */
   fx_init(&f, 1, 64);
   reuse_program(&f, 1, 1, 0, &t1, &t2);
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
-  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
+  expect_verdict(&d, REUSE_REFUSED_ALIAS, "t1 escaped and read by statement 2: t2 takes t1's buffer");
   assert_string_equal(d.reason, "a view of 't1' outlives the program");
   assert_uopc_ok(reuse_decide(f.p, 0, f.a, &d, &f.err), f.err);   /* the caller's tensor */
-  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
-  assert_non_null(strstr(d.reason, "'a'"));
+  expect_verdict(&d, REUSE_REFUSED_ALIAS, "statement 0 takes a's buffer (the caller's tensor)");
+  assert_contains(d.reason, "'a'");
   mv_program_free(f.p);
 }
 
@@ -412,8 +487,8 @@ static void test_reuse_decide_refuses_a_view_not_read_in_place(void **state) {
   reuse_program(&f, 0, 0, 1, &t1, &t2);
   reuse_decision d;
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
-  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
-  assert_non_null(strstr(d.reason, "t1[::-1]"));
+  expect_verdict(&d, REUSE_REFUSED_ALIAS, "t2 = t1 + t1[::-1] + 1: t2 takes t1's buffer");
+  assert_contains(d.reason, "t1[::-1]");
   mv_program_free(f.p);
 }
 
@@ -425,10 +500,10 @@ static void test_reuse_decide_refuses_a_buffer_read_later(void **state) {
   reuse_program(&f, 0, 1, 0, &t1, &t2);
   reuse_decision d;
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
-  assert_int_equal(d.verdict, REUSE_REFUSED_LIVE);
-  assert_non_null(strstr(d.reason, "statement 2"));
+  expect_verdict(&d, REUSE_REFUSED_LIVE, "t2 = t1 + 1; t3 = t1 * t2: t2 takes t1's buffer");
+  assert_contains(d.reason, "statement 2");
   assert_uopc_ok(reuse_decide(f.p, 2, t2, &d, &f.err), f.err);   /* t3 may take t2's: its last use */
-  assert_int_equal(d.verdict, REUSE_OK);
+  expect_verdict(&d, REUSE_OK, "t2 = t1 + 1; t3 = t1 * t2: t3 takes t2's buffer (its last use)");
   assert_uopc_code(reuse_decide(f.p, 1, 99, &d, &f.err), UOPC_E_INVALID, f.err);
   /* Only a let makes a buffer that could take another's memory: a store is refused. */
   ir_graph *g = mv_begin(f.p, &f.err);
@@ -455,13 +530,13 @@ static void test_reuse_decide_refuses_when_the_first_load_is_not_in_place(void *
   const ir_node *x = mv_load(f.p, &v1);           /* load 1: t1, in place */
   assert_uopc_ok(mv_let(f.p, "t2", ir_binary(g, IR_ADD, rev, x), &t2, &f.err), f.err);
   const mv_stmt *st = mv_program_stmt(f.p, 1);
-  assert_int_equal(st->n_loads, 2);
-  assert_int_equal(st->loads[0].view.n_steps, 1);
-  assert_int_equal(reuse_reads_in_place(f.p, 1, 0), 0);
+  expect_int(st->n_loads, 2, "t2 = t1[::-1] + t1: statement 1's loads");
+  expect_int(st->loads[0].view.n_steps, 1, "t2 = t1[::-1] + t1: the steps of load 0's view");
+  expect_truth(reuse_reads_in_place(f.p, 1, 0), 0, "t2 = t1[::-1] + t1: load 0 reads in place");
   reuse_decision d;
   assert_uopc_ok(reuse_decide(f.p, 1, t1, &d, &f.err), f.err);
-  assert_int_equal(d.verdict, REUSE_REFUSED_ALIAS);
-  assert_non_null(strstr(d.reason, "t1[::-1]"));
+  expect_verdict(&d, REUSE_REFUSED_ALIAS, "t2 = t1[::-1] + t1: t2 takes t1's buffer");
+  assert_contains(d.reason, "t1[::-1]");
   mv_program_free(f.p);
 }
 
@@ -473,8 +548,8 @@ static void test_reuse_decide_liveness_ignores_the_let_that_makes_the_storage(vo
   int t1, t2;
   fx_init(&f, 1, 64);
   reuse_program(&f, 0, 0, 0, &t1, &t2);           /* t1 = a * 2; t2 = t1 + 1 */
-  assert_int_equal(mv_program_stmt(f.p, 1)->kind, MV_LET);
-  assert_int_equal(mv_program_stmt(f.p, 1)->storage, t2);
+  expect_int(mv_program_stmt(f.p, 1)->kind, MV_LET, "t1 = a * 2; t2 = t1 + 1: statement 1's kind (MV_LET is %d)", MV_LET);
+  expect_int(mv_program_stmt(f.p, 1)->storage, t2, "t1 = a * 2; t2 = t1 + 1: statement 1's storage (t2)");
   reuse_decision d;
   assert_uopc_ok(reuse_decide(f.p, 0, t2, &d, &f.err), f.err);
   if (d.verdict != REUSE_OK) fail_msg("statement 1 only makes t2: expected REUSE_OK, got \"%s\"", d.reason);
@@ -484,7 +559,7 @@ static void test_reuse_decide_liveness_ignores_the_let_that_makes_the_storage(vo
   ir_graph *g = mv_begin(f.p, &f.err);
   assert_uopc_ok(mv_store(f.p, &v2, ir_const(g, 0, UOPC_F32), &f.err), f.err);
   assert_uopc_ok(reuse_decide(f.p, 0, t2, &d, &f.err), f.err);
-  assert_int_equal(d.verdict, REUSE_REFUSED_LIVE);
+  expect_verdict(&d, REUSE_REFUSED_LIVE, "t2 = t1 + 1; t2 = 0 (a store): statement 0 takes t2's buffer");
   assert_string_equal(d.reason, "'t2' is written again by statement 2");
   mv_program_free(f.p);
 }
@@ -538,14 +613,17 @@ static void test_runners_match_eager_on_every_slice_pair(void **state) {
               fail_msg("a[%lld::%lld] = a[%lld::%lld] + 1 (len %lld, %s): wrong result", (long long)d0,
                        (long long)steps[ds], (long long)s0, (long long)steps[ss], (long long)len,
                        mode ? "functional" : "versioned");
-            assert_true(uopc_tensor_version(&a) > v0);    /* the write is visible to every view */
+            if (uopc_tensor_version(&a) <= v0)    /* the write is visible to every view */
+              fail_msg("a[%lld::%lld] = a[%lld::%lld] + 1 (%s): a's version %llu did not move", (long long)d0,
+                       (long long)steps[ds], (long long)s0, (long long)steps[ss], mode ? "functional" : "versioned",
+                       (unsigned long long)v0);
             uopc_tensor_release(&a);
             mv_runner_free(r);
             runs++;
           }
           mv_program_free(f.p);
         }
-  assert_true(runs > 500);
+  if (runs <= 500) fail_msg("every slice pair of a length-7 storage: %lld runs, expected more than 500", (long long)runs);
 }
 
 static void test_versioned_runner_plans_direct_guarded_and_staged(void **state) {
@@ -557,9 +635,10 @@ static void test_versioned_runner_plans_direct_guarded_and_staged(void **state) 
   shift_program(&f, slice(&f, 0, 2, 1), slice(&f, 1, UOPC_SLICE_NONE, -1));          /* a[1::-1]: overlap */
   mv_runner *r;
   assert_uopc_ok(mv_runner_new(&r, f.p, MV_VERSIONED, NULL, &f.err), f.err);
-  assert_int_equal(mv_runner_store_plan(r, 0), MV_STORE_DIRECT);
-  assert_int_equal(mv_runner_store_plan(r, 1), MV_STORE_GUARDED);
-  assert_int_equal(mv_runner_store_plan(r, 2), MV_STORE_STAGED);
+  expect_int(mv_runner_store_plan(r, 0), MV_STORE_DIRECT, "a[0:1] = a[1:2] + 1 (disjoint): its plan (MV_STORE_DIRECT is %d)", MV_STORE_DIRECT);
+  expect_int(mv_runner_store_plan(r, 1), MV_STORE_GUARDED, "a[1:] = a[:-1] + 1 (n in [2, 64]): its plan (MV_STORE_GUARDED is %d)",
+             MV_STORE_GUARDED);
+  expect_int(mv_runner_store_plan(r, 2), MV_STORE_STAGED, "a[0:2] = a[1::-1] + 1 (overlap): its plan (MV_STORE_STAGED is %d)", MV_STORE_STAGED);
   int64_t guards = uopc_counter_get(MV_C_GUARDS), overlap = uopc_counter_get(MV_C_GUARD_OVERLAP);
   int64_t sizes[2] = {2, 5};
   for (int k = 0; k < 2; k++) {
@@ -570,8 +649,9 @@ static void test_versioned_runner_plans_direct_guarded_and_staged(void **state) 
     assert_uopc_ok(mv_run(r, args, 1, NULL, &f.err), f.err);
     uopc_tensor_release(&a);
   }
-  assert_int_equal(uopc_counter_get(MV_C_GUARDS) - guards, 2);
-  assert_int_equal(uopc_counter_get(MV_C_GUARD_OVERLAP) - overlap, 1);   /* n = 2: a[1:] and a[:-1] are disjoint */
+  expect_int(uopc_counter_get(MV_C_GUARDS) - guards, 2, "the three stores run at n = 2, 5: the counter '%s' moved by", MV_C_GUARDS);
+  expect_int(uopc_counter_get(MV_C_GUARD_OVERLAP) - overlap, 1,   /* n = 2: a[1:] and a[:-1] are disjoint */
+             "the three stores run at n = 2, 5: the counter '%s' moved by", MV_C_GUARD_OVERLAP);
   mv_runner_free(r);
   mv_program_free(f.p);
 }
@@ -600,7 +680,7 @@ static void test_mv_run_rejects_bad_storages_before_writing(void **state) {
   uint64_t v = uopc_tensor_version(&a);
   args[0] = &strided;
   assert_uopc_code(mv_run(r, args, 1, NULL, &f.err), UOPC_E_LAYOUT, f.err);
-  assert_int_equal(uopc_tensor_version(&a), v);                                 /* nothing written */
+  expect_int(uopc_tensor_version(&a), v, "a run refused for a strided a[0:4:2]: a's version (nothing written)");
   assert_uopc_code(mv_run(r, args, 2, NULL, &f.err), UOPC_E_INVALID, f.err);
   uopc_tensor_release(&strided);
   uopc_tensor_release(&a);
@@ -616,6 +696,7 @@ int main(void) {
       cmocka_unit_test(test_mv_store_refuses_a_target_without_storage),
       cmocka_unit_test(test_functionalize_store_replaces_only_the_view),
       cmocka_unit_test(test_functionalize_store_refuses_a_broadcast_view),
+      cmocka_unit_test(test_mv_view_has_broadcast_only_for_a_zero_stride_over_more_than_one_element),
       cmocka_unit_test(test_functionalize_store_through_a_view_of_the_most_steps),
       cmocka_unit_test(test_reuse_decide_allows_a_dead_private_buffer),
       cmocka_unit_test(test_reuse_decide_refuses_an_escaped_or_external_buffer),

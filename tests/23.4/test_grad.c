@@ -133,7 +133,7 @@ static void run_case(const gcase *g, const int64_t *batches, int n_batches) {
     fail_msg("%s: %d variants for %d batch sizes, expected 1 (sizes a rule needs are read at run time)", g->name,
              tp_compiled_variant_count(f), n_batches);
   const tp_variant *v = tp_compiled_variant(f, 0);
-  assert_non_null(v->backward);
+  expect_non_null(v->backward, "%s: the variant's backward artifact", g->name);
   tp_compiled_free(f);
 }
 
@@ -198,7 +198,8 @@ static int maximum_loss(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *
 static void maximum_want(const uopc_tensor *in, double **want, double *loss, const void *spec) {
   (void)loss, (void)spec;
   for (int64_t e = 0; e < uopc_tensor_numel(&in[0]); e++) {
-    assert_true(at(&in[0], e) != at(&in[1], e));     /* no ties: the larger one is plain */
+    if (at(&in[0], e) == at(&in[1], e))     /* no ties: the larger one is plain */
+      fail_msg("maximum(a, b): the inputs tie at element %lld (%g); the case needs distinct values", (long long)e, at(&in[0], e));
     want[0][e] = at(&in[0], e) > at(&in[1], e) ? at(&in[2], e) : 0;
     want[1][e] = at(&in[1], e) > at(&in[0], e) ? at(&in[2], e) : 0;
   }
@@ -316,7 +317,8 @@ static void test_grad_mean_reads_its_count_at_run_time(void **state) {
   gcase g = {"mean(x * r)", mean_loss, NULL, 2, {arg("x", 2, B_, 4), arg("r", 2, B_, 4)}, 0x1, NULL, mean_want, 1};
   int64_t built = uopc_counter_get("programs constructed");
   run_case(&g, sizes, 4);
-  assert_int_equal(uopc_counter_get("programs constructed") - built, 2);   /* one forward, one backward */
+  expect_int(uopc_counter_get("programs constructed") - built, 2,   /* one forward, one backward */
+             "mean(x * r) at B = 1, 3, 7, 64: the counter 'programs constructed' moved by");
 }
 
 static int mean_axis_loss(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
@@ -363,7 +365,7 @@ static void two_layer_want(const uopc_tensor *in, double **want, double *loss, c
   int64_t B = in[0].shape[0];
   double *pre = calloc((size_t)(B * D_HID), sizeof *pre), *dp = calloc((size_t)(B * D_OUT), sizeof *dp);
   double *dh = calloc((size_t)(B * D_HID), sizeof *dh);
-  assert_true(pre && dp && dh);
+  if (!pre || !dp || !dh) fail_msg("two-layer reference, B = %lld: out of memory", (long long)B);
   for (int64_t i = 0; i < B; i++)
     for (int j = 0; j < D_HID; j++)
       for (int k = 0; k < D_IN; k++) pre[i * D_HID + j] += at(&in[0], i * D_IN + k) * at(&in[1], k * D_HID + j);
@@ -448,18 +450,19 @@ static void unbroadcast_case(int grank, const int64_t *gs, int lrank, const int6
     want[li] += value(i, 1);
   }
   tp_tensor *g = tp_wrap(c, &gv), *like = tp_wrap(c, &lv), *out = NULL;
-  assert_non_null(g), assert_non_null(like);
+  char name[96];
+  snprintf(name, sizeof name, "unbroadcast of rank %d to rank %d", grank, lrank);
+  expect_non_null(g, "%s: the gradient's handle", name);
+  expect_non_null(like, "%s: like's handle", name);
   assert_uopc_ok(tp_unbroadcast(c, g, like, TP_HERE, &out, &err), err);
-  assert_int_equal(tp_status(c), UOPC_OK);
-  assert_non_null(out);
+  expect_int(tp_status(c), UOPC_OK, "%s: the context's status after it (%s)", name, tp_error(c)->message);
+  expect_non_null(out, "%s: the result", name);
   int same = grank == lrank;
   for (int a = 0; a < grank && same; a++) same = gs[a] == ls[a];
   if (same && out != g)   /* nothing was broadcast: no reduction, not even over extents of 1 */
     fail_msg("unbroadcast of a gradient already of like's shape (rank %d) summed it instead of returning it", grank);
   const uopc_tensor *ov = tp_value(out);
-  assert_non_null(ov);
-  char name[96];
-  snprintf(name, sizeof name, "unbroadcast of rank %d to rank %d", grank, lrank);
+  expect_non_null(ov, "%s: the result's value", name);
   compare(name, "eager", 0, 0, ov, &lv, want);
   uopc_tensor_release(&gv), uopc_tensor_release(&lv);
   tp_ctx_free(c);
@@ -507,8 +510,9 @@ static void test_unbroadcast_refuses_a_gradient_of_lower_rank(void **state) {
   assert_uopc_ok(uopc_tensor_empty(&lv, UOPC_F32, 2, ls, &err), err);
   tp_tensor *g = tp_wrap(c, &gv), *like = tp_wrap(c, &lv), *out = NULL;
   assert_uopc_code(tp_unbroadcast(c, g, like, TP_HERE, &out, &err), UOPC_E_INVALID, err);
-  assert_string_equal(err.message, "unbroadcast: a gradient of rank 1 for rank 2");
-  assert_null(out);
+  assert_names_int(err.message, 1, "the gradient's rank");   /* tp_internal.h: it names both ranks */
+  assert_names_int(err.message, 2, "like's rank");
+  expect_null(out, "unbroadcast of a rank-1 gradient (4) to like of rank 2 (3, 4), refused: the result");
   uopc_tensor_release(&gv), uopc_tensor_release(&lv);
   tp_ctx_free(c);
 }
@@ -573,18 +577,23 @@ static void test_accumulate_fills_an_empty_slot_then_adds(void **state) {
   for (int64_t i = 0; i < n; i++) uopc_tensor_set(&av, i, (double)i + 1), uopc_tensor_set(&bv, i, 10.0 * (double)(i + 1));
   tp_tensor *a = tp_wrap(c, &av), *b = tp_wrap(c, &bv), *slot = NULL;
   assert_uopc_ok(tp_accumulate(c, &slot, a, TP_HERE, &err), err);
-  assert_ptr_equal(slot, a);                          /* the first contribution itself */
+  expect_ptr(slot, a, "accumulate of a into an empty slot: the slot (a itself, expected)");
   assert_uopc_ok(tp_accumulate(c, &slot, b, TP_HERE, &err), err);
   assert_uopc_ok(tp_accumulate(c, &slot, a, TP_HERE, &err), err);
-  assert_non_null(slot);
+  expect_non_null(slot, "accumulate of a, b, a with a = (1, 2, 3, 4), b = 10 a: the slot");
   for (int64_t i = 0; i < n; i++) {
-    assert_true(fabs(at(tp_value(slot), i) - 12.0 * (double)(i + 1)) < 1e-5);   /* a + b + a */
-    assert_true(fabs(at(tp_value(a), i) - (double)(i + 1)) < 1e-6);             /* a itself unchanged */
+    expect_close(at(tp_value(slot), i), 12.0 * (double)(i + 1), 1e-5,
+                 "accumulate of a, b, a with a = (1, 2, 3, 4), b = 10 a: slot[%lld] (a + b + a)", (long long)i);
+    expect_close(at(tp_value(a), i), (double)(i + 1), 1e-6,
+                 "accumulate of a, b, a: a[%lld] afterwards (a itself must not change)", (long long)i);
   }
-  /* no slot to add into, or nothing to add: refused, nothing touched */
+  /* no slot to add into, or nothing to add: refused, nothing touched (tp_internal.h) */
+  tp_tensor *before = slot;
   assert_uopc_code(tp_accumulate(c, NULL, a, TP_HERE, &err), UOPC_E_INVALID, err);
   assert_uopc_code(tp_accumulate(c, &slot, NULL, TP_HERE, &err), UOPC_E_INVALID, err);
-  assert_string_equal(err.message, "accumulate: NULL slot or contribution");
+  expect_ptr(slot, before, "accumulate of a NULL contribution, refused: the slot (untouched, expected)");
+  for (int64_t i = 0; i < n; i++)
+    expect_close(at(tp_value(slot), i), 12.0 * (double)(i + 1), 1e-5, "after the refused calls: slot[%lld]", (long long)i);
   uopc_tensor_release(&av), uopc_tensor_release(&bv);
   tp_ctx_free(c);
 }

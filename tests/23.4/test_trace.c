@@ -114,12 +114,12 @@ static void tctx_init(tctx *t, tp_mode mode, int64_t lo, int64_t hi, int64_t val
     assert_uopc_ok(sym_dim_bind(&t->c.binding, &t->n, value, &t->err), t->err);
     const sym_expr *shape[1] = {sym_expr_dim(ir_graph_arena(t->c.g), &t->n)};
     const ir_node *in = ir_input(t->c.g, "x", UOPC_F32, 1, shape);
-    assert_non_null(in);
+    expect_non_null(in, "ir_input x of length n in [%lld, %lld]", (long long)lo, (long long)hi);
     t->x = tp_input_handle(&t->c, in, &t->xv, TP_HERE);
   } else {
     t->x = tp_wrap(&t->c, &t->xv);
   }
-  assert_non_null(t->x);
+  expect_non_null(t->x, "the handle of x (n = %lld) in %s mode", (long long)value, mode == TP_TRACE ? "trace" : "eager");
 }
 
 static void tctx_fini(tctx *t) {
@@ -222,29 +222,29 @@ static void test_compare_records_one_guard_for_a_size_comparison(void **state) {
   tctx_init(&t, TP_TRACE, 1, 64, 4);
   int64_t recorded = uopc_counter_get(TP_C_GUARDS);
   tp_int n = tp_size(&t.c, t.x, 0);
-  assert_int_equal(n.value, 4);
-  assert_non_null(n.expr);
+  expect_int(n.value, 4, "tp_size of x (n = 4): its value");
+  expect_non_null(n.expr, "tp_size of x (n = 4) under the tracer: its symbolic expression");
   int line = __LINE__; int truth = tp_gt(&t.c, n, tp_int_const(&t.c, 16));
   assert_ctx_ok(&t);
-  assert_false(truth);                              /* 4 > 16 */
-  assert_int_equal(t.c.n_guards, 1);
+  expect_truth(truth, 0, "4 > 16 traced with n in [1, 64], n = 4: the answer");
+  expect_int(t.c.n_guards, 1, "4 > 16 traced with n in [1, 64], n = 4: guards recorded");
   const tp_guard *g = &t.c.guards[0];
-  assert_int_equal(g->op, TP_GT);
-  assert_int_equal(g->truth, 0);
-  assert_int_equal(diff_at(g, &t.n, 20), 4);        /* diff is n - 16 */
-  assert_int_equal(diff_at(g, &t.n, 16), 0);
-  assert_int_equal(diff_at(g, &t.n, 1), -15);
-  assert_int_equal(g->at.line, line);
+  expect_int(g->op, TP_GT, "4 > 16 traced with n in [1, 64], n = 4: the guard's operator (TP_GT is %d)", TP_GT);
+  expect_int(g->truth, 0, "4 > 16 traced with n in [1, 64], n = 4: the guard's recorded truth");
+  expect_int(diff_at(g, &t.n, 20), 4, "4 > 16 traced with n in [1, 64], n = 4: the guard's diff (n - 16) at n = 20");
+  expect_int(diff_at(g, &t.n, 16), 0, "4 > 16 traced with n in [1, 64], n = 4: the guard's diff (n - 16) at n = 16");
+  expect_int(diff_at(g, &t.n, 1), -15, "4 > 16 traced with n in [1, 64], n = 4: the guard's diff (n - 16) at n = 1");
+  expect_int(g->at.line, line, "4 > 16 traced with n in [1, 64], n = 4: the guard's line in test_trace.c");
   assert_contains(g->at.file, "test_trace.c");
-  assert_int_equal(uopc_counter_get(TP_C_GUARDS) - recorded, 1);
+  expect_int(uopc_counter_get(TP_C_GUARDS) - recorded, 1, "4 > 16 traced with n in [1, 64], n = 4: the counter '%s' moved by", TP_C_GUARDS);
   /* Arithmetic on sizes stays symbolic: n + 3 >= 7 holds (7 >= 7), diff n - 4. */
   truth = tp_compare_at(&t.c, tp_int_add(&t.c, n, tp_int_const(&t.c, 3)), TP_GE, tp_int_const(&t.c, 7), TP_HERE);
   assert_ctx_ok(&t);
-  assert_true(truth);
-  assert_int_equal(t.c.n_guards, 2);
-  assert_int_equal(t.c.guards[1].op, TP_GE);
-  assert_int_equal(t.c.guards[1].truth, 1);
-  assert_int_equal(diff_at(&t.c.guards[1], &t.n, 10), 6);
+  expect_truth(truth, 1, "n + 3 >= 7 at n = 4: the answer");
+  expect_int(t.c.n_guards, 2, "n + 3 >= 7 after 4 > 16: guards recorded");
+  expect_int(t.c.guards[1].op, TP_GE, "n + 3 >= 7: the guard's operator (TP_GE is %d)", TP_GE);
+  expect_int(t.c.guards[1].truth, 1, "n + 3 >= 7 at n = 4: the guard's recorded truth");
+  expect_int(diff_at(&t.c.guards[1], &t.n, 10), 6, "n + 3 >= 7: the guard's diff (n - 4) at n = 10");
   tctx_fini(&t);
 }
 
@@ -258,18 +258,19 @@ static void test_compare_each_operator_at_the_boundary_records_its_truth(void **
   for (int k = 0; k < 6; k++) {
     int truth = tp_compare_at(&t.c, n, ops[k], tp_int_const(&t.c, 16), TP_HERE);
     assert_ctx_ok(&t);
-    if (truth != truths[k]) fail_msg("16 %s 16 gave %d, expected %d", tp_cmp_text(ops[k]), truth, truths[k]);
-    assert_int_equal(t.c.n_guards, k + 1);
-    assert_int_equal(t.c.guards[k].op, ops[k]);
-    assert_int_equal(t.c.guards[k].truth, truths[k]);
-    assert_int_equal(diff_at(&t.c.guards[k], &t.n, 17), 1);
+    const char *op = tp_cmp_text(ops[k]);
+    expect_truth(truth, truths[k], "n %s 16 at n = 16: the answer", op);
+    expect_int(t.c.n_guards, k + 1, "n %s 16 at n = 16, comparison %d of this trace: guards recorded", op, k + 1);
+    expect_int(t.c.guards[k].op, ops[k], "n %s 16 at n = 16: the guard's operator (%s is %d)", op, op, (int)ops[k]);
+    expect_int(t.c.guards[k].truth, truths[k], "n %s 16 at n = 16: the guard's recorded truth", op);
+    expect_int(diff_at(&t.c.guards[k], &t.n, 17), 1, "n %s 16: the guard's diff (n - 16) at n = 17", op);
   }
   /* The constant on the left: 16 < n is n - 16 reversed, 16 - n. */
   int truth = tp_lt(&t.c, tp_int_const(&t.c, 16), n);
   assert_ctx_ok(&t);
-  assert_false(truth);
-  assert_int_equal(t.c.n_guards, 7);
-  assert_int_equal(diff_at(&t.c.guards[6], &t.n, 17), -1);
+  expect_truth(truth, 0, "16 < n at n = 16: the answer");
+  expect_int(t.c.n_guards, 7, "16 < n after six comparisons: guards recorded");
+  expect_int(diff_at(&t.c.guards[6], &t.n, 17), -1, "16 < n: the guard's diff (16 - n) at n = 17");
   tctx_fini(&t);
 }
 
@@ -279,23 +280,23 @@ static void test_compare_decided_by_the_bounds_records_no_guard(void **state) {
   tctx_init(&t, TP_TRACE, 1, 64, 4);
   int64_t recorded = uopc_counter_get(TP_C_GUARDS);
   tp_int n = tp_size(&t.c, t.x, 0), two_n = tp_int_mul(&t.c, n, tp_int_const(&t.c, 2));
-  assert_true(tp_gt(&t.c, n, tp_int_const(&t.c, 0)));                                  /* n >= 1 */
-  assert_true(tp_lt(&t.c, n, tp_int_const(&t.c, 65)));                                 /* n <= 64 */
-  assert_true(tp_compare_at(&t.c, n, TP_LE, tp_int_const(&t.c, 64), TP_HERE));
-  assert_true(tp_compare_at(&t.c, n, TP_GE, tp_int_const(&t.c, 1), TP_HERE));
-  assert_false(tp_eq(&t.c, n, tp_int_const(&t.c, 0)));
-  assert_true(tp_compare_at(&t.c, n, TP_NE, tp_int_const(&t.c, 100), TP_HERE));
-  assert_true(tp_gt(&t.c, two_n, tp_int_const(&t.c, 1)));                              /* 2n in [2, 128] */
-  assert_false(tp_eq(&t.c, n, tp_int_const(&t.c, 70)));                /* n - 70 in [-69, -6]: never 0 */
-  assert_true(tp_compare_at(&t.c, n, TP_NE, tp_int_const(&t.c, 65), TP_HERE));   /* n - 65 in [-64, -1] */
-  assert_true(tp_lt(&t.c, tp_int_const(&t.c, 3), tp_int_const(&t.c, 5)));              /* nothing symbolic */
+  expect_truth(tp_gt(&t.c, n, tp_int_const(&t.c, 0)), 1, "n > 0, n in [1, 64], n = 4: the answer");
+  expect_truth(tp_lt(&t.c, n, tp_int_const(&t.c, 65)), 1, "n < 65, n in [1, 64], n = 4: the answer");
+  expect_truth(tp_compare_at(&t.c, n, TP_LE, tp_int_const(&t.c, 64), TP_HERE), 1, "n <= 64, n in [1, 64], n = 4: the answer");
+  expect_truth(tp_compare_at(&t.c, n, TP_GE, tp_int_const(&t.c, 1), TP_HERE), 1, "n >= 1, n in [1, 64], n = 4: the answer");
+  expect_truth(tp_eq(&t.c, n, tp_int_const(&t.c, 0)), 0, "n == 0, n in [1, 64], n = 4: the answer");
+  expect_truth(tp_compare_at(&t.c, n, TP_NE, tp_int_const(&t.c, 100), TP_HERE), 1, "n != 100, n in [1, 64], n = 4: the answer");
+  expect_truth(tp_gt(&t.c, two_n, tp_int_const(&t.c, 1)), 1, "2n > 1 (2n in [2, 128]), n in [1, 64], n = 4: the answer");
+  expect_truth(tp_eq(&t.c, n, tp_int_const(&t.c, 70)), 0, "n == 70 (n - 70 in [-69, -6]), n in [1, 64], n = 4: the answer");
+  expect_truth(tp_compare_at(&t.c, n, TP_NE, tp_int_const(&t.c, 65), TP_HERE), 1, "n != 65 (n - 65 in [-64, -1]), n in [1, 64], n = 4: the answer");
+  expect_truth(tp_lt(&t.c, tp_int_const(&t.c, 3), tp_int_const(&t.c, 5)), 1, "3 < 5 (nothing symbolic), n in [1, 64], n = 4: the answer");
   assert_ctx_ok(&t);
-  assert_int_equal(t.c.n_guards, 0);
-  assert_int_equal(uopc_counter_get(TP_C_GUARDS), recorded);
+  expect_int(t.c.n_guards, 0, "ten comparisons the bounds decide, n in [1, 64], n = 4: guards recorded");
+  expect_int(uopc_counter_get(TP_C_GUARDS), recorded, "ten comparisons the bounds decide: the counter '%s'", TP_C_GUARDS);
   /* ... while one the bounds leave open still records its guard. */
-  assert_false(tp_eq(&t.c, n, tp_int_const(&t.c, 5)));
+  expect_truth(tp_eq(&t.c, n, tp_int_const(&t.c, 5)), 0, "n == 5, n in [1, 64], n = 4: the answer");
   assert_ctx_ok(&t);
-  assert_int_equal(t.c.n_guards, 1);
+  expect_int(t.c.n_guards, 1, "n == 5 after the decided ones, n in [1, 64], n = 4: guards recorded");
   tctx_fini(&t);
 }
 
@@ -310,11 +311,11 @@ static void test_compare_that_cannot_be_simplified_is_an_error(void **state) {
   const sym_expr *big = sym_expr_mul(arena, sym_expr_mul(arena, n, sym_expr_const(arena, INT64_C(1) << 62)),
                                      sym_expr_const(arena, 4));
   tp_int a = {1, big};
-  assert_non_null(big);
-  assert_false(tp_gt(&t.c, a, tp_int_const(&t.c, 1)));
+  expect_non_null(big, "n * 2^62 * 4 built in the arena");
+  expect_truth(tp_gt(&t.c, a, tp_int_const(&t.c, 1)), 0, "n * 2^62 * 4 > 1 (its simplification overflows): the answer");
   if (tp_status(&t.c) != UOPC_E_OVERFLOW)
     fail_msg("expected UOPC_E_OVERFLOW from the simplification, got %s", uopc_error_name(tp_status(&t.c)));
-  assert_int_equal(t.c.n_guards, 0);
+  expect_int(t.c.n_guards, 0, "n * 2^62 * 4 > 1 (its simplification overflows): guards recorded");
   tctx_fini(&t);
 }
 
@@ -324,13 +325,13 @@ static void test_compare_in_eager_mode_records_no_guard(void **state) {
   tctx_init(&t, TP_EAGER, 1, 64, 20);
   int64_t recorded = uopc_counter_get(TP_C_GUARDS);
   tp_int n = tp_size(&t.c, t.x, 0);
-  assert_int_equal(n.value, 20);
-  assert_true(tp_gt(&t.c, n, tp_int_const(&t.c, 16)));
-  assert_false(tp_compare_at(&t.c, n, TP_LE, tp_int_const(&t.c, 16), TP_HERE));
-  assert_true(tp_eq(&t.c, n, tp_int_const(&t.c, 20)));
+  expect_int(n.value, 20, "tp_size of x in eager mode (n = 20): its value");
+  expect_truth(tp_gt(&t.c, n, tp_int_const(&t.c, 16)), 1, "n > 16 in eager mode, n = 20: the answer");
+  expect_truth(tp_compare_at(&t.c, n, TP_LE, tp_int_const(&t.c, 16), TP_HERE), 0, "n <= 16 in eager mode, n = 20: the answer");
+  expect_truth(tp_eq(&t.c, n, tp_int_const(&t.c, 20)), 1, "n == 20 in eager mode, n = 20: the answer");
   assert_ctx_ok(&t);
-  assert_int_equal(t.c.n_guards, 0);
-  assert_int_equal(uopc_counter_get(TP_C_GUARDS), recorded);
+  expect_int(t.c.n_guards, 0, "three comparisons in eager mode: guards recorded");
+  expect_int(uopc_counter_get(TP_C_GUARDS), recorded, "three comparisons in eager mode: the counter '%s'", TP_C_GUARDS);
   tctx_fini(&t);
 }
 
@@ -342,13 +343,14 @@ static void test_shape_branch_both_outcomes_match_eager(void **state) {
   tp_compiled *f = vector_fn(shape_branch, NULL, 1024, 0);
   int64_t recompiled = uopc_counter_get(TP_C_RECOMPILATIONS);
   for (int k = 0; k < 6; k++) call_matches_eager(f, shape_branch, NULL, lengths[k], 1);
-  assert_int_equal(tp_compiled_variant_count(f), 2);
+  expect_int(tp_compiled_variant_count(f), 2, "the shape branch n > 16 called at n = 4, 20, 16, 17, 1, 1024: variants");
   for (int k = 0; k < 2; k++) {
     const tp_variant *v = tp_compiled_variant(f, k);
-    assert_int_equal(v->n_guards, 1);
-    assert_int_equal(v->guards[0].truth, k);      /* n = 4: false; n = 20: true */
+    expect_int(v->n_guards, 1, "the shape branch's variant %d (traced at n = %d): its guards", k, k ? 20 : 4);
+    expect_int(v->guards[0].truth, k, "the shape branch's variant %d (traced at n = %d): the truth of n > 16", k, k ? 20 : 4);
   }
-  assert_int_equal(uopc_counter_get(TP_C_RECOMPILATIONS) - recompiled, 1);
+  expect_int(uopc_counter_get(TP_C_RECOMPILATIONS) - recompiled, 1,
+             "the shape branch called at n = 4, 20, 16, 17, 1, 1024: the counter '%s' moved by", TP_C_RECOMPILATIONS);
   tp_compiled_free(f);
 }
 
@@ -373,21 +375,21 @@ static void test_variant_holds_true_false_and_at_the_boundary(void **state) {
   const sym_expr *diff = sym_expr_sub(arena, sym_expr_dim(arena, &n), sym_expr_const(arena, 16));
   tp_guard g = {diff, TP_GT, 0, TP_HERE};            /* traced with n <= 16 */
   tp_variant v = {.guards = &g, .n_guards = 1};
-  assert_int_equal(holds_at(&v, &n, 1), 1);
-  assert_int_equal(holds_at(&v, &n, 15), 1);
-  assert_int_equal(holds_at(&v, &n, 16), 1);       /* n == 16: still not n > 16 */
-  assert_int_equal(holds_at(&v, &n, 17), 0);
-  assert_int_equal(holds_at(&v, &n, 1024), 0);
+  expect_truth(holds_at(&v, &n, 1), 1, "a variant whose guard is n > 16 false: holds at n = 1");
+  expect_truth(holds_at(&v, &n, 15), 1, "a variant whose guard is n > 16 false: holds at n = 15");
+  expect_truth(holds_at(&v, &n, 16), 1, "a variant whose guard is n > 16 false: holds at n = 16");
+  expect_truth(holds_at(&v, &n, 17), 0, "a variant whose guard is n > 16 false: holds at n = 17");
+  expect_truth(holds_at(&v, &n, 1024), 0, "a variant whose guard is n > 16 false: holds at n = 1024");
   g.truth = 1;                                      /* traced with n > 16 */
-  assert_int_equal(holds_at(&v, &n, 16), 0);
-  assert_int_equal(holds_at(&v, &n, 17), 1);
+  expect_truth(holds_at(&v, &n, 16), 0, "a variant whose guard is n > 16 true: holds at n = 16");
+  expect_truth(holds_at(&v, &n, 17), 1, "a variant whose guard is n > 16 true: holds at n = 17");
   g.op = TP_EQ;                                     /* traced with n == 16 */
-  assert_int_equal(holds_at(&v, &n, 16), 1);
-  assert_int_equal(holds_at(&v, &n, 15), 0);
-  assert_int_equal(holds_at(&v, &n, 17), 0);
+  expect_truth(holds_at(&v, &n, 16), 1, "a variant whose guard is n == 16 true: holds at n = 16");
+  expect_truth(holds_at(&v, &n, 15), 0, "a variant whose guard is n == 16 true: holds at n = 15");
+  expect_truth(holds_at(&v, &n, 17), 0, "a variant whose guard is n == 16 true: holds at n = 17");
   g.op = TP_LE, g.truth = 0;                        /* traced with !(n <= 16) */
-  assert_int_equal(holds_at(&v, &n, 16), 0);
-  assert_int_equal(holds_at(&v, &n, 17), 1);
+  expect_truth(holds_at(&v, &n, 16), 0, "a variant whose guard is n <= 16 false: holds at n = 16");
+  expect_truth(holds_at(&v, &n, 17), 1, "a variant whose guard is n <= 16 false: holds at n = 17");
 }
 
 static void test_variant_holds_needs_every_guard(void **state) {
@@ -400,12 +402,12 @@ static void test_variant_holds_needs_every_guard(void **state) {
   tp_guard g[2] = {{sym_expr_sub(arena, ne, sym_expr_const(arena, 4)), TP_GT, 1, TP_HERE},     /* n > 4 */
                    {sym_expr_sub(arena, ne, sym_expr_const(arena, 16)), TP_GT, 0, TP_HERE}};  /* !(n > 16) */
   tp_variant v = {.guards = g, .n_guards = 2};
-  assert_int_equal(holds_at(&v, &n, 4), 0);
-  assert_int_equal(holds_at(&v, &n, 5), 1);
-  assert_int_equal(holds_at(&v, &n, 16), 1);
-  assert_int_equal(holds_at(&v, &n, 17), 0);
+  expect_truth(holds_at(&v, &n, 4), 0, "a variant with guards n > 4 true and n > 16 false: holds at n = 4");
+  expect_truth(holds_at(&v, &n, 5), 1, "a variant with guards n > 4 true and n > 16 false: holds at n = 5");
+  expect_truth(holds_at(&v, &n, 16), 1, "a variant with guards n > 4 true and n > 16 false: holds at n = 16");
+  expect_truth(holds_at(&v, &n, 17), 0, "a variant with guards n > 4 true and n > 16 false: holds at n = 17");
   tp_variant none = {0};                            /* a trace without branches holds for every call */
-  assert_int_equal(holds_at(&none, &n, 99), 1);
+  expect_truth(holds_at(&none, &n, 99), 1, "a variant with no guards: holds at n = 99");
   /* A guard over a dim this call did not bind: its error, not an answer. */
   tp_guard on_m = {sym_expr_sub(arena, sym_expr_dim(arena, &m), sym_expr_const(arena, 2)), TP_GT, 1, TP_HERE};
   tp_variant vm = {.guards = &on_m, .n_guards = 1};
@@ -421,15 +423,18 @@ static void test_variant_hit_does_not_trace_again(void **state) {
   tp_compiled *f = vector_fn(shape_branch, NULL, 1024, 0);
   call_matches_eager(f, shape_branch, NULL, 4, 1);
   call_matches_eager(f, shape_branch, NULL, 20, 1);
-  assert_int_equal(tp_compiled_variant_count(f), 2);
+  expect_int(tp_compiled_variant_count(f), 2, "the shape branch n > 16 called at n = 4, 20: variants");
   int64_t traces = uopc_counter_get(TP_C_TRACES), failures = uopc_counter_get(TP_C_GUARD_FAILURES);
   int64_t built = uopc_counter_get("programs constructed");
   static const int64_t lengths[] = {5, 30, 16, 17, 1};
   for (int k = 0; k < 5; k++) call_matches_eager(f, shape_branch, NULL, lengths[k], -1);
-  assert_int_equal(uopc_counter_get(TP_C_TRACES), traces);
-  assert_int_equal(uopc_counter_get("programs constructed"), built);
-  assert_int_equal(tp_compiled_variant_count(f), 2);
-  assert_int_equal(uopc_counter_get(TP_C_GUARD_FAILURES) - failures, 2);   /* 30 and 17 fail n <= 16 */
+  #define HITS "the shape branch, traced at n = 4 and 20, then called at n = 5, 30, 16, 17, 1"
+  expect_int(uopc_counter_get(TP_C_TRACES), traces, HITS ": the counter '%s'", TP_C_TRACES);
+  expect_int(uopc_counter_get("programs constructed"), built, HITS ": the counter 'programs constructed'");
+  expect_int(tp_compiled_variant_count(f), 2, HITS ": variants");
+  expect_int(uopc_counter_get(TP_C_GUARD_FAILURES) - failures, 2,   /* 30 and 17 fail n <= 16 */
+             HITS ": the counter '%s' moved by", TP_C_GUARD_FAILURES);
+#undef HITS
   tp_compiled_free(f);
 }
 
@@ -437,10 +442,10 @@ static void test_more_shape_outcomes_than_variants_is_a_limit_error(void **state
   (void)state;
   tp_compiled *f = vector_fn(staircase, NULL, 1024, 0);
   for (int64_t n = 1; n <= TP_VARIANTS_MAX; n++) call_matches_eager(f, staircase, NULL, n, 1);
-  assert_int_equal(tp_compiled_variant_count(f), TP_VARIANTS_MAX);
+  expect_int(tp_compiled_variant_count(f), TP_VARIANTS_MAX, "a staircase of shape branches called at n = 1 .. %d: variants", TP_VARIANTS_MAX);
   uopc_error err = {0};
   assert_uopc_code(call_error(f, TP_VARIANTS_MAX + 1, &err), UOPC_E_LIMIT, err);
-  assert_int_equal(tp_compiled_variant_count(f), TP_VARIANTS_MAX);
+  expect_int(tp_compiled_variant_count(f), TP_VARIANTS_MAX, "the staircase after a refused call at n = %d: variants", TP_VARIANTS_MAX + 1);
   call_matches_eager(f, staircase, NULL, 3, 1);    /* the variants still serve their own calls */
   tp_compiled_free(f);
 }
@@ -453,15 +458,16 @@ static void test_item_under_tracer_breaks_and_matches_eager(void **state) {
   int64_t breaks = uopc_counter_get(TP_C_BREAKS), traces = uopc_counter_get(TP_C_TRACES);
   call_matches_eager(f, data_branch, NULL, 10, 1);
   call_matches_eager(f, data_branch, NULL, 11, -1);
-  assert_int_equal(uopc_counter_get(TP_C_BREAKS) - breaks, 2);
-  assert_int_equal(uopc_counter_get(TP_C_TRACES) - traces, 2);   /* a broken trace is traced at every call */
-  assert_int_equal(tp_compiled_variant_count(f), 0);
+  expect_int(uopc_counter_get(TP_C_BREAKS) - breaks, 2, "a data branch on tp_item called at n = 10, 11: the counter '%s' moved by", TP_C_BREAKS);
+  expect_int(uopc_counter_get(TP_C_TRACES) - traces, 2,   /* a broken trace is traced at every call */
+             "a data branch on tp_item called at n = 10, 11: the counter '%s' moved by", TP_C_TRACES);
+  expect_int(tp_compiled_variant_count(f), 0, "a data branch on tp_item called at n = 10, 11: variants");
   tp_compiled_free(f);
   /* The value read is this call's: x * sum(x). */
   tp_compiled *g = vector_fn(item_scaled, NULL, 1024, 0);
   call_matches_eager(g, item_scaled, NULL, 5, 1);
   call_matches_eager(g, item_scaled, NULL, 7, -1);
-  assert_int_equal(uopc_counter_get(TP_C_BREAKS) - breaks, 4);
+  expect_int(uopc_counter_get(TP_C_BREAKS) - breaks, 4, "then x * sum(x).item() called at n = 5, 7: the counter '%s' moved by", TP_C_BREAKS);
   tp_compiled_free(g);
 }
 
@@ -473,8 +479,9 @@ static void test_item_regions_are_compiled_once(void **state) {
     if (k == 2) built = uopc_counter_get("programs constructed");
     call_matches_eager(f, data_branch, NULL, 10 + k, k % 2 ? -1 : 1);
   }
-  assert_int_equal(uopc_counter_get(TP_C_BREAKS) - breaks, 4);
-  assert_int_equal(uopc_counter_get("programs constructed"), built);
+  expect_int(uopc_counter_get(TP_C_BREAKS) - breaks, 4, "a data branch called at n = 10 .. 13, signs + - + -: the counter '%s' moved by", TP_C_BREAKS);
+  expect_int(uopc_counter_get("programs constructed"), built,
+             "a data branch, both outcomes again at n = 12, 13: the counter 'programs constructed'");
   tp_compiled_free(f);
 }
 
@@ -488,8 +495,8 @@ static void test_item_in_strict_mode_names_tp_item_and_the_line(void **state) {
   assert_contains(err.message, site(item_line));
   assert_contains(err.message, "tp_where");          /* the way out, as tp_internal.h asks */
   assert_contains(err.message, "without strict");
-  assert_int_equal(uopc_counter_get(TP_C_BREAKS), breaks);   /* refused, not broken */
-  assert_int_equal(tp_compiled_variant_count(f), 0);
+  expect_int(uopc_counter_get(TP_C_BREAKS), breaks, "tp_item in strict mode at n = 8 (refused, not broken): the counter '%s'", TP_C_BREAKS);
+  expect_int(tp_compiled_variant_count(f), 0, "tp_item in strict mode at n = 8: variants");
   tp_compiled_free(f);
 }
 
@@ -502,7 +509,7 @@ static void test_print_under_tracer_is_rejected_naming_the_line(void **state) {
   assert_uopc_code(call_error(f, 4, &err), UOPC_E_UNSUPPORTED, err);
   assert_contains(err.message, "tp_print");
   assert_contains(err.message, site(print_line));
-  assert_int_equal(tp_compiled_variant_count(f), 0);
+  expect_int(tp_compiled_variant_count(f), 0, "tp_print under the tracer at n = 4: variants");
   tp_compiled_free(f);
 }
 
@@ -514,7 +521,7 @@ static void test_global_under_tracer_is_rejected_naming_the_line(void **state) {
   assert_uopc_code(call_error(f, 4, &err), UOPC_E_UNSUPPORTED, err);
   assert_contains(err.message, "tp_global");
   assert_contains(err.message, site(global_line));
-  assert_int_equal(tp_compiled_variant_count(f), 0);
+  expect_int(tp_compiled_variant_count(f), 0, "tp_global under the tracer at n = 4: variants");
   tp_compiled_free(f);
   uopc_tensor_release(&g);
 }
@@ -527,14 +534,14 @@ static void test_impure_callback_is_rejected_and_pure_runs_at_trace_time(void **
   assert_uopc_code(call_error(f, 4, &err), UOPC_E_UNSUPPORTED, err);
   assert_contains(err.message, "tp_callback");
   assert_contains(err.message, site(callback_line));
-  assert_int_equal(impure.calls, 0);                 /* rejected before it ran */
+  expect_int(impure.calls, 0, "an impure tp_callback under the tracer at n = 4 (rejected before it runs): its calls");
   tp_compiled_free(f);
   /* A pure callback is allowed: it runs when the model is traced, not at a variant's call. */
   tp_compiled *g = vector_fn(calls_back, &pure, 1024, 0);
   assert_uopc_ok(call_error(g, 4, &err), err);
   assert_uopc_ok(call_error(g, 9, &err), err);
-  assert_int_equal(pure.calls, 1);
-  assert_int_equal(tp_compiled_variant_count(g), 1);
+  expect_int(pure.calls, 1, "a pure tp_callback called at n = 4, 9 (it runs at trace time only): its calls");
+  expect_int(tp_compiled_variant_count(g), 1, "a pure tp_callback called at n = 4, 9: variants");
   call_matches_eager(g, calls_back, &pure, 6, -1);
   tp_compiled_free(g);
 }
@@ -570,7 +577,7 @@ static void test_effects_are_allowed_eagerly(void **state) {
       uopc_error err = {0};
       assert_uopc_ok(tp_effect_check(&t.c, effects[k], pure, TP_HERE, &err), err);
     }
-  assert_non_null(tp_rand_like_at(&t.c, t.x, 0, 0, TP_HERE));
+  expect_non_null(tp_rand_like_at(&t.c, t.x, 0, 0, TP_HERE), "tp_rand_like in eager mode, n = 4");
   assert_ctx_ok(&t);
   tctx_fini(&t);
   /* The models the tracer refuses run eagerly, effects and all. */
@@ -578,14 +585,14 @@ static void test_effects_are_allowed_eagerly(void **state) {
   const uopc_tensor *in[1] = {&x};
   uopc_error err = {0};
   assert_uopc_ok(tp_run_eager(printing, NULL, in, 1, 1, 0, out, NULL, &err), err);
-  assert_true(fabs(uopc_tensor_get(&out[0], 3) - 2.0) < 1e-6);
+  expect_close(uopc_tensor_get(&out[0], 3), 2.0, 1e-6, "x + x with tp_print, run eagerly on x = (1, 2, 3, 4) / 4: out[3]");
   uopc_tensor_release(&out[0]);
   assert_uopc_ok(tp_run_eager(reads_global, &g, in, 1, 1, 0, out, NULL, &err), err);
-  assert_true(fabs(uopc_tensor_get(&out[0], 3)) < 1e-6);     /* x + (-x) */
+  expect_close(uopc_tensor_get(&out[0], 3), 0.0, 1e-6, "x + g run eagerly with the global g = -x, n = 4: out[3]");
   uopc_tensor_release(&out[0]);
   callback_user impure = {0, 0};
   assert_uopc_ok(tp_run_eager(calls_back, &impure, in, 1, 1, 0, out, NULL, &err), err);
-  assert_int_equal(impure.calls, 1);
+  expect_int(impure.calls, 1, "an impure tp_callback run eagerly: its calls");
   uopc_tensor_release(&out[0]);
   uopc_tensor_release(&x), uopc_tensor_release(&g);
 }
@@ -659,7 +666,8 @@ static void test_argument_outside_its_dim_bounds_is_rejected(void **state) {
   assert_uopc_code(call_error(f, 65, &err), UOPC_E_BOUNDS, err);
   assert_contains(err.message, "65");
   assert_contains(err.message, "64");
-  assert_int_equal(uopc_counter_get(TP_C_TRACES), traces);   /* refused before tracing */
+  expect_int(uopc_counter_get(TP_C_TRACES), traces,   /* refused before tracing */
+             "a call at n = 65 for n in [1, 64]: the counter '%s'", TP_C_TRACES);
   call_matches_eager(f, doubles, NULL, 64, 1);
   tp_compiled_free(f);
 }

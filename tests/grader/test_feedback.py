@@ -4,7 +4,9 @@
 
 The README's suggested order (parsed, and naming every function of each lab), the status of a
 function from crafted verdicts (passed, not implemented, FAILED with the test's id, waiting for
-another stub or a prerequisite), given code and the driver folded apart from the functions, and
+another stub, another lab's stub or a prerequisite, each saying what it waits on), `next:` (the
+first function not implemented or FAILED, never a waiting row; else what the waiting rows wait
+on), given code and the driver folded apart from the functions, and
 two end-to-end checks of lab 23.1 in check mode: one function written and the rest stubs, then
 that function with a wrong bound.
 """
@@ -107,11 +109,60 @@ class TableTest(unittest.TestCase):
       return Result(PASS)
     table = self.table(verdict)
     prove = self.row(table, "sym_scope_prove_lt")
-    self.assertEqual((prove.status, prove.detail), ("waiting", "needs sym_expr_interval, not implemented yet"))
+    self.assertEqual((prove.status, prove.detail), ("waiting", "waits on sym_expr_interval, not implemented yet"))
     loop = self.row(table, "codegen_open_loop")
-    self.assertEqual((loop.status, loop.detail), ("waiting", "driver.counters: needs driver, which gave FAIL"))
+    self.assertEqual((loop.status, loop.detail),
+                     ("waiting", "waits on driver (prerequisite): driver.counters needs driver, which gave FAIL"))
     self.assertEqual(self.row(table, "driver (prerequisite)").status, "waiting")
-    self.assertTrue(feedback.next_line(table).startswith("next: sym_scope_prove_lt "))
+    self.assertEqual(feedback.next_line(table), "next: sym_expr_interval: sym_scope_prove_lt waits on it")
+
+  def test_next_skips_a_row_that_only_waits_and_names_the_first_stub(self):
+    # sym_dim_check's points wait on sym_expr_interval, which comes later in the README's order:
+    # next is the stub it waits on, not the waiting row (issue 33, item 4).
+    def verdict(t):
+      if t.function in ("sym_dim_check", "sym_expr_interval", "plan_resolve_dims"):
+        return stub("sym_expr_interval")
+      return Result(PASS) if t.function in ("sym_expr_eval",) else stub(t.function)
+    table = self.table(verdict)
+    first = self.row(table, "sym_dim_check")
+    self.assertEqual((first.status, first.waits_on), ("waiting", "sym_expr_interval"))
+    self.assertEqual(first.detail, "waits on sym_expr_interval, not implemented yet")
+    self.assertEqual(self.row(table, "sym_expr_interval").status, "not implemented")
+    self.assertEqual(feedback.next_line(table),
+                     "next: sym_expr_interval (see labs/23.1-symbolic-dims/README.md, 'Suggested order')")
+
+  def test_a_failed_function_after_a_waiting_row_is_next(self):
+    def verdict(t):
+      if t.function == "sym_dim_check":
+        return stub("sym_linear_add")
+      if t.function == "sym_expr_eval":
+        return Result(FAIL, "ERROR: expected 7, got 6")
+      return Result(PASS) if t.function != "sym_linear_add" else stub("sym_linear_add")
+    table = self.table(verdict)
+    self.assertEqual(self.row(table, "sym_dim_check").status, "waiting")
+    self.assertTrue(feedback.next_line(table).startswith("next: sym_expr_eval (see "), feedback.next_line(table))
+
+  def test_rows_that_wait_only_on_a_failing_driver_name_it_next(self):
+    def verdict(t):
+      if t.id in ("driver.counters", "driver.warm.counters"):
+        return Result(NOT_RUN, f"needs {t.spec['scenario']}, which gave FAIL")
+      if t.id in ("driver", "driver.warm"):
+        return Result(FAIL, "lab 23.1: chain n=7: out[3] = 1.5, expected 2")
+      return Result(PASS)
+    table = self.table(verdict)
+    self.assertEqual(self.row(table, "codegen_open_loop").waits_on, "driver (prerequisite)")
+    self.assertEqual(self.row(table, "driver (prerequisite)").status, "FAILED")
+    self.assertEqual(feedback.next_line(table), "next: driver (prerequisite): it fails (see its failure above); "
+                     "codegen_open_loop, codegen_emit_lanes wait on it")
+
+  def test_rows_waiting_on_another_labs_stub_name_that_lab_and_function(self):
+    m = manifest.load("23.4")
+    readme = (ROOT / m.lab_dir / "README.md").read_text()
+    rows = [(t, stub("sym_dim_check"), 0, True) for t in m.tests if not t.hidden]
+    table = feedback.build(m, rows, readme)
+    first = table.functions[0]
+    self.assertEqual((first.status, first.detail), ("waiting", "waits on lab 23.1's sym_dim_check, not implemented yet"))
+    self.assertEqual(feedback.next_line(table), f"next: lab 23.1's sym_dim_check: {first.name} waits on it")
 
   def test_given_code_and_the_driver_are_rows_apart_and_earn_nothing(self):
     table = self.table(lambda t: Result(PASS))
@@ -131,6 +182,17 @@ class TableTest(unittest.TestCase):
     waiting = self.table(lambda t: Result(FAIL, "0x12 != 0x8") if t.id == given else
                          stub(t.function) if t.function == "plan_resolve_dims" else Result(PASS))
     self.assertEqual(self.row(waiting, "given code").status, "waiting")
+
+
+class ReplayTest(unittest.TestCase):
+  """A failure's replay line names this tree's build folder for the tree graded (issue 33 item 7)."""
+
+  def test_a_replay_builds_in_the_folder_of_the_impl_graded(self):
+    from harness.grading import runner
+    target = "build/labs/tests/23.4/test_grad"
+    self.assertEqual(runner.in_this_tree(target, Options()), (f"make {target}", target))
+    self.assertEqual(runner.in_this_tree(target, Options(impl="solutions")),
+                     ("make IMPL=solutions build/solutions/tests/23.4/test_grad", "build/solutions/tests/23.4/test_grad"))
 
 
 SUB_FILES = ("codegen.c", "plan.c", "sym_dim.c", "sym_expr.c", "sym_fact.c", "sym_index.c", "sym_simplify.c")
