@@ -8,7 +8,7 @@ B234_SRC := $(B234_STUDENT) $(filter-out %/main.c $(addprefix labs/23.4-function
   $(wildcard labs/23.4-function-tracing/*.c))
 B234_DEPS := $(B234_SRC) $(wildcard labs/23.4-function-tracing/*.h) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_23.4),$(call lab_lib,$(l)))
 # The library with the flags in $(1); it finds the stages below it in the ordinary lib/.
-b234_lib = @mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_incs,23.4) -shared -o $@ $(B234_SRC) $(LDFLAGS) \
+b234_lib = mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_incs,23.4) -shared -o $@ $(B234_SRC) $(LDFLAGS) \
   -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,23.4) -luopc -lm
 
 # tp_compare_record that records no guard: the variant traced for n = 4
