@@ -3,6 +3,7 @@
  * It reads the cache that the runtime would use in this environment and
  * creates nothing: on a fresh clone it reports a cache not created yet. */
 #include <stdio.h>
+#include <stdlib.h>
 #include "../uopc/src/internal.h"
 
 int main(void) {
@@ -13,6 +14,7 @@ int main(void) {
     fprintf(stderr, "cache-stats: %s\n", err.message);
     return 2;
   }
-  uopc_cache_stats_print(stdout, "", dir, max_size);
+  const char *own = getenv("UOPC_CACHE_DIR");   /* unset or empty: dir is the shared default */
+  uopc_cache_stats_print(stdout, "", dir, max_size, !(own && *own));
   return 0;
 }

@@ -58,7 +58,7 @@ static void fill_quarters(uopc_tensor *t, int seed) {
 /* ulps: 0 for bit for bit; else the largest distance allowed, in units of
  * the dtype's epsilon times the value (at least 1: tanh(a) - exp(-x) may
  * cancel to a small result whose terms each carried an error near 1). */
-static void expect_close(const char *what, const buf *want, const buf *got, double ulps) {
+static void expect_within_ulps(const char *what, const buf *want, const buf *got, double ulps) {
   int64_t n = uopc_tensor_numel(&want->t);
   double eps = want->t.dtype == UOPC_F32 ? 0x1p-23 : 0x1p-52;
   for (int64_t i = 0; i < n; i++) {
@@ -95,7 +95,7 @@ static void twin_call(twin *t, buf *ins, int n_in, double ulps, const char *what
     char w[160];
     snprintf(w, sizeof w, "%s, output %d", what, k);
     expect_tail_untouched(&gpu[k], w);
-    expect_close(w, &cpu[k], &gpu[k], ulps);
+    expect_within_ulps(w, &cpu[k], &gpu[k], ulps);
     buf_free(&cpu[k]);
     buf_free(&gpu[k]);
   }

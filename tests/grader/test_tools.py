@@ -151,6 +151,24 @@ EOF
 """
 
 
+class CacheStatsTest(unittest.TestCase):
+  """make cache-stats names the default directory as shared by every tree of the user, and a
+  directory of one's own (UOPC_CACHE_DIR) as nothing more."""
+
+  def first_line(self, **env):
+    base = {k: v for k, v in os.environ.items() if k not in ("UOPC_CACHE_DIR", "XDG_CACHE_HOME")}
+    done = subprocess.run(["make", "--no-print-directory", "-s", "cache-stats"], cwd=ROOT, capture_output=True,
+                          text=True, env={**base, **env})
+    self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+    return next(l for l in done.stdout.splitlines() if l.startswith("cache directory"))
+
+  def test_the_default_is_shared_and_ones_own_is_not(self):
+    with tempfile.TemporaryDirectory() as tmp:
+      self.assertIn(f"{tmp}/uopc (the default, shared by every tree and run of this user without UOPC_CACHE_DIR: "
+                    "the counts below are theirs too; not created yet)", self.first_line(XDG_CACHE_HOME=tmp))
+      self.assertTrue(self.first_line(UOPC_CACHE_DIR=f"{tmp}/own").endswith(f"{tmp}/own (not created yet)"))
+
+
 class RunTestsTest(unittest.TestCase):
   def test_the_summary_lists_each_skip_with_its_reason_before_the_last_line(self):
     with tempfile.TemporaryDirectory() as tmp:

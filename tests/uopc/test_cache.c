@@ -400,15 +400,17 @@ static void test_cache_statistics_match_the_counted_events(void **state) {
   assert_total_matches_disk(cache);
 }
 
-static char *printed(const char *dir, int64_t max_size) {
+static char *printed_as(const char *dir, int64_t max_size, int shared) {
   char *text = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&text, &n);
   assert_non_null(f);
-  uopc_cache_stats_print(f, "", dir, max_size);
+  uopc_cache_stats_print(f, "", dir, max_size, shared);
   fclose(f);
   return text;
 }
+
+static char *printed(const char *dir, int64_t max_size) { return printed_as(dir, max_size, 0); }
 
 static void test_cache_stats_print_as_ccache_does(void **state) {
   (void)state;
@@ -434,7 +436,7 @@ static void test_cache_stats_print_puts_the_prefix_before_the_directory(void **s
   size_t n = 0;
   FILE *f = open_memstream(&text, &n);
   assert_non_null(f);
-  uopc_cache_stats_print(f, "  ", testutil_cache_dir, 500LL << 20);
+  uopc_cache_stats_print(f, "  ", testutil_cache_dir, 500LL << 20, 0);
   fclose(f);
   snprintf(want, sizeof want, "  cache directory            %s\n  entries ", testutil_cache_dir);
   assert_true(strncmp(text, want, strlen(want)) == 0);
@@ -534,23 +536,15 @@ static void test_cache_stats_print_a_cache_not_created_yet(void **state) {
   assert_int_equal(access(dir, F_OK), -1);
 }
 
-/* Without UOPC_CACHE_DIR the default directory is every tree's of this user: the statistics say
- * so rather than pass its counts off as one tree's; a directory of one's own says nothing more. */
+/* The default directory is every tree's of this user: the statistics say so rather than pass its
+ * counts off as one tree's; a directory of one's own says nothing more (make cache-stats, which
+ * chose the directory, says which it is: tests/grader/test_tools.py runs it both ways). */
 static void test_cache_stats_print_names_the_shared_default_as_shared(void **state) {
   (void)state;
-  char xdg[PATH_MAX + 8], dir[PATH_MAX + 16];
-  snprintf(xdg, sizeof xdg, "%s/xdg", testutil_cache_dir);
-  snprintf(dir, sizeof dir, "%s/uopc", xdg);
-  char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
-  setenv("XDG_CACHE_HOME", xdg, 1);
-  unsetenv("UOPC_CACHE_DIR");
-  char *shared = printed(dir, UOPC_CACHE_DEFAULT_MAX_SIZE);
-  setenv("UOPC_CACHE_DIR", dir, 1);
-  char *own = printed(dir, UOPC_CACHE_DEFAULT_MAX_SIZE);
-  setenv("UOPC_CACHE_DIR", testutil_cache_dir, 1);
-  if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
-  else unsetenv("XDG_CACHE_HOME");
-  free(old_xdg);
+  char dir[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s/xdg/uopc", testutil_cache_dir);
+  char *shared = printed_as(dir, UOPC_CACHE_DEFAULT_MAX_SIZE, 1);
+  char *own = printed_as(dir, UOPC_CACHE_DEFAULT_MAX_SIZE, 0);
   assert_contains(shared, "/xdg/uopc (the default, shared by every tree and run of this user without "
                           "UOPC_CACHE_DIR: the counts below are theirs too; not created yet)\n");
   assert_contains(own, "/xdg/uopc (not created yet)\n");

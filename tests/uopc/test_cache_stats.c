@@ -299,7 +299,7 @@ static void test_cache_stats_print_of_a_cache_that_cannot_be_listed_shows_zero(v
     if (!f) _exit(2);
     struct rlimit old;
     limit_descriptors(&old, 0);
-    uopc_cache_stats_print(f, "", testutil_cache_dir, 1 << 20);
+    uopc_cache_stats_print(f, "", testutil_cache_dir, 1 << 20, 0);
     setrlimit(RLIMIT_NOFILE, &old);
     fclose(f);
     int ok = strstr(text, "\nentries                    0\ntotal size                 0 bytes\n") != NULL;

@@ -261,7 +261,7 @@ static void at_exit(void) {
   if (uopc_cache_max_size(&max_size, NULL) != UOPC_OK) max_size = UOPC_CACHE_DEFAULT_MAX_SIZE;
   struct stat st;
   for (pending *p = pendings; p; p = p->next)
-    if (p->used && stat(p->dir, &st) == 0) uopc_cache_stats_print(stderr, "uopc: ", p->dir, max_size);
+    if (p->used && stat(p->dir, &st) == 0) uopc_cache_stats_print(stderr, "uopc: ", p->dir, max_size, 0);
 }
 
 /* ---- printing ------------------------------------------------------------------- */
@@ -285,12 +285,9 @@ static void put_limit(char *out, size_t size, int64_t max_size) {
 }
 
 /* Whose counts these are: without UOPC_CACHE_DIR every tree and run of this user shares the
- * default directory, so its entries and events are not one tree's (issue 34). */
-static void put_where(char *out, size_t size, const char *dir, int exists) {
-  const char *env = getenv("UOPC_CACHE_DIR");
-  char fallback[PATH_MAX];
-  uopc_error err = {0};
-  int shared = !(env && *env) && uopc_cache_resolve(NULL, fallback, &err) == UOPC_OK && strcmp(fallback, dir) == 0;
+ * default directory, so its entries and events are not one tree's (issue 34). The caller, which
+ * chose the directory, says whether it is that one (cache.c resolves it: above this file). */
+static void put_where(char *out, size_t size, int shared, int exists) {
   const char *made = exists ? "" : "not created yet";
   if (shared)
     snprintf(out, size, " (the default, shared by every tree and run of this user without UOPC_CACHE_DIR: "
@@ -298,7 +295,7 @@ static void put_where(char *out, size_t size, const char *dir, int exists) {
   else snprintf(out, size, "%s%s%s", exists ? "" : " (", made, exists ? "" : ")");
 }
 
-void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size) {
+void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size, int shared) {
   uopc_cache_record r;
   struct stat st;
   char size[32], limit[160], where[192];
@@ -307,7 +304,7 @@ void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int6
   if (exists && !r.known && uopc_cache_scan(dir, &r, NULL) != UOPC_OK) r.entries = r.bytes = 0;
   put_size(size, sizeof size, r.bytes);
   put_limit(limit, sizeof limit, max_size);
-  put_where(where, sizeof where, dir, exists);
+  put_where(where, sizeof where, shared, exists);
   fprintf(out, "%scache directory            %s%s\n", prefix, dir, where);
   fprintf(out, "%sentries                    %lld\n", prefix, (long long)r.entries);
   fprintf(out, "%stotal size                 %s\n", prefix, size);

@@ -149,8 +149,10 @@ int uopc_cache_record_write(const char *dir, uopc_cache_record *r, uopc_error *e
 
 /* Prints the statistics as `ccache -s` does, one "label  value" line each,
  * every line after prefix (the debug knob passes "uopc: "). A cache that does
- * not exist yet prints zeros; one without a stats file is scanned. */
-void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size);
+ * not exist yet prints zeros; one without a stats file is scanned. shared: dir
+ * is the default directory chosen without UOPC_CACHE_DIR, which every tree and
+ * run of this user shares (the first line says so). */
+void uopc_cache_stats_print(FILE *out, const char *prefix, const char *dir, int64_t max_size, int shared);
 
 /* ---- cache_evict.c: the size limit, least recently used first ---- */
 /* With the lock held, after an entry was published (+1, its bytes) or moved
