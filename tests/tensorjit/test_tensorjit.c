@@ -1,0 +1,431 @@
+/* test_tensorjit.c: tensorjit's contract, one case per rule, each checking
+ * every call's values against the same model run in 23.4's eager mode (the
+ * core's interpreter) and the exact number of artifacts built. Models are
+ * written here, so a guard's line is this file's. Chapter 23.7. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include "tensorjit.h"
+#include "testutil.h"
+
+static int setup(void **state) { return testutil_fresh_cache(state); }
+static int teardown(void **state) { return testutil_remove_cache(state); }
+static int reset(void **state) {
+  (void)state;
+  uopc_counters_reset();
+  return 0;
+}
+
+/* ---- Models. */
+
+static int affine(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* 2x + 1 */
+  (void)user;
+  out[0] = tp_add(c, tp_mul(c, tp_scalar(c, 2), in[0].t), tp_scalar(c, 1));
+  return tp_status(c);
+}
+
+static int sum_last(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.sum(-1) of a matrix */
+  (void)user;
+  out[0] = tp_sum(c, in[0].t, 1u << 1, 0);
+  return tp_status(c);
+}
+
+static int mean_first(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.mean(0) */
+  (void)user;
+  out[0] = tp_reduce_at(c, IR_MEAN, in[0].t, 1u << 0, 0, TP_HERE);
+  return tp_status(c);
+}
+
+static int add_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* (a, b) + (b,) */
+  (void)user;
+  out[0] = tp_add(c, in[0].t, in[1].t);
+  return tp_status(c);
+}
+
+static int branch_line;
+static int branchy(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x+1 if len(x) > 4 else 2x */
+  (void)user;
+  branch_line = __LINE__ + 1;
+  if (tp_gt(c, tp_size(c, in[0].t, 0), tp_int_const(c, 4))) out[0] = tp_add(c, in[0].t, tp_scalar(c, 1));
+  else out[0] = tp_mul(c, in[0].t, tp_scalar(c, 2));
+  return tp_status(c);
+}
+
+static int scaled(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x * scale, a host double */
+  (void)user;
+  out[0] = tp_mul(c, in[0].t, tp_scalar(c, in[1].d));
+  return tp_status(c);
+}
+
+/* ---- Helpers. */
+
+/* A new f32 tensor of shape, element i = (i + 1) / 8 - 1. */
+static uopc_tensor ramp(int rank, const int64_t *shape) {
+  uopc_tensor x;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, rank, shape, &err), err);
+  for (int64_t i = 0; i < uopc_tensor_numel(&x); i++) uopc_tensor_set(&x, i, (double)(i + 1) / 8 - 1);
+  return x;
+}
+
+static uopc_tensor vec(int64_t n) { return ramp(1, &n); }
+static uopc_tensor mat(int64_t a, int64_t b) { return ramp(2, (int64_t[]){a, b}); }
+
+static void assert_close(const uopc_tensor *got, const uopc_tensor *want, const char *what) {
+  if (got->rank != want->rank) fail_msg("%s: rank %d, expected %d", what, got->rank, want->rank);
+  for (int k = 0; k < got->rank; k++)
+    if (got->shape[k] != want->shape[k])
+      fail_msg("%s: axis %d is %lld, expected %lld", what, k, (long long)got->shape[k], (long long)want->shape[k]);
+  for (int64_t i = 0; i < uopc_tensor_numel(got); i++) {
+    double g = uopc_tensor_get(got, i), w = uopc_tensor_get(want, i);
+    if (!(fabs(g - w) <= 1e-5 * fmax(1, fabs(w)))) fail_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, w);
+  }
+}
+
+/* The model run in 23.4's eager mode on args (contiguous tensors). */
+static uopc_tensor eager(tj_model m, const tj_arg *args, int n) {
+  tp_ctx *c = NULL;
+  tj_in in[TJ_MAX_ARGS] = {{0}};
+  tp_tensor *out[1] = {0};
+  uopc_error err = {0};
+  uopc_tensor r = {0};
+  assert_uopc_ok(tp_ctx_new_eager(&c, &err), err);
+  for (int k = 0; k < n; k++) {
+    in[k].i = args[k].i, in[k].d = args[k].d;
+    if (args[k].kind == TJ_TENSOR) in[k].t = tp_wrap(c, args[k].tensor);
+  }
+  m(c, in, out, NULL);
+  if (tp_status(c)) fail_msg("eager: %s", tp_error(c)->message);
+  uopc_tensor_retain(&r, tp_value(out[0]));
+  tp_ctx_free(c);
+  return r;
+}
+
+/* f on args equals the model run eagerly on ref (args' values, contiguous). */
+static void call_ok(tj_function *f, tj_model m, const tj_arg *args, const tj_arg *ref, int n, const char *what) {
+  uopc_tensor out[1] = {{0}};
+  uopc_error err = {0};
+  int rc = tj_call(f, args, n, out, &err);
+  if (rc) fail_msg("%s: %s: %s", what, uopc_error_name(rc), err.message);
+  uopc_tensor want = eager(m, ref ? ref : args, n);
+  assert_close(&out[0], &want, what);
+  uopc_tensor_release(&out[0]);
+  uopc_tensor_release(&want);
+}
+
+/* One tensor argument of shape (a) or (a, b) (b = 0: a vector). */
+static void call_shape(tj_function *f, tj_model m, int64_t a, int64_t b) {
+  uopc_tensor x = b ? mat(a, b) : vec(a);
+  tj_arg args[1] = {tj_tensor(&x)};
+  char what[64];
+  snprintf(what, sizeof what, "shape (%lld, %lld)", (long long)a, (long long)b);
+  call_ok(f, m, args, NULL, 1, what);
+  uopc_tensor_release(&x);
+}
+
+static tj_function *compile(tj_model m, const tj_options *o) {
+  tj_function *f = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(tj_compile(&f, m, NULL, o, &err), err);
+  return f;
+}
+
+static void assert_counts(const tj_function *f, int64_t built, int64_t hits, const char *what) {
+  tj_counts s = tj_stats(f);
+  if (s.artifacts_built != built || s.artifact_hits != hits || s.artifacts != built)
+    fail_msg("%s: %lld artifacts built (%d kept) and %lld hits, expected %lld and %lld", what,
+             (long long)s.artifacts_built, s.artifacts, (long long)s.artifact_hits, (long long)built, (long long)hits);
+}
+
+static void explain(const tj_function *f, const tj_arg *args, char *buf, size_t size) {
+  uopc_error err = {0};
+  assert_uopc_ok(tj_explain(f, args, buf, size, &err), err);
+}
+
+/* ---- One artifact across sizes. */
+
+static void test_tj_pointwise_one_artifact_across_sizes(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, NULL);
+  call_shape(f, affine, 3, 7), call_shape(f, affine, 5, 11), call_shape(f, affine, 2, 4);
+  assert_counts(f, 1, 2, "2x+1 over (3,7), (5,11), (2,4)");
+  assert_int_equal(uopc_counter_get(TJ_C_BUILT), 1);
+  assert_int_equal(uopc_counter_get("variants built"), 0);   /* 23.2's counter stays 23.2's */
+  tj_free(f);
+}
+
+static void test_tj_sum_last_axis_one_artifact_across_sizes(void **state) {
+  (void)state;
+  tj_function *f = compile(sum_last, NULL);
+  call_shape(f, sum_last, 3, 7), call_shape(f, sum_last, 5, 11), call_shape(f, sum_last, 2, 4);
+  assert_counts(f, 1, 2, "x.sum(-1) over (3,7), (5,11), (2,4)");
+  tj_free(f);
+}
+
+static void test_tj_mean_first_axis_one_artifact_across_sizes(void **state) {
+  (void)state;
+  tj_function *f = compile(mean_first, NULL);
+  call_shape(f, mean_first, 3, 7), call_shape(f, mean_first, 5, 11), call_shape(f, mean_first, 2, 4);
+  assert_counts(f, 1, 2, "x.mean(0) over (3,7), (5,11), (2,4)");
+  tj_free(f);
+}
+
+/* ---- Sizes 0 and 1. */
+
+static void test_tj_sizes_0_and_1_are_specialised(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, NULL);
+  const int64_t n[] = {3, 1, 0, 7, 1, 0, 11};
+  for (int k = 0; k < 7; k++) call_shape(f, affine, n[k], 0);
+  assert_counts(f, 3, 4, "2x+1 over n = 3, 1, 0, 7, 1, 0, 11");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "a0_0 = a0.shape[0] in [2, 16777216]");   /* the >= 2 of the first is a guard */
+  assert_contains(text, "a0.shape[0] == 1");
+  assert_contains(text, "a0.shape[0] == 0");
+  tj_free(f);
+}
+
+/* ---- Equal sizes. */
+
+static void test_tj_equal_sizes_are_never_assumed_equal(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, NULL);
+  call_shape(f, affine, 3, 3), call_shape(f, affine, 3, 5);   /* (3, 3) does not make (3, 5) rebuild */
+  assert_counts(f, 1, 1, "2x+1 over (3,3), (3,5)");
+  tj_free(f);
+}
+
+static void test_tj_needed_equality_is_a_guard(void **state) {
+  (void)state;
+  tj_function *f = compile(add_rows, &(tj_options){.arg_names = (const char *const[]){"x", "y"}});
+  const int64_t ab[][2] = {{3, 3}, {5, 5}, {7, 1}, {11, 11}, {13, 1}};
+  for (int k = 0; k < 5; k++) {
+    uopc_tensor x = mat(ab[k][0], ab[k][1]), y = vec(ab[k][1]);
+    tj_arg args[2] = {tj_tensor(&x), tj_tensor(&y)};
+    call_ok(f, add_rows, args, NULL, 2, "(a, b) + (b,)");
+    uopc_tensor_release(&x), uopc_tensor_release(&y);
+  }
+  assert_counts(f, 2, 3, "(a,b) + (b,) over (3,3), (5,5), (7,1), (11,11), (13,1)");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "y.shape[0] == x.shape[1]");
+  /* a call that breaks the equality is refused by the guard, then by the trace (a real mismatch) */
+  uopc_tensor x = mat(4, 3), y = vec(5), out[1] = {{0}};
+  tj_arg args[2] = {tj_tensor(&x), tj_tensor(&y)};
+  explain(f, args, text, sizeof text);
+  assert_contains(text, "guard 'y.shape[0] == x.shape[1]' failed");
+  uopc_error err = {0};
+  assert_int_not_equal(tj_call(f, args, 2, out, &err), UOPC_OK);
+  assert_contains(err.message, "cannot broadcast");
+  assert_null(out[0].storage);
+  uopc_tensor_release(&x), uopc_tensor_release(&y);
+  tj_free(f);
+}
+
+/* ---- Layout. */
+
+static void test_tj_transposed_input_is_another_artifact(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, &(tj_options){.arg_names = (const char *const[]){"x"}});
+  call_shape(f, affine, 3, 5);
+  const int64_t sizes[][2] = {{5, 3}, {7, 2}};
+  for (int k = 0; k < 2; k++) {   /* x^T: strided, read through its strides */
+    uopc_tensor base = mat(sizes[k][0], sizes[k][1]), t, packed;
+    uopc_error err = {0};
+    assert_uopc_ok(uopc_tensor_transpose(&t, &base, 0, 1, &err), err);
+    assert_uopc_ok(uopc_tensor_empty(&packed, UOPC_F32, 2, t.shape, &err), err);
+    assert_uopc_ok(uopc_tensor_copy(&packed, &t, &err), err);
+    tj_arg args[1] = {tj_tensor(&t)}, ref[1] = {tj_tensor(&packed)};
+    call_ok(f, affine, args, ref, 1, "2x+1 of a transposed x");
+    uopc_tensor_release(&base), uopc_tensor_release(&t), uopc_tensor_release(&packed);
+  }
+  assert_counts(f, 2, 1, "2x+1 over x (3,5), x^T (3,5), x^T (2,7)");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "x is contiguous");
+  assert_contains(text, "x_s0 = x.strides[0]");
+  tj_free(f);
+}
+
+/* ---- Branches on sizes. */
+
+static void test_tj_branch_on_size_guards_both_outcomes(void **state) {
+  (void)state;
+  tj_function *f = compile(branchy, NULL);
+  const int64_t n[] = {3, 7, 2, 9, 4, 11};
+  for (int k = 0; k < 6; k++) call_shape(f, branchy, n[k], 0);
+  assert_counts(f, 2, 4, "x+1 if len(x) > 4 else 2x over n = 3, 7, 2, 9, 4, 11");
+  char text[4096], line[64];
+  explain(f, NULL, text, sizeof text);
+  snprintf(line, sizeof line, "test_tensorjit.c:%d", branch_line);
+  assert_contains(text, "a0_0 - 4 > 0 is false");
+  assert_contains(text, "a0_0 - 4 > 0 is true");
+  assert_contains(text, line);
+  tj_free(f);
+}
+
+/* ---- Scalars. */
+
+static void test_tj_scalar_is_specialised_by_value(void **state) {
+  (void)state;
+  tj_function *f = compile(scaled, &(tj_options){.arg_names = (const char *const[]){"x", "scale"}});
+  const double s[] = {2, 3, 2};
+  for (int k = 0; k < 3; k++) {
+    uopc_tensor x = vec(6);
+    tj_arg args[2] = {tj_tensor(&x), tj_double(s[k])};
+    call_ok(f, scaled, args, NULL, 2, "x * scale");
+    uopc_tensor_release(&x);
+  }
+  assert_counts(f, 2, 1, "x * scale with scale = 2, 3, 2");
+  uopc_tensor x = vec(6);
+  tj_arg args[2] = {tj_tensor(&x), tj_double(5)};
+  char text[4096];
+  explain(f, args, text, sizeof text);
+  assert_contains(text, "guard 'scale == 2' failed: this call has scale == 5");
+  assert_contains(text, "a new one would be traced and built (2 of 8 kept)");
+  uopc_tensor_release(&x);
+  tj_free(f);
+}
+
+/* ---- The variant limit. */
+
+/* x (3, 5) then x^T under max_variants = 1: the second call's rc and message. */
+static int limit_second_call(tj_function *f, uopc_tensor *out, uopc_error *err) {
+  uopc_tensor x = mat(3, 5), base = mat(5, 3), t;
+  assert_uopc_ok(uopc_tensor_transpose(&t, &base, 0, 1, err), *err);
+  tj_arg a1[1] = {tj_tensor(&x)}, a2[1] = {tj_tensor(&t)};
+  call_ok(f, affine, a1, NULL, 1, "x (3, 5)");
+  int rc = tj_call(f, a2, 1, out, err);
+  if (!rc) {   /* the eager policy: the values of x^T */
+    uopc_tensor packed;
+    assert_uopc_ok(uopc_tensor_empty(&packed, UOPC_F32, 2, t.shape, err), *err);
+    assert_uopc_ok(uopc_tensor_copy(&packed, &t, err), *err);
+    uopc_tensor want = eager(affine, (tj_arg[]){tj_tensor(&packed)}, 1);
+    assert_close(&out[0], &want, "x^T run eagerly");
+    uopc_tensor_release(&want), uopc_tensor_release(&packed);
+  }
+  uopc_tensor_release(&x), uopc_tensor_release(&base), uopc_tensor_release(&t);
+  return rc;
+}
+
+static void test_tj_limit_is_an_error_naming_the_guard(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, &(tj_options){.max_variants = 1, .arg_names = (const char *const[]){"x"}});
+  uopc_tensor out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(limit_second_call(f, out, &err), UOPC_E_LIMIT, err);
+  assert_contains(err.message, "specialization limit");
+  assert_contains(err.message, "guard 'x is contiguous' failed");
+  assert_null(out[0].storage);
+  assert_counts(f, 1, 0, "max_variants = 1, x then x^T");
+  assert_int_equal(tj_stats(f).limit_hits, 1);
+  assert_int_equal(tj_stats(f).eager_fallbacks, 0);
+  tj_free(f);
+}
+
+static void test_tj_limit_runs_eagerly_counted(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, &(tj_options){.max_variants = 1, .on_limit = TJ_LIMIT_EAGER});
+  uopc_tensor out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_ok(limit_second_call(f, out, &err), err);
+  uopc_tensor_release(&out[0]);
+  assert_counts(f, 1, 0, "max_variants = 1 (eager), x then x^T");
+  assert_int_equal(tj_stats(f).limit_hits, 1);
+  assert_int_equal(tj_stats(f).eager_fallbacks, 1);
+  assert_int_equal(uopc_counter_get(TJ_C_EAGER), 1);
+  assert_int_equal(uopc_counter_get(TJ_C_LIMIT), 1);
+  tj_free(f);
+}
+
+/* ---- Bad input. */
+
+/* The call fails with code, its message naming needle; nothing ran, nothing written. */
+static void refused(tj_function *f, const tj_arg *args, int n, int code, const char *needle) {
+  uopc_tensor out[1];
+  memset(out, 0, sizeof out);
+  out[0].storage = (uopc_storage *)(uintptr_t)1;   /* a sentinel no call may overwrite */
+  uopc_error err = {0};
+  tj_counts before = tj_stats(f);
+  assert_uopc_code(tj_call(f, args, n, out, &err), code, err);
+  assert_contains(err.message, needle);
+  assert_ptr_equal(out[0].storage, (void *)(uintptr_t)1);
+  tj_counts after = tj_stats(f);
+  assert_int_equal(after.calls, before.calls);
+  assert_int_equal(after.artifacts_built, before.artifacts_built);
+}
+
+static void test_tj_bad_input_is_refused_naming_the_argument(void **state) {
+  (void)state;
+  tj_function *f = compile(scaled, &(tj_options){.arg_names = (const char *const[]){"x", "scale"}});
+  uopc_tensor x = vec(4), m = mat(2, 2), d;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_tensor_empty(&d, UOPC_F64, 1, (int64_t[]){4}, &err), err);
+  refused(f, (tj_arg[]){tj_tensor(NULL), tj_double(2)}, 2, UOPC_E_INVALID, "argument 0 is a NULL");
+  call_ok(f, scaled, (tj_arg[]){tj_tensor(&x), tj_double(2)}, NULL, 2, "the first call");
+  refused(f, (tj_arg[]){tj_tensor(&x)}, 1, UOPC_E_INVALID, "1 arguments; the function takes 2");
+  refused(f, (tj_arg[]){tj_tensor(&x), tj_double(2), tj_int(1)}, 3, UOPC_E_INVALID, "the function takes 2");
+  refused(f, (tj_arg[]){tj_tensor(&d), tj_double(2)}, 2, UOPC_E_DTYPE, "argument 0 ('x') is f64 of rank 1");
+  refused(f, (tj_arg[]){tj_tensor(&m), tj_double(2)}, 2, UOPC_E_INVALID, "traced for f32 of rank 1");
+  refused(f, (tj_arg[]){tj_tensor(&x), tj_int(2)}, 2, UOPC_E_INVALID, "argument 1 ('scale') is an int");
+  refused(f, (tj_arg[]){tj_tensor(NULL), tj_double(2)}, 2, UOPC_E_INVALID, "argument 0 ('x') is a NULL");
+  assert_counts(f, 1, 0, "one good call among refused ones");
+  uopc_tensor_release(&x), uopc_tensor_release(&m), uopc_tensor_release(&d);
+  tj_free(f);
+}
+
+/* ---- Options. */
+
+static void test_tj_static_mode_builds_one_artifact_per_shape(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, &(tj_options){.dynamic = TJ_OFF});
+  call_shape(f, affine, 3, 7), call_shape(f, affine, 5, 11), call_shape(f, affine, 3, 7);
+  assert_counts(f, 2, 1, "static: (3,7), (5,11), (3,7)");
+  tj_free(f);
+}
+
+static void test_tj_strict_native_fails_and_default_interprets(void **state) {
+  (void)state;
+  const uopc_program_options bad = {.opt_flags = "-O2 -fno-such-flag-tensorjit"};   /* gcc refuses it */
+  tj_function *strict = compile(affine, &(tj_options){.strict_native = 1, .program = &bad});
+  uopc_tensor x = vec(5), out[1] = {{0}};
+  tj_arg args[1] = {tj_tensor(&x)};
+  uopc_error err = {0};
+  assert_uopc_code(tj_call(strict, args, 1, out, &err), UOPC_E_COMPILE, err);
+  assert_contains(err.message, "could not be generated (strict_native)");
+  assert_null(out[0].storage);
+  assert_counts(strict, 0, 0, "strict_native, generation failing");
+  tj_free(strict);
+  tj_function *f = compile(affine, &(tj_options){.program = &bad});
+  call_ok(f, affine, args, NULL, 1, "interpreted, n = 5");
+  call_shape(f, affine, 9, 0);
+  assert_counts(f, 1, 1, "interpreted: n = 5, 9");
+  assert_int_equal(tj_stats(f).eager_fallbacks, 2);
+  uopc_tensor_release(&x);
+  tj_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_tj_pointwise_one_artifact_across_sizes, reset),
+      cmocka_unit_test_setup(test_tj_sum_last_axis_one_artifact_across_sizes, reset),
+      cmocka_unit_test_setup(test_tj_mean_first_axis_one_artifact_across_sizes, reset),
+      cmocka_unit_test_setup(test_tj_sizes_0_and_1_are_specialised, reset),
+      cmocka_unit_test_setup(test_tj_equal_sizes_are_never_assumed_equal, reset),
+      cmocka_unit_test_setup(test_tj_needed_equality_is_a_guard, reset),
+      cmocka_unit_test_setup(test_tj_transposed_input_is_another_artifact, reset),
+      cmocka_unit_test_setup(test_tj_branch_on_size_guards_both_outcomes, reset),
+      cmocka_unit_test_setup(test_tj_scalar_is_specialised_by_value, reset),
+      cmocka_unit_test_setup(test_tj_limit_is_an_error_naming_the_guard, reset),
+      cmocka_unit_test_setup(test_tj_limit_runs_eagerly_counted, reset),
+      cmocka_unit_test_setup(test_tj_bad_input_is_refused_naming_the_argument, reset),
+      cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
+      cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
