@@ -22,6 +22,7 @@ static int resolve(tj_function *f, const tj_options *o, uopc_error *err) {
   const char *name = p->name ? p->name : "f";
   if (!identifier(name, 24)) return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: option name must be a C identifier of 1 to 24 characters");
   snprintf(f->name, sizeof f->name, "tj_%s", name);
+  snprintf(f->label, sizeof f->label, "%s", name);
   if (!p->n_outputs) p->n_outputs = 1;
   if (!p->max_variants) p->max_variants = TJ_DEFAULT_MAX_VARIANTS;
   if (!p->dynamic) p->dynamic = TJ_ON;
@@ -81,20 +82,20 @@ static int fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_er
   for (int k = 0; k < n_args; k++) {
     if (names && !identifier(names[k], SYM_NAME_MAX - 8))
       return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': arg_names[%d] must be a C identifier of at most %d"
-                       " characters", f->name, k, SYM_NAME_MAX - 8);
+                       " characters", f->label, k, SYM_NAME_MAX - 8);
     if (names) snprintf(f->arg_names[k], sizeof f->arg_names[k], "%s", names[k]);
     else snprintf(f->arg_names[k], sizeof f->arg_names[k], "a%d", k);
     f->kinds[k] = args[k].kind;
     if (args[k].kind != TJ_TENSOR) continue;
     if (f->n_tensors == TJ_MAX_TENSORS)
-      return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': more than %d tensor arguments (the limit)", f->name,
+      return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': more than %d tensor arguments (the limit)", f->label,
                        TJ_MAX_TENSORS);
     f->dtypes[k] = args[k].tensor->dtype;
     f->ranks[k] = args[k].tensor->rank;
     f->tensor_arg[f->n_tensors++] = k;
   }
   if (!f->n_tensors)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': a call needs at least one tensor argument", f->name);
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': a call needs at least one tensor argument", f->label);
   vcache_options o;
   tj_cache_options(f, &o);
   return vcache_init(&f->cache, &o, err);
@@ -105,30 +106,30 @@ static int check_arg(const tj_function *f, const tj_arg *a, int k, uopc_error *e
   const char *name = f->arg_names[k];
   if (a->kind != f->kinds[k])
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d ('%s') is %s; the function takes %s",
-                     f->name, k, name, kind_name(a->kind), kind_name(f->kinds[k]));
+                     f->label, k, name, kind_name(a->kind), kind_name(f->kinds[k]));
   if (a->kind != TJ_TENSOR) return UOPC_OK;
   if (!a->tensor || !a->tensor->storage)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d ('%s') is a NULL or released tensor", f->name,
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d ('%s') is a NULL or released tensor", f->label,
                      k, name);
   if (a->tensor->dtype != f->dtypes[k] || a->tensor->rank != f->ranks[k])
     return UOPC_FAIL(err, a->tensor->dtype != f->dtypes[k] ? UOPC_E_DTYPE : UOPC_E_INVALID,
                      "tensorjit '%s': argument %d ('%s') is %s of rank %d; the function was traced for %s of rank %d",
-                     f->name, k, name, uopc_dtype_name(a->tensor->dtype), a->tensor->rank,
+                     f->label, k, name, uopc_dtype_name(a->tensor->dtype), a->tensor->rank,
                      uopc_dtype_name(f->dtypes[k]), f->ranks[k]);
   return UOPC_OK;
 }
 
 int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
   if (!args || n_args < 1 || n_args > TJ_MAX_ARGS || (f->fixed && n_args != f->n_args))
-    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': %d arguments; the function takes %s%d", f->name, n_args,
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': %d arguments; the function takes %s%d", f->label, n_args,
                      f->fixed ? "" : "1 to ", f->fixed ? f->n_args : TJ_MAX_ARGS);
   for (int k = 0; k < n_args; k++) {   /* before anything is fixed, so a bad first call fixes nothing */
     tj_kind kind = args[k].kind;
     if (kind != TJ_TENSOR && kind != TJ_INT && kind != TJ_DOUBLE)
-      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d has kind %d, not a tj_kind", f->name, k,
+      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d has kind %d, not a tj_kind", f->label, k,
                        (int)kind);
     if (kind == TJ_TENSOR && (!args[k].tensor || !args[k].tensor->storage))
-      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d%s%s%s is a NULL or released tensor", f->name,
+      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d%s%s%s is a NULL or released tensor", f->label,
                        k, f->fixed ? " ('" : "", f->fixed ? f->arg_names[k] : "", f->fixed ? "')" : "");
   }
   for (int k = 0; f->fixed && k < n_args; k++) {
@@ -174,7 +175,7 @@ static int run_eager(tj_function *f, const tj_arg *args, uopc_tensor *outs, uopc
   if (!rc) f->model(c, in, o, f->user);
   if (!rc && tp_status(c)) rc = UOPC_FAIL(err, tp_status(c), "%s", tp_error(c)->message);
   for (int k = 0; !rc && k < f->opts.n_outputs; k++)
-    if (!tp_value(o[k])) rc = UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': the model left output %d unset", f->name, k);
+    if (!tp_value(o[k])) rc = UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': the model left output %d unset", f->label, k);
   for (int k = 0; !rc && k < f->opts.n_outputs; k++) uopc_tensor_retain(&outs[k], tp_value(o[k]));
   for (int k = 0; k < f->n_args; k++) uopc_tensor_release(&packed[k]);
   tp_ctx_free(c);

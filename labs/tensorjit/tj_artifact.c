@@ -92,7 +92,7 @@ static int limit_error(tj_function *f, const guard_call *call, uopc_error *err) 
     if (rc) return rc;
   }
   return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': specialization limit reached (max_variants = %d): no kept"
-                   " artifact serves this call (%s)%s", f->name, f->opts.max_variants, text, why);
+                   " artifact serves this call (%s)%s", f->label, f->opts.max_variants, text, why);
 }
 
 static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_variant **out, uopc_error *err) {
@@ -136,7 +136,7 @@ static int root(const tj_sizes *s, int x) {
 static int new_dim(const tj_function *f, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int *out,
                    uopc_error *err) {
   if (spec->n_dims == SYM_BINDING_MAX)
-    return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the call needs more than %d dims (the limit)", f->name,
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the call needs more than %d dims (the limit)", f->label,
                      SYM_BINDING_MAX);
   char name[SYM_NAME_MAX + 16];
   snprintf(name, sizeof name, "%s_%s%d", f->cache.names[at.arg], at.field == GUARD_SHAPE ? "" : "s", at.axis);
@@ -156,7 +156,7 @@ static int extent_of(const tj_function *f, const tj_sizes *s, const guard_call *
   e->value = v;
   if (v < 0 || v > hi)
     return UOPC_FAIL(err, UOPC_E_BOUNDS, "tensorjit '%s': argument '%s' axis %d is %" PRId64 ", outside [0, %" PRId64
-                     "]", f->name, f->cache.names[at.arg], at.axis, v, hi);
+                     "]", f->label, f->cache.names[at.arg], at.axis, v, hi);
   if (f->opts.dynamic == TJ_OFF || (pin01 && v <= 1) || s->pinned[r]) return UOPC_OK;
   if (dim_of_root[r] >= 0) { e->dim = dim_of_root[r]; return UOPC_OK; }   /* the trace needed them equal */
   int rc = new_dim(f, spec, at, pin01 ? 2 : 0, hi, &e->dim, err);
@@ -197,7 +197,7 @@ static int narrow(const tj_function *f, tj_sizes *s, const vcache_spec *spec, co
   int a = site_named(spec, u->a), b = u->b[0] ? site_named(spec, u->b) : -1;
   if (a < 0 || (u->b[0] && b < 0))
     return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace needs dim '%s' %s%s, which is no input's size (a"
-                     " bug)", f->name, u->a, u->b[0] ? "equal to " : "constant", u->b);
+                     " bug)", f->label, u->a, u->b[0] ? "equal to " : "constant", u->b);
   if (b >= 0) s->parent[root(s, b)] = root(s, a);
   else s->pinned[root(s, a)] = 1;
   return UOPC_OK;
@@ -261,7 +261,7 @@ static int capture(tj_function *f, const guard_call *call, vcache_spec *spec, tp
     tp_capture_fini(cap);
     if ((rc = narrow(f, &s, spec, &need, err))) return rc;
   }
-  return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace kept needing sizes unified (a bug)", f->name);
+  return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace kept needing sizes unified (a bug)", f->label);
 }
 
 /* ---- The contract: the key. */
@@ -316,7 +316,7 @@ static int artifact_key(const tj_function *f, vcache_variant *v, const tj_artifa
   spec_key_parts p = f->cache.base;
   char dtypes[1024] = "", layout[1024] = "", constraints[4096];
   p.graph_hash = ir_graph_hash(v->graph, v->outputs, f->opts.n_outputs);
-  if (!p.graph_hash) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': no memory to hash the graph", f->name);
+  if (!p.graph_hash) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': no memory to hash the graph", f->label);
   for (int i = 0; i < v->spec.n_inputs; i++) {
     add(dtypes, sizeof dtypes, "%s%s:%s", i ? " " : "", f->cache.names[i], uopc_dtype_name(v->spec.args[i].dtype));
     add(layout, sizeof layout, "%s%s:%s", i ? " " : "", f->cache.names[i],
@@ -360,7 +360,7 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
   int rc = exec_new(&v->exec, v->graph, v->outputs, f->opts.n_outputs, v->entry, &c->opts.program, &inner);
   if (!rc) return vcache_plan_run(c, v, err);
   if (f->opts.strict_native)
-    return UOPC_FAIL(err, rc, "tensorjit '%s': %s could not be generated (strict_native): %s", f->name, v->entry,
+    return UOPC_FAIL(err, rc, "tensorjit '%s': %s could not be generated (strict_native): %s", f->label, v->entry,
                      inner.message);
   f->pending.interpreted = 1;      /* still guarded; the core's interpreter runs it */
   return UOPC_OK;

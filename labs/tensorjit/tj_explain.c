@@ -80,8 +80,8 @@ int tj_reject_text(const tj_function *f, const tj_artifact *a, const guard_call 
 static void describe(const tj_function *f, int k, char *buf, size_t size, size_t *used) {
   const tj_artifact *a = &f->arts[k];
   const vcache_variant *v = a->v;
-  append(buf, size, used, "artifact %d: %s (built by call %" PRId64 ", %s), %" PRId64 " calls\n", k + 1, v->entry,
-         a->number, a->interpreted ? "interpreted" : "compiled", v->calls);
+  append(buf, size, used, "artifact %d: %s (built by call %" PRId64 ", %s), %" PRId64 " call%s\n", k + 1, v->entry,
+         a->number, a->interpreted ? "interpreted" : "compiled", v->calls, v->calls == 1 ? "" : "s");
   for (int g = 0; g < v->guards.count; g++) append(buf, size, used, "  %s\n", v->guards.guards[g].what);
   for (int s = 0; s < f->n_args; s++) {
     char t[GUARD_TEXT_MAX];
@@ -127,7 +127,7 @@ static int explain_call(const tj_function *f, const tj_arg *args, char *buf, siz
 int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size, uopc_error *err) {
   if (!f || !buf || !size) return UOPC_FAIL(err, UOPC_E_INVALID, "tj_explain: NULL function or buffer");
   buf[0] = '\0';
-  if (!f->fixed) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': no call yet, nothing to explain", f->name);
+  if (!f->fixed) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': no call yet, nothing to explain", f->label);
   if (args) {
     int rc = tj_check_args(f, args, f->n_args, err);
     return rc ? rc : explain_call(f, args, buf, size, err);

@@ -40,7 +40,8 @@ struct tj_function {
   void *user;
   tj_options opts;                    /* resolved: no zero defaults left */
   uopc_program_options program;
-  char name[32];
+  char name[32];                      /* the cache's op: "tj_<label>" */
+  char label[32];                     /* the user's name, for messages */
   char arg_names[TJ_MAX_ARGS][SYM_NAME_MAX];
   int fixed;                          /* the signature is fixed (the first call) */
   int n_args, n_tensors;

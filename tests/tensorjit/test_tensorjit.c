@@ -410,6 +410,53 @@ static void test_tj_strict_native_fails_and_default_interprets(void **state) {
   tj_free(f);
 }
 
+/* ---- The chapter's tables (TJ_PRINT=1 prints them; chapter 23.7 quotes them). */
+
+static void show(const char *title, const char *text) {
+  if (getenv("TJ_PRINT")) print_message("---- %s\n%s", title, text);
+}
+
+static void test_tj_explain_prints_artifacts_guards_and_rejections(void **state) {
+  (void)state;
+  tj_function *f = compile(branchy, &(tj_options){.name = "branchy", .arg_names = (const char *const[]){"x"}});
+  const int64_t n[] = {3, 7, 2, 9, 4, 11, 1, 0};
+  for (int k = 0; k < 8; k++) call_shape(f, branchy, n[k], 0);
+  assert_counts(f, 4, 4, "x+1 if len(x) > 4 else 2x over n = 3, 7, 2, 9, 4, 11, 1, 0");
+  char text[8192];
+  explain(f, NULL, text, sizeof text);
+  show("branchy over n = 3, 7, 2, 9, 4, 11, 1, 0", text);
+  assert_contains(text, "artifact 1: tj_branchy_fd0_v0 (built by call 1, compiled), 3 calls\n"
+                        "  x is f32\n  x has rank 1\n  x_0 = x.shape[0] in [2, 16777216]\n  x is contiguous\n"
+                        "  x_0 - 4 > 0 is false");
+  uopc_tensor x = vec(6);
+  explain(f, (tj_arg[]){tj_tensor(&x)}, text, sizeof text);
+  show("branchy: explain a call with n = 6", text);
+  assert_contains(text, "tj_branchy_fd0_v0 rejected: guard 'x_0 - 4 > 0 is false'");
+  assert_contains(text, "failed: the difference is 2 on this call");
+  assert_contains(text, "would run tj_branchy_fd0_v1 (artifact 2 of 4)");
+  uopc_tensor_release(&x);
+  tj_free(f);
+  f = compile(add_rows, &(tj_options){.name = "add_rows", .arg_names = (const char *const[]){"x", "y"}});
+  const int64_t ab[][2] = {{3, 3}, {5, 5}, {7, 1}, {11, 11}, {13, 1}};
+  for (int k = 0; k < 5; k++) {
+    uopc_tensor a = mat(ab[k][0], ab[k][1]), b = vec(ab[k][1]);
+    call_ok(f, add_rows, (tj_arg[]){tj_tensor(&a), tj_tensor(&b)}, NULL, 2, "(a, b) + (b,)");
+    uopc_tensor_release(&a), uopc_tensor_release(&b);
+  }
+  explain(f, NULL, text, sizeof text);
+  show("add_rows over (3,3), (5,5), (7,1), (11,11), (13,1)", text);
+  assert_contains(text, "  y.shape[0] == x.shape[1]\n");
+  assert_contains(text, "  x.shape[1] == 1\n");
+  tj_free(f);
+  f = compile(affine, &(tj_options){.name = "affine", .max_variants = 1, .arg_names = (const char *const[]){"x"}});
+  uopc_tensor out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(limit_second_call(f, out, &err), UOPC_E_LIMIT, err);
+  snprintf(text, sizeof text, "%s\n", err.message);
+  show("affine, max_variants = 1: x (3, 5), then x^T", text);
+  tj_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_tj_pointwise_one_artifact_across_sizes, reset),
@@ -426,6 +473,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_bad_input_is_refused_naming_the_argument, reset),
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
+      cmocka_unit_test_setup(test_tj_explain_prints_artifacts_guards_and_rejections, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
