@@ -455,6 +455,13 @@ static void test_tj_explain_prints_artifacts_guards_and_rejections(void **state)
   snprintf(text, sizeof text, "%s\n", err.message);
   show("affine, max_variants = 1: x (3, 5), then x^T", text);
   tj_free(f);
+  f = compile(affine, &(tj_options){.name = "affine", .arg_names = (const char *const[]){"x"}});
+  assert_uopc_ok(limit_second_call(f, out, &err), err);
+  uopc_tensor_release(&out[0]);
+  explain(f, NULL, text, sizeof text);
+  show("affine: x (3, 5), then x^T", text);
+  assert_contains(text, "  x_s1 = x.strides[1] in [-1073741824, 1073741824]\n");
+  tj_free(f);
 }
 
 int main(void) {
