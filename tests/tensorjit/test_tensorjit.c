@@ -190,6 +190,29 @@ static void test_tj_sizes_0_and_1_are_specialised(void **state) {
   tj_free(f);
 }
 
+static void test_tj_specialize_01_off_keeps_1_symbolic_until_a_broadcast_needs_it(void **state) {
+  (void)state;
+  const tj_options o = {.specialize_01 = TJ_OFF, .arg_names = (const char *const[]){"x", "y"}};
+  tj_function *f = compile(affine, &o);
+  const int64_t n[] = {3, 1, 0, 7};
+  for (int k = 0; k < 4; k++) call_shape(f, affine, n[k], 0);
+  assert_counts(f, 1, 3, "2x+1 over n = 3, 1, 0, 7 without specialize_01");
+  tj_free(f);
+  f = compile(add_rows, &o);
+  const int64_t xs[][2] = {{3, 3}, {7, 1}, {3, 1}, {5, 1}}, ys[] = {3, 1, 3, 4};
+  for (int k = 0; k < 4; k++) {   /* (3,1) + (3,): the broadcast reads x_1 as 1, which becomes a constant */
+    uopc_tensor x = mat(xs[k][0], xs[k][1]), y = vec(ys[k]);
+    call_ok(f, add_rows, (tj_arg[]){tj_tensor(&x), tj_tensor(&y)}, NULL, 2, "(a, b) + (c,)");
+    uopc_tensor_release(&x), uopc_tensor_release(&y);
+  }
+  assert_counts(f, 2, 2, "(a,b) + (c,) over (3,3)+(3), (7,1)+(1), (3,1)+(3), (5,1)+(4) without specialize_01");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "x_1 = x.shape[1] in [0, 16777216]");
+  assert_contains(text, "x.shape[1] == 1");
+  tj_free(f);
+}
+
 /* ---- Equal sizes. */
 
 static void test_tj_equal_sizes_are_never_assumed_equal(void **state) {
@@ -470,6 +493,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_sum_last_axis_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_mean_first_axis_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_sizes_0_and_1_are_specialised, reset),
+      cmocka_unit_test_setup(test_tj_specialize_01_off_keeps_1_symbolic_until_a_broadcast_needs_it, reset),
       cmocka_unit_test_setup(test_tj_equal_sizes_are_never_assumed_equal, reset),
       cmocka_unit_test_setup(test_tj_needed_equality_is_a_guard, reset),
       cmocka_unit_test_setup(test_tj_transposed_input_is_another_artifact, reset),
