@@ -342,7 +342,7 @@ static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_err
   a->n_guards = cap.n_guards;
   cap.graph = NULL, cap.guards = NULL;
   tp_capture_fini(&cap);
-  for (int k = 0; k < f->n_args; k++) a->scalars[k] = f->cur.args[k];
+  for (int k = 0; k < f->n_args; k++) a->scalars[k] = f->cur.args[k], a->scalars[k].tensor = NULL;   /* borrowed */
   rc = vcache_spec_guards(c, &v->spec, v->outputs, &v->guards, err);
   if (!rc) rc = artifact_key(f, v, a, err);
   if (rc) return rc;
