@@ -40,6 +40,33 @@ static int mean_first(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   return tp_status(c);
 }
 
+static int max_keep(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.max(-1, keepdims) */
+  (void)user;
+  out[0] = tp_reduce_at(c, IR_MAX, in[0].t, 1u << 1, 1, TP_HERE);
+  return tp_status(c);
+}
+
+static int flatten(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.reshape(a*b) * 2 */
+  (void)user;
+  tp_int n = tp_int_mul(c, tp_size(c, in[0].t, 0), tp_size(c, in[0].t, 1));
+  out[0] = tp_mul(c, tp_reshape_at(c, in[0].t, 1, &n, TP_HERE), tp_scalar(c, 2));
+  return tp_status(c);
+}
+
+static int numel(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* an int: x.numel() */
+  (void)user;
+  tp_int n = tp_int_mul(c, tp_size(c, in[0].t, 0), tp_size(c, in[0].t, 1));
+  out[0] = tp_from_int_at(c, n, UOPC_I64, TP_HERE);
+  return tp_status(c);
+}
+
+static int expand_add(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* expand(v, y.shape) + y */
+  (void)user;
+  tp_int to[2] = {tp_size(c, in[1].t, 0), tp_size(c, in[0].t, 0)};
+  out[0] = tp_add(c, tp_expand_at(c, in[0].t, 2, to, TP_HERE), in[1].t);
+  return tp_status(c);
+}
+
 static int add_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* (a, b) + (b,) */
   (void)user;
   out[0] = tp_add(c, in[0].t, in[1].t);
@@ -171,6 +198,31 @@ static void test_tj_mean_first_axis_one_artifact_across_sizes(void **state) {
   tj_function *f = compile(mean_first, NULL);
   call_shape(f, mean_first, 3, 7), call_shape(f, mean_first, 5, 11), call_shape(f, mean_first, 2, 4);
   assert_counts(f, 1, 2, "x.mean(0) over (3,7), (5,11), (2,4)");
+  tj_free(f);
+}
+
+static void test_tj_max_keepdims_reshape_and_numel_one_artifact_across_sizes(void **state) {
+  (void)state;
+  tj_model models[] = {max_keep, flatten, numel};
+  const char *names[] = {"x.max(-1, keepdims)", "x.reshape(a*b) * 2", "x.numel()"};
+  for (int m = 0; m < 3; m++) {
+    tj_function *f = compile(models[m], NULL);
+    call_shape(f, models[m], 3, 7), call_shape(f, models[m], 5, 11), call_shape(f, models[m], 2, 4);
+    assert_counts(f, 1, 2, names[m]);
+    tj_free(f);
+  }
+}
+
+static void test_tj_expand_one_artifact_across_sizes(void **state) {
+  (void)state;
+  tj_function *f = compile(expand_add, &(tj_options){.arg_names = (const char *const[]){"v", "y"}});
+  const int64_t ab[][2] = {{3, 7}, {5, 11}, {2, 4}};
+  for (int k = 0; k < 3; k++) {   /* v (b) to (a, b), plus y (a, b): b's equality is a guard */
+    uopc_tensor v = vec(ab[k][1]), y = mat(ab[k][0], ab[k][1]);
+    call_ok(f, expand_add, (tj_arg[]){tj_tensor(&v), tj_tensor(&y)}, NULL, 2, "expand(v, (a, b)) + y");
+    uopc_tensor_release(&v), uopc_tensor_release(&y);
+  }
+  assert_counts(f, 1, 2, "expand(v, (a, b)) + y over (3,7), (5,11), (2,4)");
   tj_free(f);
 }
 
@@ -492,6 +544,8 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_pointwise_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_sum_last_axis_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_mean_first_axis_one_artifact_across_sizes, reset),
+      cmocka_unit_test_setup(test_tj_max_keepdims_reshape_and_numel_one_artifact_across_sizes, reset),
+      cmocka_unit_test_setup(test_tj_expand_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_sizes_0_and_1_are_specialised, reset),
       cmocka_unit_test_setup(test_tj_specialize_01_off_keeps_1_symbolic_until_a_broadcast_needs_it, reset),
       cmocka_unit_test_setup(test_tj_equal_sizes_are_never_assumed_equal, reset),
