@@ -414,7 +414,9 @@ static int effect(tp_ctx *c, tp_effect e, int pure, tp_site at) {
 double tp_item_at(tp_ctx *c, tp_tensor *x, tp_site at) {
   if (!c || c->error.code || !operand(c, x, at)) return NAN;
   uopc_error err = {0};
-  if (!x->value.storage && c->mode == TP_TRACE && tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err))
+  /* a capture keeps no data: an input's value would be baked into every later call */
+  if ((!x->value.storage || c->capture) && c->mode == TP_TRACE &&
+      tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err))
     return NAN;
   if (!x->value.storage) return tp_fail(c, at, UOPC_E_INVALID, "tp_item: the tensor has no value"), NAN;
   if (uopc_tensor_numel(&x->value) != 1)

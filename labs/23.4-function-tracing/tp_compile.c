@@ -361,6 +361,7 @@ int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_d
   int rc = tp_ctx_init(&c, TP_TRACE, err);
   if (rc) return rc;
   c.strict = 1;
+  c.capture = 1;
   c.unify = unify;
   c.binding = *b;
   tp_tensor *args[n_in + 1], *outs[n_out + 1];

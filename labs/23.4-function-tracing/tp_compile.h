@@ -91,8 +91,9 @@ typedef struct tp_capture {
   tp_unify need;
 } tp_capture;
 
-/* Traces model once, strictly (a graph break is an error naming the line),
- * on inputs declared by decl and read from values (their sizes bound in b).
+/* Traces model once, strictly (a graph break is an error naming the line,
+ * tp_item of an input too: nothing is read from values but their sizes,
+ * bound in b), on inputs declared by decl.
  * With unify, an operation on two sizes that are distinct but equal in this
  * call (or a dim that a broadcast reads as 1) stops the trace: UOPC_E_GUARD,
  * with cap->need_unify and cap->need saying what to make one size. The

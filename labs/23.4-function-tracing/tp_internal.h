@@ -63,6 +63,7 @@ struct tp_ctx {
   const uopc_program_options *opts;
   sym_binding binding;         /* this call's dims (tracer: the sizes the model reads) */
   uopc_error error;
+  int capture;                 /* tp_capture_run's: no value is read, an input's included (a graph break) */
   int unify;                   /* tp_capture_run's: a broadcast of distinct sizes equal here stops the trace */
   int need_unify;              /* ... and it did, needing need */
   tp_unify need;

@@ -454,6 +454,43 @@ static void test_tj_bad_input_is_refused_naming_the_argument(void **state) {
   tj_free(f);
 }
 
+static int item_line;
+static int reads_data(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x * x[0]: data */
+  (void)user;
+  item_line = __LINE__ + 1;
+  double v = tp_item(c, tp_reduce_at(c, IR_MAX, in[0].t, 0u, 0, TP_HERE));
+  out[0] = tp_mul(c, in[0].t, tp_scalar(c, v));
+  return tp_status(c);
+}
+
+static int input_line;
+static int reads_input(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* an input's element */
+  (void)user;
+  input_line = __LINE__ + 1;
+  double v = tp_item(c, in[0].t);
+  out[0] = tp_mul(c, in[0].t, tp_scalar(c, v));
+  return tp_status(c);
+}
+
+static void test_tj_data_reads_are_refused_by_line(void **state) {
+  (void)state;
+  tj_model models[] = {reads_data, reads_input};
+  for (int m = 0; m < 2; m++) {
+    tj_function *f = compile(models[m], NULL);
+    uopc_tensor x = vec(m ? 1 : 4), out[1] = {{0}};
+    uopc_error err = {0};
+    char line[64];
+    assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_UNSUPPORTED, err);
+    assert_contains(err.message, "tp_item");
+    snprintf(line, sizeof line, "test_tensorjit.c:%d", m ? input_line : item_line);
+    assert_contains(err.message, line);
+    assert_null(out[0].storage);
+    assert_counts(f, 0, 0, "a model that reads data");
+    uopc_tensor_release(&x);
+    tj_free(f);
+  }
+}
+
 /* ---- Options. */
 
 static void test_tj_static_mode_builds_one_artifact_per_shape(void **state) {
@@ -556,6 +593,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_limit_is_an_error_naming_the_guard, reset),
       cmocka_unit_test_setup(test_tj_limit_runs_eagerly_counted, reset),
       cmocka_unit_test_setup(test_tj_bad_input_is_refused_naming_the_argument, reset),
+      cmocka_unit_test_setup(test_tj_data_reads_are_refused_by_line, reset),
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
       cmocka_unit_test_setup(test_tj_explain_prints_artifacts_guards_and_rejections, reset),
