@@ -111,4 +111,24 @@ int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size,
 /* f's counts so far. */
 tj_counts tj_stats(const tj_function *f);
 
+/* ---- Capture only. */
+
+#define TJ_SYMBOLIC 1u   /* extents as dims, 0 and 1 constants: what tj_call would build */
+#define TJ_CONCRETE 2u   /* every extent its value */
+
+typedef struct tj_graph tj_graph;
+
+/* The graph model's trace on args would be (one output; arguments named a0,
+ * a1, ...), with its guards, compiled and run never. The caller owns *out
+ * (tj_graph_free). Errors: those of tj_call's checks and the model's,
+ * UOPC_E_INVALID (mode), UOPC_E_UNSUPPORTED (a tensor without storage:
+ * storage-free "fake" tracing is not done, nor faked; a read of data). */
+int tj_make_graph(tj_graph **out, tj_model model, void *user, const tj_arg *args, int n_args, unsigned mode,
+                  uopc_error *err);
+/* The graph as text (ir_print's form), then its guards, one a line. Borrowed. */
+const char *tj_graph_text(const tj_graph *g);
+/* The trace: *outputs its n_outputs outputs. Borrowed. */
+const ir_graph *tj_graph_ir(const tj_graph *g, const ir_node *const **outputs, int *n_outputs);
+void tj_graph_free(tj_graph *g);
+
 #endif

@@ -76,7 +76,7 @@ static const char *kind_name(tj_kind k) {
   return k == TJ_TENSOR ? "a tensor" : k == TJ_INT ? "an int" : k == TJ_DOUBLE ? "a double" : "no kind";
 }
 
-static int fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
+static int declare_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
   const char *const *names = f->opts.arg_names;
   f->n_args = n_args;
   for (int k = 0; k < n_args; k++) {
@@ -139,9 +139,8 @@ int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_err
   return UOPC_OK;
 }
 
-/* The signature from the first call's arguments (checked), and the cache. */
-static int fix(tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
-  int rc = fix_signature(f, args, n_args, err);
+int tj_fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
+  int rc = declare_signature(f, args, n_args, err);
   if (rc) {   /* a refused first call fixes nothing */
     memset(&f->cache, 0, sizeof f->cache);
     f->n_tensors = f->n_args = 0;
@@ -188,7 +187,7 @@ static int run_eager(tj_function *f, const tj_arg *args, uopc_tensor *outs, uopc
 int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, uopc_error *err) {
   if (!f || !outs) return UOPC_FAIL(err, UOPC_E_INVALID, "tj_call: NULL function or outputs");
   int rc = tj_check_args(f, args, n_args, err);
-  if (!rc && !f->fixed) rc = fix(f, args, n_args, err);
+  if (!rc && !f->fixed) rc = tj_fix_signature(f, args, n_args, err);
   if (rc) return rc;
   memset(&f->cur, 0, sizeof f->cur);
   f->cur.args = args;

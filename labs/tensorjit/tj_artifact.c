@@ -330,11 +330,10 @@ static int artifact_key(const tj_function *f, vcache_variant *v, const tj_artifa
   return spec_key_compose(&p, &v->key, err);
 }
 
-static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
-  tj_function *f = ctx;
-  tj_artifact *a = &f->pending;
+int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err) {
+  const vcache *c = &f->cache;
   tp_capture cap;
-  int rc = capture(f, &c->last.call, &v->spec, &cap, err);
+  int rc = capture(f, call, &v->spec, &cap, err);
   if (rc) { tp_capture_fini(&cap); return rc; }
   v->graph = cap.graph;            /* the cache owns the graph now; tensorjit the guards */
   memcpy(v->outputs, cap.outputs, (size_t)cap.n_outputs * sizeof *v->outputs);
@@ -350,6 +349,10 @@ static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_err
   vcache_spec_entry(c, &v->spec, &v->key, entry, sizeof entry);
   snprintf(v->entry, sizeof v->entry, "%.55s_v%d", entry, c->count % 100);   /* scalars and branches share the rest */
   return UOPC_OK;
+}
+
+static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
+  return tj_contract(ctx, &c->last.call, v, &((tj_function *)ctx)->pending, err);
 }
 
 /* ---- Compiling and running. */

@@ -82,17 +82,23 @@ static void describe(const tj_function *f, int k, char *buf, size_t size, size_t
   const vcache_variant *v = a->v;
   append(buf, size, used, "artifact %d: %s (built by call %" PRId64 ", %s), %" PRId64 " call%s\n", k + 1, v->entry,
          a->number, a->interpreted ? "interpreted" : "compiled", v->calls, v->calls == 1 ? "" : "s");
-  for (int g = 0; g < v->guards.count; g++) append(buf, size, used, "  %s\n", v->guards.guards[g].what);
+  tj_guards_text(f, a, "  ", buf, size, used);
+}
+
+void tj_guards_text(const tj_function *f, const tj_artifact *a, const char *indent, char *buf, size_t size,
+                    size_t *used) {
+  const vcache_variant *v = a->v;
+  for (int g = 0; g < v->guards.count; g++) append(buf, size, used, "%s%s\n", indent, v->guards.guards[g].what);
   for (int s = 0; s < f->n_args; s++) {
     char t[GUARD_TEXT_MAX];
     if (f->kinds[s] == TJ_TENSOR) continue;
     scalar_text(f, &a->scalars[s], s, t, sizeof t);
-    append(buf, size, used, "  %s (a scalar argument)\n", t);
+    append(buf, size, used, "%s%s (a scalar argument)\n", indent, t);
   }
   for (int g = 0; g < a->n_guards; g++) {
     char t[GUARD_TEXT_MAX];
     trace_text(&a->guards[g], t, sizeof t);
-    append(buf, size, used, "  %s (a branch at %s:%d)\n", t, a->guards[g].at.file ? a->guards[g].at.file : "?",
+    append(buf, size, used, "%s%s (a branch at %s:%d)\n", indent, t, a->guards[g].at.file ? a->guards[g].at.file : "?",
            a->guards[g].at.line);
   }
 }

@@ -60,6 +60,10 @@ struct tj_function {
 
 /* ---- tj.c */
 
+/* Fixes f's signature from args (checked by tj_check_args) and sets up its
+ * cache. Errors: UOPC_E_INVALID, UOPC_E_LIMIT (tensors), vcache_init's. */
+int tj_fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err);
+
 /* Checks args: count, kinds, tensors present and, once a call has fixed
  * the signature, each against it, naming the argument. Errors:
  * UOPC_E_INVALID, UOPC_E_DTYPE. */
@@ -68,6 +72,10 @@ int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_err
 /* ---- tj_artifact.c: the cache's hooks, and its options for f. */
 
 void tj_cache_options(tj_function *f, vcache_options *o);
+/* The contract of a new artifact for call (f->cur's arguments): v's spec,
+ * graph (owned by v), guard set, key and entry; a's trace guards (owned by
+ * a) and scalars. Errors: the model's, the capture's, the guards'. */
+int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err);
 /* f's artifact for variant v; NULL when none. */
 tj_artifact *tj_artifact_of(const tj_function *f, const vcache_variant *v);
 /* 1 when a's scalars equal args' (doubles by their bits). */
@@ -80,6 +88,10 @@ int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, in
 
 /* "x: f32 (5, 3); scale = 3": the call, for messages. */
 void tj_call_text(const tj_function *f, const guard_call *call, const tj_arg *args, char *buf, size_t size);
+
+/* a's guards, one a line, each after indent. */
+void tj_guards_text(const tj_function *f, const tj_artifact *a, const char *indent, char *buf, size_t size,
+                    size_t *used);
 
 /* Why artifact a rejects call with args ("guard 'x is contiguous' failed:
  * ..."); "" when it would serve it. Errors: those of guard_set_check. */

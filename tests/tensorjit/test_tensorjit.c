@@ -522,11 +522,50 @@ static void test_tj_strict_native_fails_and_default_interprets(void **state) {
   tj_free(f);
 }
 
-/* ---- The chapter's tables (TJ_PRINT=1 prints them; chapter 23.7 quotes them). */
+/* ---- Capture only. */
 
+/* TJ_PRINT=1 prints what chapter 23.7 quotes. */
 static void show(const char *title, const char *text) {
   if (getenv("TJ_PRINT")) print_message("---- %s\n%s", title, text);
 }
+
+
+static void test_tj_make_graph_prints_the_trace_and_its_guards(void **state) {
+  (void)state;
+  uopc_tensor x = mat(3, 3), y = vec(3), v = vec(7);
+  tj_arg args[2] = {tj_tensor(&x), tj_tensor(&y)};
+  tj_graph *g = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(tj_make_graph(&g, add_rows, NULL, args, 2, TJ_SYMBOLIC, &err), err);
+  show("tj_make_graph(add_rows, (3, 3), (3,), TJ_SYMBOLIC)", tj_graph_text(g));
+  assert_contains(tj_graph_text(g), "f32[a0_0, a0_1]");
+  assert_contains(tj_graph_text(g), "  a1.shape[0] == a0.shape[1]\n");
+  const ir_node *const *outs = NULL;
+  int n = 0;
+  assert_non_null(tj_graph_ir(g, &outs, &n));
+  assert_int_equal(n, 1);
+  assert_int_equal(outs[0]->rank, 2);
+  tj_graph_free(g);
+  assert_uopc_ok(tj_make_graph(&g, add_rows, NULL, args, 2, TJ_CONCRETE, &err), err);
+  show("tj_make_graph(add_rows, (3, 3), (3,), TJ_CONCRETE)", tj_graph_text(g));
+  assert_contains(tj_graph_text(g), "f32[3, 3]");
+  assert_contains(tj_graph_text(g), "  a0.shape[1] == 3\n");
+  tj_graph_free(g);
+  assert_uopc_ok(tj_make_graph(&g, branchy, NULL, (tj_arg[]){tj_tensor(&v)}, 1, TJ_SYMBOLIC, &err), err);
+  show("tj_make_graph(branchy, (7,), TJ_SYMBOLIC)", tj_graph_text(g));
+  assert_contains(tj_graph_text(g), "  a0_0 - 4 > 0 is true (a branch at ");
+  tj_graph_free(g);
+  uopc_tensor fake = {0};
+  fake.rank = 1, fake.shape[0] = 4;   /* a shape without storage */
+  assert_uopc_code(tj_make_graph(&g, affine, NULL, (tj_arg[]){tj_tensor(&fake)}, 1, TJ_SYMBOLIC, &err),
+                   UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "storage-free");
+  assert_uopc_code(tj_make_graph(&g, reads_data, NULL, (tj_arg[]){tj_tensor(&v)}, 1, TJ_SYMBOLIC, &err),
+                   UOPC_E_UNSUPPORTED, err);
+  uopc_tensor_release(&x), uopc_tensor_release(&y), uopc_tensor_release(&v);
+}
+
+/* ---- The chapter's tables (TJ_PRINT=1 prints them; chapter 23.7 quotes them). */
 
 static void test_tj_explain_prints_artifacts_guards_and_rejections(void **state) {
   (void)state;
@@ -596,6 +635,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_data_reads_are_refused_by_line, reset),
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
+      cmocka_unit_test_setup(test_tj_make_graph_prints_the_trace_and_its_guards, reset),
       cmocka_unit_test_setup(test_tj_explain_prints_artifacts_guards_and_rejections, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
