@@ -248,6 +248,11 @@ $(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,core)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_core
+# tensorjit (labs/tensorjit): its warm call, and its artifacts over lengths 0..64.
+$(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
+BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
 
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
 # make grade                       the student code in labs/ (IMPL=solutions: the reference)

@@ -189,17 +189,18 @@ int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, u
   int rc = tj_check_args(f, args, n_args, err);
   if (!rc && !f->fixed) rc = tj_fix_signature(f, args, n_args, err);
   if (rc) return rc;
-  memset(&f->cur, 0, sizeof f->cur);
   f->cur.args = args;
+  f->cur.eager = 0;
   for (int k = 0; k < f->n_tensors; k++) f->cur.tensors[k] = args[f->tensor_arg[k]].tensor;
   vcache_variant *v = NULL;
   rc = vcache_choose(&f->cache, NULL, 0, f->cur.tensors, f->n_tensors, &v, err);
   if (!rc && !f->cache.last.built) uopc_counter_bump(f->hits, 1), f->counts.artifact_hits++;
   if (!rc) rc = vcache_run(&f->cache, v, err);
-  else if (f->cur.eager) rc = run_eager(f, args, f->cur.outs, err), f->cur.have_outs = !rc;
+  else if (f->cur.eager) rc = run_eager(f, args, f->cur.outs, err);
   if (rc) return rc;
   f->counts.calls++;
   memcpy(outs, f->cur.outs, (size_t)f->opts.n_outputs * sizeof *outs);   /* handed over, not retained twice */
-  memset(&f->cur, 0, sizeof f->cur);
+  memset(f->cur.outs, 0, (size_t)f->opts.n_outputs * sizeof *outs);
+  f->cur.args = NULL;
   return UOPC_OK;
 }

@@ -46,8 +46,9 @@ static int binding_of(const vcache_spec *spec, const guard_call *call, sym_bindi
 
 int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err) {
   sym_binding b;
-  int rc = binding_of(&a->v->spec, call, &b, err);
   *failed = -1;
+  if (!a->n_guards) return UOPC_OK;   /* the common case: no binding to build */
+  int rc = binding_of(&a->v->spec, call, &b, err);
   for (int k = 0; !rc && k < a->n_guards; k++) {   /* one at a time, to name the one that fails */
     const tp_variant one = {.guards = &a->guards[k], .n_guards = 1};
     int holds = 0;
@@ -400,7 +401,6 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
     rc = exec_run_checked(v->exec, buffers, dims, err);
     for (int k = 0; rc && k < f->opts.n_outputs; k++) uopc_tensor_release(&f->cur.outs[k]);
   }
-  f->cur.have_outs = !rc;
   return rc;
 }
 

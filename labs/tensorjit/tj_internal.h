@@ -31,7 +31,6 @@ typedef struct tj_current {
   const tj_arg *args;
   const uopc_tensor *tensors[TJ_MAX_TENSORS];
   uopc_tensor outs[TJ_MAX_OUTPUTS];   /* the run's, handed over on success */
-  int have_outs;
   int eager;                          /* the limit was hit under TJ_LIMIT_EAGER */
 } tj_current;
 
