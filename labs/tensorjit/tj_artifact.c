@@ -122,11 +122,13 @@ static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_var
 
 /* ---- The contract: the specialisation. */
 
-/* Which extents are one size: a union-find over the inputs' axes, and the
- * axes pinned to their value. */
+/* Which extents are one size: a union-find over the inputs' axes, the axes
+ * pinned to their value, and each class's bounds as the trace narrowed them. */
+#define TJ_SITES (TJ_MAX_TENSORS * UOPC_MAX_RANK)
 typedef struct tj_sizes {
-  int parent[TJ_MAX_TENSORS * UOPC_MAX_RANK];
-  int pinned[TJ_MAX_TENSORS * UOPC_MAX_RANK];
+  int parent[TJ_SITES];
+  int pinned[TJ_SITES];
+  int64_t lo[TJ_SITES], hi[TJ_SITES];
 } tj_sizes;
 
 static int root(const tj_sizes *s, int x) {
@@ -160,7 +162,8 @@ static int extent_of(const tj_function *f, const tj_sizes *s, const guard_call *
                      "]", f->label, f->cache.names[at.arg], at.axis, v, hi);
   if (f->opts.dynamic == TJ_OFF || (pin01 && v <= 1) || s->pinned[r]) return UOPC_OK;
   if (dim_of_root[r] >= 0) { e->dim = dim_of_root[r]; return UOPC_OK; }   /* the trace needed them equal */
-  int rc = new_dim(f, spec, at, pin01 ? 2 : 0, hi, &e->dim, err);
+  int64_t lo = pin01 ? 2 : 0;
+  int rc = new_dim(f, spec, at, s->lo[r] > lo ? s->lo[r] : lo, s->hi[r] < hi ? s->hi[r] : hi, &e->dim, err);
   if (!rc) dim_of_root[r] = e->dim;
   return rc;
 }
@@ -199,8 +202,48 @@ static int narrow(const tj_function *f, tj_sizes *s, const vcache_spec *spec, co
   if (a < 0 || (u->b[0] && b < 0))
     return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace needs dim '%s' %s%s, which is no input's size (a"
                      " bug)", f->label, u->a, u->b[0] ? "equal to " : "constant", u->b);
-  if (b >= 0) s->parent[root(s, b)] = root(s, a);
-  else s->pinned[root(s, a)] = 1;
+  int ra = root(s, a), rb = b >= 0 ? root(s, b) : -1;
+  if (rb >= 0) {   /* one class, within both classes' bounds */
+    s->parent[rb] = ra;
+    s->lo[ra] = s->lo[rb] > s->lo[ra] ? s->lo[rb] : s->lo[ra];
+    s->hi[ra] = s->hi[rb] < s->hi[ra] ? s->hi[rb] : s->hi[ra];
+  } else s->pinned[ra] = 1;
+  return UOPC_OK;
+}
+
+/* ---- The contract: bounds the trace's comparisons narrow. A comparison of
+ * one dim with a constant (c*d + k op 0) is a range of d: made the dim's
+ * bounds and captured again, it is a guard of the cache's own kind, and the
+ * IR's proofs may use it (issue 25: capture again under the narrowed facts). */
+
+static int64_t div_floor(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static int64_t div_ceil(int64_t a, int64_t b) { return -div_floor(-a, b); }
+
+/* The range of c*d + k that g's truth says, as [*vlo, *vhi]; 0 for NE. */
+static int value_range(const tp_guard *g, int64_t *vlo, int64_t *vhi) {
+  static const tp_cmp negation[] = {[TP_LT] = TP_GE, [TP_LE] = TP_GT, [TP_GT] = TP_LE, [TP_GE] = TP_LT,
+                                    [TP_EQ] = TP_NE, [TP_NE] = TP_EQ};
+  tp_cmp op = g->truth ? g->op : negation[g->op];
+  const int64_t big = INT64_C(1) << 40;   /* past every extent; no overflow below */
+  *vlo = op == TP_GT ? 1 : op == TP_GE || op == TP_EQ ? 0 : -big;
+  *vhi = op == TP_LT ? -1 : op == TP_LE || op == TP_EQ ? 0 : big;
+  return op != TP_NE;
+}
+
+/* Narrows d's class by guard g when g compares one shape dim with a
+ * constant; *changed = 1 when it did. */
+static int narrow_by(tj_sizes *s, const vcache_spec *spec, const tp_guard *g, int *changed, uopc_error *err) {
+  sym_linear l;
+  int64_t vlo, vhi;
+  int rc = sym_linear_of(g->diff, &l, err);
+  if (rc || l.count != 1 || l.atom[0]->kind != SYM_DIM || !value_range(g, &vlo, &vhi)) return rc;
+  int at = site_named(spec, l.atom[0]->dim.name);
+  if (at < 0) return UOPC_OK;
+  int64_t c = l.coef[0], k = l.constant, r = root(s, at);
+  int64_t lo = c > 0 ? div_ceil(vlo - k, c) : div_ceil(vhi - k, c);
+  int64_t hi = c > 0 ? div_floor(vhi - k, c) : div_floor(vlo - k, c);
+  if (lo > s->lo[r]) s->lo[r] = lo, *changed = 1;
+  if (hi < s->hi[r]) s->hi[r] = hi, *changed = 1;
   return UOPC_OK;
 }
 
@@ -253,14 +296,20 @@ static int capture_once(tj_function *f, const vcache_spec *spec, const guard_cal
  * fewer, so at most one per extent. */
 static int capture(tj_function *f, const guard_call *call, vcache_spec *spec, tp_capture *cap, uopc_error *err) {
   tj_sizes s;
-  for (int x = 0; x < TJ_MAX_TENSORS * UOPC_MAX_RANK; x++) s.parent[x] = x, s.pinned[x] = 0;
-  for (int tries = 0; tries <= TJ_MAX_TENSORS * UOPC_MAX_RANK; tries++) {
-    int rc = spec_of(f, &s, call, spec, err);
+  for (int x = 0; x < TJ_SITES; x++) s.parent[x] = x, s.pinned[x] = 0, s.lo[x] = INT64_MIN, s.hi[x] = INT64_MAX;
+  for (int tries = 0; tries <= 2 * TJ_SITES; tries++) {
+    int rc = spec_of(f, &s, call, spec, err), changed = 0;
     if (!rc) rc = capture_once(f, spec, call, cap, err);
-    if (!rc || !cap->need_unify) return rc;
-    tp_unify need = cap->need;
-    tp_capture_fini(cap);
-    if ((rc = narrow(f, &s, spec, &need, err))) return rc;
+    if (rc && !cap->need_unify) return rc;
+    if (rc) {
+      tp_unify need = cap->need;
+      tp_capture_fini(cap);
+      if ((rc = narrow(f, &s, spec, &need, err))) return rc;
+      continue;
+    }
+    for (int g = 0; g < cap->n_guards && !rc; g++) rc = narrow_by(&s, spec, &cap->guards[g], &changed, err);
+    if (rc || !changed) return rc;
+    tp_capture_fini(cap);   /* again, under the narrowed bounds: those guards are decided now */
   }
   return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace kept needing sizes unified (a bug)", f->label);
 }

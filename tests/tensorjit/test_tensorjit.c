@@ -73,10 +73,8 @@ static int add_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {  
   return tp_status(c);
 }
 
-static int branch_line;
 static int branchy(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x+1 if len(x) > 4 else 2x */
   (void)user;
-  branch_line = __LINE__ + 1;
   if (tp_gt(c, tp_size(c, in[0].t, 0), tp_int_const(c, 4))) out[0] = tp_add(c, in[0].t, tp_scalar(c, 1));
   else out[0] = tp_mul(c, in[0].t, tp_scalar(c, 2));
   return tp_status(c);
@@ -335,12 +333,45 @@ static void test_tj_branch_on_size_guards_both_outcomes(void **state) {
   const int64_t n[] = {3, 7, 2, 9, 4, 11};
   for (int k = 0; k < 6; k++) call_shape(f, branchy, n[k], 0);
   assert_counts(f, 2, 4, "x+1 if len(x) > 4 else 2x over n = 3, 7, 2, 9, 4, 11");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  /* each outcome narrowed its dim's bounds and was captured again: a range guard of the cache */
+  assert_contains(text, "  a0_0 = a0.shape[0] in [2, 4]\n");
+  assert_contains(text, "  a0_0 = a0.shape[0] in [5, 16777216]\n");
+  assert_true(strstr(text, "(a branch at") == NULL);
+  tj_free(f);
+}
+
+static int two_dim_line;
+static int two_dims(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* 2x if len(x) > len(y) else 3x */
+  (void)user;
+  two_dim_line = __LINE__ + 1;
+  int longer = tp_gt(c, tp_size(c, in[0].t, 0), tp_size(c, in[1].t, 0));
+  out[0] = tp_mul(c, in[0].t, tp_scalar(c, longer ? 2 : 3));
+  return tp_status(c);
+}
+
+static void test_tj_branch_on_two_sizes_is_a_trace_guard(void **state) {
+  (void)state;
+  tj_function *f = compile(two_dims, &(tj_options){.arg_names = (const char *const[]){"x", "y"}});
+  const int64_t xy[][2] = {{3, 2}, {5, 4}, {2, 3}, {4, 9}, {9, 4}};
+  for (int k = 0; k < 5; k++) {
+    uopc_tensor x = vec(xy[k][0]), y = vec(xy[k][1]);
+    call_ok(f, two_dims, (tj_arg[]){tj_tensor(&x), tj_tensor(&y)}, NULL, 2, "2x if len(x) > len(y) else 3x");
+    uopc_tensor_release(&x), uopc_tensor_release(&y);
+  }
+  assert_counts(f, 2, 3, "2x if len(x) > len(y) else 3x over (3,2), (5,4), (2,3), (4,9), (9,4)");
   char text[4096], line[64];
   explain(f, NULL, text, sizeof text);
-  snprintf(line, sizeof line, "test_tensorjit.c:%d", branch_line);
-  assert_contains(text, "a0_0 - 4 > 0 is false");
-  assert_contains(text, "a0_0 - 4 > 0 is true");
+  snprintf(line, sizeof line, "test_tensorjit.c:%d)", two_dim_line);
+  assert_contains(text, "  x_0 - y_0 > 0 is true (a branch at ");
+  assert_contains(text, "  x_0 - y_0 > 0 is false (a branch at ");
   assert_contains(text, line);
+  uopc_tensor x = vec(6), y = vec(8);
+  explain(f, (tj_arg[]){tj_tensor(&x), tj_tensor(&y)}, text, sizeof text);
+  assert_contains(text, "rejected: guard 'x_0 - y_0 > 0 is true'");
+  assert_contains(text, "failed: the difference is -2 on this call");
+  uopc_tensor_release(&x), uopc_tensor_release(&y);
   tj_free(f);
 }
 
@@ -553,7 +584,7 @@ static void test_tj_make_graph_prints_the_trace_and_its_guards(void **state) {
   tj_graph_free(g);
   assert_uopc_ok(tj_make_graph(&g, branchy, NULL, (tj_arg[]){tj_tensor(&v)}, 1, TJ_SYMBOLIC, &err), err);
   show("tj_make_graph(branchy, (7,), TJ_SYMBOLIC)", tj_graph_text(g));
-  assert_contains(tj_graph_text(g), "  a0_0 - 4 > 0 is true (a branch at ");
+  assert_contains(tj_graph_text(g), "  a0_0 = a0.shape[0] in [5, 16777216]\n");
   tj_graph_free(g);
   uopc_tensor fake = {0};
   fake.rank = 1, fake.shape[0] = 4;   /* a shape without storage */
@@ -577,13 +608,12 @@ static void test_tj_explain_prints_artifacts_guards_and_rejections(void **state)
   explain(f, NULL, text, sizeof text);
   show("branchy over n = 3, 7, 2, 9, 4, 11, 1, 0", text);
   assert_contains(text, "artifact 1: tj_branchy_fd0_v0 (built by call 1, compiled), 3 calls\n"
-                        "  x is f32\n  x has rank 1\n  x_0 = x.shape[0] in [2, 16777216]\n  x is contiguous\n"
-                        "  x_0 - 4 > 0 is false");
+                        "  x is f32\n  x has rank 1\n  x_0 = x.shape[0] in [2, 4]\n  x is contiguous\n");
   uopc_tensor x = vec(6);
   explain(f, (tj_arg[]){tj_tensor(&x)}, text, sizeof text);
   show("branchy: explain a call with n = 6", text);
-  assert_contains(text, "tj_branchy_fd0_v0 rejected: guard 'x_0 - 4 > 0 is false'");
-  assert_contains(text, "failed: the difference is 2 on this call");
+  assert_contains(text, "tj_branchy_fd0_v0 rejected: guard 'x_0 = x.shape[0] in [2, 4]' failed: dim 'x_0' = 6"
+                        " outside [2, 4]");
   assert_contains(text, "would run tj_branchy_fd0_v1 (artifact 2 of 4)");
   uopc_tensor_release(&x);
   tj_free(f);
@@ -628,6 +658,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_needed_equality_is_a_guard, reset),
       cmocka_unit_test_setup(test_tj_transposed_input_is_another_artifact, reset),
       cmocka_unit_test_setup(test_tj_branch_on_size_guards_both_outcomes, reset),
+      cmocka_unit_test_setup(test_tj_branch_on_two_sizes_is_a_trace_guard, reset),
       cmocka_unit_test_setup(test_tj_scalar_is_specialised_by_value, reset),
       cmocka_unit_test_setup(test_tj_limit_is_an_error_naming_the_guard, reset),
       cmocka_unit_test_setup(test_tj_limit_runs_eagerly_counted, reset),
