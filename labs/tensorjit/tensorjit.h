@@ -25,6 +25,7 @@
 #define TJ_C_GUARD_FAILURES "guard failures"
 #define TJ_C_EAGER "eager fallbacks"
 #define TJ_C_LIMIT "limit hits"
+#define TJ_C_UNKEPT "unkept artifact runs"
 
 /* ---- Arguments. */
 
@@ -60,7 +61,8 @@ typedef enum tj_switch { TJ_DEFAULT = 0, TJ_ON = 1, TJ_OFF = -1 } tj_switch;
 
 typedef enum tj_on_limit {
   TJ_LIMIT_ERROR,   /* UOPC_E_LIMIT, "specialization limit", naming the guard that failed */
-  TJ_LIMIT_EAGER    /* run the model eagerly (23.4's eager mode), counted */
+  TJ_LIMIT_EAGER,   /* run the model eagerly (23.4's eager mode), counted */
+  TJ_LIMIT_UNKEPT   /* trace and compile a new artifact, run it, keep nothing, counted */
 } tj_on_limit;
 
 typedef struct tj_options {
@@ -76,7 +78,7 @@ typedef struct tj_options {
 } tj_options;
 
 typedef struct tj_counts {       /* this function's share of the counters */
-  int64_t calls, artifacts_built, artifact_hits, guard_failures, eager_fallbacks, limit_hits;
+  int64_t calls, artifacts_built, artifact_hits, guard_failures, eager_fallbacks, limit_hits, unkept_runs;
   int artifacts;                 /* kept now */
 } tj_counts;
 

@@ -33,7 +33,7 @@ static int resolve(tj_function *f, const tj_options *o, uopc_error *err) {
     return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: max_variants = %d outside [1, %d]", p->max_variants, TJ_MAX_VARIANTS);
   if ((p->dynamic != TJ_ON && p->dynamic != TJ_OFF) || (p->specialize_01 != TJ_ON && p->specialize_01 != TJ_OFF))
     return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: dynamic and specialize_01 are TJ_DEFAULT, TJ_ON or TJ_OFF");
-  if (p->on_limit != TJ_LIMIT_ERROR && p->on_limit != TJ_LIMIT_EAGER)
+  if (p->on_limit != TJ_LIMIT_ERROR && p->on_limit != TJ_LIMIT_EAGER && p->on_limit != TJ_LIMIT_UNKEPT)
     return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: on_limit = %d is not a tj_on_limit", (int)p->on_limit);
   if (p->program) f->program = *p->program;
   p->program = &f->program;
@@ -53,6 +53,7 @@ int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *
   uopc_counter_slot(TJ_C_GUARD_FAILURES);
   f->eager = uopc_counter_slot(TJ_C_EAGER);
   f->limit = uopc_counter_slot(TJ_C_LIMIT);
+  f->unkept = uopc_counter_slot(TJ_C_UNKEPT);
   *out = f;
   return UOPC_OK;
 }
@@ -190,13 +191,14 @@ int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, u
   if (!rc && !f->fixed) rc = tj_fix_signature(f, args, n_args, err);
   if (rc) return rc;
   f->cur.args = args;
-  f->cur.eager = 0;
+  f->cur.eager = f->cur.unkept = 0;
   for (int k = 0; k < f->n_tensors; k++) f->cur.tensors[k] = args[f->tensor_arg[k]].tensor;
   vcache_variant *v = NULL;
   rc = vcache_choose(&f->cache, NULL, 0, f->cur.tensors, f->n_tensors, &v, err);
   if (!rc && !f->cache.last.built) uopc_counter_bump(f->hits, 1), f->counts.artifact_hits++;
   if (!rc) rc = vcache_run(&f->cache, v, err);
   else if (f->cur.eager) rc = run_eager(f, args, f->cur.outs, err);
+  else if (f->cur.unkept) rc = tj_run_unkept(f, &f->cache.last.call, err);
   if (rc) return rc;
   f->counts.calls++;
   memcpy(outs, f->cur.outs, (size_t)f->opts.n_outputs * sizeof *outs);   /* handed over, not retained twice */

@@ -103,6 +103,7 @@ static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_var
     uopc_counter_bump(f->limit, 1);
     f->counts.limit_hits++;
     f->cur.eager = f->opts.on_limit == TJ_LIMIT_EAGER;
+    f->cur.unkept = f->opts.on_limit == TJ_LIMIT_UNKEPT;
     return limit_error(f, call, err);
   }
   memset(&f->pending, 0, sizeof f->pending);
@@ -450,6 +451,24 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
     rc = exec_run_checked(v->exec, buffers, dims, err);
     for (int k = 0; rc && k < f->opts.n_outputs; k++) uopc_tensor_release(&f->cur.outs[k]);
   }
+  return rc;
+}
+
+int tj_run_unkept(tj_function *f, const guard_call *call, uopc_error *err) {
+  vcache_variant v;
+  tj_artifact *a = &f->pending;   /* found by the run as the one being built */
+  memset(&v, 0, sizeof v);
+  memset(a, 0, sizeof *a);
+  a->v = &v;
+  int rc = tj_contract(f, call, &v, a, err);
+  if (!rc) rc = hook_compile(f, &f->cache, &v, err);
+  if (!rc) rc = hook_run(f, &v, call, err);
+  exec_free(v.exec);
+  guard_set_fini(&v.guards);
+  ir_graph_free(v.graph);
+  free(a->guards);
+  memset(a, 0, sizeof *a);
+  if (!rc) uopc_counter_bump(f->unkept, 1), f->counts.unkept_runs++;
   return rc;
 }
 

@@ -126,7 +126,7 @@ static int explain_call(const tj_function *f, const tj_arg *args, char *buf, siz
            f->n_arts, f->opts.max_variants);
   else append(buf, size, &used, "  no artifact serves it and the specialization limit (max_variants = %d) is"
               " reached: %s\n", f->opts.max_variants, f->opts.on_limit == TJ_LIMIT_EAGER ? "it would run eagerly"
-              : "the call would be refused");
+              : f->opts.on_limit == TJ_LIMIT_UNKEPT ? "a new one would run, not kept" : "the call would be refused");
   return UOPC_OK;
 }
 

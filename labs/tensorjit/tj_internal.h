@@ -31,7 +31,7 @@ typedef struct tj_current {
   const tj_arg *args;
   const uopc_tensor *tensors[TJ_MAX_TENSORS];
   uopc_tensor outs[TJ_MAX_OUTPUTS];   /* the run's, handed over on success */
-  int eager;                          /* the limit was hit under TJ_LIMIT_EAGER */
+  int eager, unkept;                  /* the limit was hit under TJ_LIMIT_EAGER, TJ_LIMIT_UNKEPT */
 } tj_current;
 
 struct tj_function {
@@ -54,7 +54,7 @@ struct tj_function {
   tj_artifact pending;                /* the one the cache is building */
   tj_current cur;
   tj_counts counts;
-  uopc_counter_id hits, eager, limit;
+  uopc_counter_id hits, eager, limit, unkept;
 };
 
 /* ---- tj.c */
@@ -75,6 +75,10 @@ void tj_cache_options(tj_function *f, vcache_options *o);
  * graph (owned by v), guard set, key and entry; a's trace guards (owned by
  * a) and scalars. Errors: the model's, the capture's, the guards'. */
 int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err);
+/* Past the limit (TJ_LIMIT_UNKEPT): a new artifact for call, traced,
+ * compiled, run into f->cur.outs and freed; nothing is kept. Errors: those
+ * of the contract, compiling and running. */
+int tj_run_unkept(tj_function *f, const guard_call *call, uopc_error *err);
 /* f's artifact for variant v; NULL when none. */
 tj_artifact *tj_artifact_of(const tj_function *f, const vcache_variant *v);
 /* 1 when a's scalars equal args' (doubles by their bits). */

@@ -449,6 +449,22 @@ static void test_tj_limit_runs_eagerly_counted(void **state) {
   tj_free(f);
 }
 
+static void test_tj_limit_runs_an_unkept_artifact_counted(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, &(tj_options){.max_variants = 1, .on_limit = TJ_LIMIT_UNKEPT});
+  uopc_tensor out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_ok(limit_second_call(f, out, &err), err);   /* the values of x^T, compiled and not kept */
+  uopc_tensor_release(&out[0]);
+  assert_counts(f, 1, 0, "max_variants = 1 (unkept), x then x^T");
+  tj_counts s = tj_stats(f);
+  assert_int_equal(s.limit_hits, 1);
+  assert_int_equal(s.unkept_runs, 1);
+  assert_int_equal(s.eager_fallbacks, 0);
+  assert_int_equal(uopc_counter_get(TJ_C_UNKEPT), 1);
+  tj_free(f);
+}
+
 /* ---- Bad input. */
 
 /* The call fails with code, its message naming needle; nothing ran, nothing written. */
@@ -662,6 +678,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_scalar_is_specialised_by_value, reset),
       cmocka_unit_test_setup(test_tj_limit_is_an_error_naming_the_guard, reset),
       cmocka_unit_test_setup(test_tj_limit_runs_eagerly_counted, reset),
+      cmocka_unit_test_setup(test_tj_limit_runs_an_unkept_artifact_counted, reset),
       cmocka_unit_test_setup(test_tj_bad_input_is_refused_naming_the_argument, reset),
       cmocka_unit_test_setup(test_tj_data_reads_are_refused_by_line, reset),
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
