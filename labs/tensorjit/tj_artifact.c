@@ -384,6 +384,7 @@ static int artifact_key(const tj_function *f, vcache_variant *v, const tj_artifa
 int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err) {
   const vcache *c = &f->cache;
   tp_capture cap;
+  memset(&cap, 0, sizeof cap);   /* freed on every error, also one before the first capture */
   int rc = capture(f, call, &v->spec, &cap, err);
   if (rc) { tp_capture_fini(&cap); return rc; }
   v->graph = cap.graph;            /* the cache owns the graph now; tensorjit the guards */
@@ -413,6 +414,10 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
   uopc_error inner = {0};
   int rc = exec_new(&v->exec, v->graph, v->outputs, f->opts.n_outputs, v->entry, &c->opts.program, &inner);
   if (!rc) return vcache_plan_run(c, v, err);
+  /* what the code generator cannot do (a lowering's limit, such as an index it cannot prove fits int64;
+   * an op; the compiler), not memory or the cache */
+  int generation = rc == UOPC_E_COMPILE || rc == UOPC_E_LIMIT || rc == UOPC_E_UNSUPPORTED || rc == UOPC_E_OVERFLOW;
+  if (!generation) return (*err = inner, rc);
   if (f->opts.strict_native)
     return UOPC_FAIL(err, rc, "tensorjit '%s': %s could not be generated (strict_native): %s", f->label, v->entry,
                      inner.message);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <string.h>
 #include "tensorjit.h"
+#define TESTUTIL_FAILING_MALLOC   /* out-of-memory paths on demand: fail_next_malloc, fail_next_calloc */
 #include "testutil.h"
 
 static int setup(void **state) { return testutil_fresh_cache(state); }
@@ -201,14 +202,25 @@ static void test_tj_mean_first_axis_one_artifact_across_sizes(void **state) {
 
 static void test_tj_max_keepdims_reshape_and_numel_one_artifact_across_sizes(void **state) {
   (void)state;
-  tj_model models[] = {max_keep, flatten, numel};
-  const char *names[] = {"x.max(-1, keepdims)", "x.reshape(a*b) * 2", "x.numel()"};
+  tj_model models[] = {max_keep, numel, flatten};
+  const char *names[] = {"x.max(-1, keepdims)", "x.numel()", "x.reshape(a*b) * 2"};
   for (int m = 0; m < 3; m++) {
     tj_function *f = compile(models[m], NULL);
     call_shape(f, models[m], 3, 7), call_shape(f, models[m], 5, 11), call_shape(f, models[m], 2, 4);
     assert_counts(f, 1, 2, names[m]);
+    /* the flattened index a_1*(i0 // a_1) + i0 % a_1 is past what the lowering proves fits int64 for
+     * extents up to 2^24, a limit of the lowering: interpreted, counted (and refused by strict_native) */
+    assert_int_equal(tj_stats(f).eager_fallbacks, models[m] == flatten ? 3 : 0);
     tj_free(f);
   }
+  tj_function *strict = compile(flatten, &(tj_options){.strict_native = 1});
+  uopc_tensor x = mat(3, 7), out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(tj_call(strict, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_OVERFLOW, err);
+  assert_contains(err.message, "could not be generated (strict_native)");
+  assert_contains(err.message, "may pass int64");
+  uopc_tensor_release(&x);
+  tj_free(strict);
 }
 
 static void test_tj_expand_one_artifact_across_sizes(void **state) {
@@ -538,6 +550,47 @@ static void test_tj_data_reads_are_refused_by_line(void **state) {
   }
 }
 
+/* ---- Out of memory. */
+
+#ifndef __SANITIZE_ADDRESS__   /* AddressSanitizer's allocator is not the one that fails when asked */
+/* The k-th malloc (or calloc) of a first call failing, for every k until the
+ * call needs fewer: each fails with an error and writes no output, and the
+ * function still serves the next call. */
+static void sweep(int *next) {
+  for (int k = 1; k < 2000; k++) {
+    tj_function *f = compile(add_rows, NULL);
+    uopc_tensor x = mat(3, 4), y = vec(4), out[1];
+    memset(out, 0, sizeof out);
+    uopc_error err = {0};
+    tj_arg args[2] = {tj_tensor(&x), tj_tensor(&y)};
+    *next = k;
+    int rc = tj_call(f, args, 2, out, &err);
+    int ran_out = *next == 0;   /* the k-th allocation was asked for */
+    *next = 0;
+    if (rc) {
+      if (!ran_out) fail_msg("k = %d: %s with no allocation failing: %s", k, uopc_error_name(rc), err.message);
+      assert_null(out[0].storage);
+      call_ok(f, add_rows, args, NULL, 2, "the call after a failed one");
+    } else uopc_tensor_release(&out[0]);
+    uopc_tensor_release(&x), uopc_tensor_release(&y);
+    tj_free(f);
+    if (!rc && !ran_out) return;   /* past the last allocation */
+  }
+  fail_msg("a first call makes more than 2000 allocations");
+}
+#endif
+
+static void test_tj_out_of_memory_fails_cleanly_at_every_allocation(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("an allocator that fails when asked");
+#else
+  testutil_skip_unless_allocation_fails();
+  sweep(&fail_next_malloc);
+  sweep(&fail_next_calloc);
+#endif
+}
+
 /* ---- Options. */
 
 static void test_tj_static_mode_builds_one_artifact_per_shape(void **state) {
@@ -681,6 +734,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_limit_runs_an_unkept_artifact_counted, reset),
       cmocka_unit_test_setup(test_tj_bad_input_is_refused_naming_the_argument, reset),
       cmocka_unit_test_setup(test_tj_data_reads_are_refused_by_line, reset),
+      cmocka_unit_test_setup(test_tj_out_of_memory_fails_cleanly_at_every_allocation, reset),
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
       cmocka_unit_test_setup(test_tj_make_graph_prints_the_trace_and_its_guards, reset),
