@@ -150,8 +150,8 @@ LAB_LIBS := $(foreach l,$(STAGES),$(call lab_lib,$(l)))
 # ---- tests ------------------------------------------------------------------
 # tests/uopc/test_x.c links the runtime; tests/core/test_x.c the compiler core
 # (and lab 23.1's symbols below it); tests/23.N/test_x.c links lab 23.N (and
-# the stages below it), tests/tensorjit/test_x.c tensorjit. Test-only builds with a guard removed live in
-# tests/broken.mk.
+# the stages below it); tests/tensorjit/test_x.c links tensorjit. Test-only
+# builds with a guard removed live in tests/broken.mk.
 TEST_SRC := $(wildcard tests/uopc/test_*.c tests/core/test_*.c tests/23.*/test_*.c tests/tensorjit/test_*.c)
 TEST_BINS := $(TEST_SRC:%.c=$(BUILD)/%)
 test_lab = $(patsubst tests/%/,%,$(dir $(1)))

@@ -294,7 +294,8 @@ static int capture_once(tj_function *f, const vcache_spec *spec, const guard_cal
 }
 
 /* Captures until the trace needs nothing more: each retry makes one size
- * fewer, so at most one per extent. */
+ * fewer or one class's bounds narrower, and a capture under narrowed bounds
+ * records no comparison they decide, so the loop ends. */
 static int capture(tj_function *f, const guard_call *call, vcache_spec *spec, tp_capture *cap, uopc_error *err) {
   tj_sizes s;
   for (int x = 0; x < TJ_SITES; x++) s.parent[x] = x, s.pinned[x] = 0, s.lo[x] = INT64_MIN, s.hi[x] = INT64_MAX;
