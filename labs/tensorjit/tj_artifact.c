@@ -34,21 +34,23 @@ int tj_scalars_hold(const tj_function *f, const tj_artifact *a, const tj_arg *ar
   return 1;
 }
 
-/* The spec's dims read at their sites of call (the plan has checked them). */
-static int binding_of(const vcache_spec *spec, const guard_call *call, sym_binding *b, uopc_error *err) {
-  sym_binding_init(b);
+/* The spec's dims read at their sites of call: filled, not bound one by one,
+ * since the call's guards (or, for a new spec, the call itself) put each value
+ * within its dim's bounds; on the hot path this is most of a warm call. */
+static void binding_of(const vcache_spec *spec, const guard_call *call, sym_binding *b) {
+  b->count = spec->n_dims;
   for (int d = 0; d < spec->n_dims; d++) {
-    int rc = sym_dim_bind(b, &spec->dims[d], guard_site_value(call, spec->dim_sites[d]), err);
-    if (rc) return rc;
+    b->dims[d] = spec->dims[d];
+    b->values[d] = guard_site_value(call, spec->dim_sites[d]);
   }
-  return UOPC_OK;
 }
 
 int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err) {
   sym_binding b;
   *failed = -1;
   if (!a->n_guards) return UOPC_OK;   /* the common case: no binding to build */
-  int rc = binding_of(&a->v->spec, call, &b, err);
+  binding_of(&a->v->spec, call, &b);
+  int rc = UOPC_OK;
   for (int k = 0; !rc && k < a->n_guards; k++) {   /* one at a time, to name the one that fails */
     const tp_variant one = {.guards = &a->guards[k], .n_guards = 1};
     int holds = 0;
@@ -285,7 +287,7 @@ static int capture_once(tj_function *f, const vcache_spec *spec, const guard_cal
   tp_input_decl decl[TJ_MAX_TENSORS];
   tj_trampoline t = {f};
   int rc = sym_arena_new(&ar, err);
-  if (!rc) rc = binding_of(spec, call, &b, err);
+  binding_of(spec, call, &b);
   if (!rc) declare(f, spec, ar, decl);
   if (!rc && (rc = sym_arena_error(ar)->code)) *err = *sym_arena_error(ar);
   if (!rc) rc = tp_capture_run(cap, trampoline, &t, decl, f->cur.tensors, f->n_tensors, f->opts.n_outputs, &b, 1, err);
@@ -444,7 +446,9 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
   tj_function *f = ctx;
   const tj_artifact *a = tj_artifact_of(f, v);
   sym_binding b;
-  int rc = a ? binding_of(&v->spec, call, &b, err) : UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact");
+  if (!a) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact (a bug)");
+  binding_of(&v->spec, call, &b);
+  int rc = UOPC_OK;
   if (!rc && a->interpreted) {
     rc = ir_eval(v->graph, v->outputs, f->opts.n_outputs, f->cur.tensors, f->n_tensors, &b, f->cur.outs, err);
     if (!rc) uopc_counter_bump(f->eager, 1), f->counts.eager_fallbacks++;
