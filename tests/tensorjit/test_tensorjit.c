@@ -68,6 +68,27 @@ static int expand_add(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   return tp_status(c);
 }
 
+static int matmul(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* a @ b */
+  (void)user;
+  out[0] = tp_matmul(c, in[0].t, in[1].t);
+  return tp_status(c);
+}
+
+static int two_outputs(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x + 1, x.sum() */
+  (void)user;
+  out[0] = tp_add(c, in[0].t, tp_scalar(c, 1));
+  out[1] = tp_sum(c, in[0].t, 0u, 0);
+  return tp_status(c);
+}
+
+static int repeat_scaled(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x * k (k an int) */
+  (void)user;
+  tp_tensor *y = in[0].t;
+  for (int64_t k = 1; k < in[1].i; k++) y = tp_add(c, y, in[0].t);   /* the int shapes the graph */
+  out[0] = y;
+  return tp_status(c);
+}
+
 static int add_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* (a, b) + (b,) */
   (void)user;
   out[0] = tp_add(c, in[0].t, in[1].t);
@@ -312,6 +333,43 @@ static void test_tj_needed_equality_is_a_guard(void **state) {
   tj_free(f);
 }
 
+static void test_tj_matmul_contraction_is_a_guard(void **state) {
+  (void)state;
+  tj_function *f = compile(matmul, &(tj_options){.arg_names = (const char *const[]){"a", "b"}});
+  const int64_t mkn[][3] = {{3, 4, 5}, {2, 6, 3}, {4, 4, 4}};
+  for (int k = 0; k < 3; k++) {
+    uopc_tensor a = mat(mkn[k][0], mkn[k][1]), b = mat(mkn[k][1], mkn[k][2]);
+    call_ok(f, matmul, (tj_arg[]){tj_tensor(&a), tj_tensor(&b)}, NULL, 2, "a @ b");
+    uopc_tensor_release(&a), uopc_tensor_release(&b);
+  }
+  assert_counts(f, 1, 2, "(m,k) @ (k,n) over (3,4,5), (2,6,3), (4,4,4)");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "  b.shape[0] == a.shape[1]\n");
+  assert_contains(text, "  b_1 = b.shape[1] in [2, 16777216]\n");   /* n stays its own dim, even at 4 = k */
+  tj_free(f);
+}
+
+static void test_tj_two_outputs(void **state) {
+  (void)state;
+  tj_function *f = compile(two_outputs, &(tj_options){.n_outputs = 2});
+  for (int64_t n = 3; n <= 9; n += 6) {
+    uopc_tensor x = vec(n), out[2] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+    double sum = 0;   /* both outputs checked by hand: eager() returns one */
+    for (int64_t i = 0; i < n; i++) {
+      sum += uopc_tensor_get(&x, i);
+      assert_true(fabs(uopc_tensor_get(&out[0], i) - (uopc_tensor_get(&x, i) + 1)) < 1e-6);
+    }
+    assert_int_equal(out[1].rank, 0);
+    assert_true(fabs(uopc_tensor_get(&out[1], 0) - sum) < 1e-5);
+    uopc_tensor_release(&x), uopc_tensor_release(&out[0]), uopc_tensor_release(&out[1]);
+  }
+  assert_counts(f, 1, 1, "x + 1, x.sum() over n = 3, 9");
+  tj_free(f);
+}
+
 /* ---- Layout. */
 
 static void test_tj_transposed_input_is_another_artifact(void **state) {
@@ -400,6 +458,18 @@ static void test_tj_scalar_is_specialised_by_value(void **state) {
     uopc_tensor_release(&x);
   }
   assert_counts(f, 2, 1, "x * scale with scale = 2, 3, 2");
+  tj_function *g = compile(repeat_scaled, &(tj_options){.arg_names = (const char *const[]){"x", "k"}});
+  const int64_t ks[] = {2, 3, 2, 3};
+  for (int k = 0; k < 4; k++) {
+    uopc_tensor y = vec(5 + k);
+    call_ok(g, repeat_scaled, (tj_arg[]){tj_tensor(&y), tj_int(ks[k])}, NULL, 2, "x added k times");
+    uopc_tensor_release(&y);
+  }
+  assert_counts(g, 2, 2, "x added k times, k = 2, 3, 2, 3");
+  char ktext[4096];
+  explain(g, NULL, ktext, sizeof ktext);
+  assert_contains(ktext, "  k == 3 (a scalar argument)\n");
+  tj_free(g);
   uopc_tensor x = vec(6);
   tj_arg args[2] = {tj_tensor(&x), tj_double(5)};
   char text[4096];
@@ -725,6 +795,8 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_specialize_01_off_keeps_1_symbolic_until_a_broadcast_needs_it, reset),
       cmocka_unit_test_setup(test_tj_equal_sizes_are_never_assumed_equal, reset),
       cmocka_unit_test_setup(test_tj_needed_equality_is_a_guard, reset),
+      cmocka_unit_test_setup(test_tj_matmul_contraction_is_a_guard, reset),
+      cmocka_unit_test_setup(test_tj_two_outputs, reset),
       cmocka_unit_test_setup(test_tj_transposed_input_is_another_artifact, reset),
       cmocka_unit_test_setup(test_tj_branch_on_size_guards_both_outcomes, reset),
       cmocka_unit_test_setup(test_tj_branch_on_two_sizes_is_a_trace_guard, reset),
