@@ -129,9 +129,10 @@ int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_err
     if (kind != TJ_TENSOR && kind != TJ_INT && kind != TJ_DOUBLE)
       return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d has kind %d, not a tj_kind", f->label, k,
                        (int)kind);
+    const char *name = f->fixed ? f->arg_names[k] : f->opts.arg_names ? f->opts.arg_names[k] : NULL;
     if (kind == TJ_TENSOR && (!args[k].tensor || !args[k].tensor->storage))
       return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d%s%s%s is a NULL or released tensor", f->label,
-                       k, f->fixed ? " ('" : "", f->fixed ? f->arg_names[k] : "", f->fixed ? "')" : "");
+                       k, name ? " ('" : "", name ? name : "", name ? "')" : "");
   }
   for (int k = 0; f->fixed && k < n_args; k++) {
     int rc = check_arg(f, &args[k], k, err);

@@ -570,7 +570,8 @@ static void test_tj_bad_input_is_refused_naming_the_argument(void **state) {
   uopc_tensor x = vec(4), m = mat(2, 2), d;
   uopc_error err = {0};
   assert_uopc_ok(uopc_tensor_empty(&d, UOPC_F64, 1, (int64_t[]){4}, &err), err);
-  refused(f, (tj_arg[]){tj_tensor(NULL), tj_double(2)}, 2, UOPC_E_INVALID, "argument 0 is a NULL");
+  refused(f, (tj_arg[]){tj_tensor(NULL), tj_double(2)}, 2, UOPC_E_INVALID, "argument 0 ('x') is a NULL");
+  refused(f, (tj_arg[]){tj_tensor(&x), {.kind = 7}}, 2, UOPC_E_INVALID, "argument 1 has kind 7, not a tj_kind");
   call_ok(f, scaled, (tj_arg[]){tj_tensor(&x), tj_double(2)}, NULL, 2, "the first call");
   refused(f, (tj_arg[]){tj_tensor(&x)}, 1, UOPC_E_INVALID, "1 arguments; the function takes 2");
   refused(f, (tj_arg[]){tj_tensor(&x), tj_double(2), tj_int(1)}, 3, UOPC_E_INVALID, "the function takes 2");
