@@ -88,8 +88,9 @@ typedef struct tj_function tj_function;
 
 /* A compiled function of model; nothing is traced until the first call,
  * which also fixes the signature (count, kinds, each tensor's dtype and
- * rank). The caller owns *out (tj_free). Errors: UOPC_E_INVALID (an option
- * outside its range, naming it and the limit), UOPC_E_NOMEM. */
+ * rank). One thread calls it at a time. The caller owns *out (tj_free).
+ * Errors: UOPC_E_INVALID (an option outside its range, naming it and the
+ * limit), UOPC_E_NOMEM. */
 int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *opts, uopc_error *err);
 void tj_free(tj_function *f);
 
@@ -100,8 +101,9 @@ void tj_free(tj_function *f);
  * and no output written: UOPC_E_INVALID (count, kind, a NULL tensor, rank),
  * UOPC_E_DTYPE, UOPC_E_BOUNDS (an extent past 2^24), each naming the argument;
  * UOPC_E_LIMIT (max_variants artifacts, none of whose guards hold, and
- * TJ_LIMIT_ERROR); the model's (naming its line); the compiler's with
- * strict_native. */
+ * TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
+ * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item); the code
+ * generator's with strict_native; UOPC_E_NOMEM. */
 int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, uopc_error *err);
 
 /* For args (as many as the signature has), which artifact would run, or why
