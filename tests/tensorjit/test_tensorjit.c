@@ -174,6 +174,23 @@ static void call_shape(tj_function *f, tj_model m, int64_t a, int64_t b) {
   uopc_tensor_release(&x);
 }
 
+/* A vector of length n, after checking that the artifact the call would run
+ * (if any) is one built for n's class (an entry "_fd0_", "_fk1_", "_fk0_"):
+ * a build with a guard removed fails here, before a kernel reads past x. */
+static void call_vector_checked(tj_function *f, tj_model m, int64_t n) {
+  uopc_tensor x = vec(n);
+  tj_arg args[1] = {tj_tensor(&x)};
+  char text[4096], what[64];
+  uopc_error err = {0};
+  const char *cls = n == 0 ? "_fk0_" : n == 1 ? "_fk1_" : "_fd0_";
+  const char *run = tj_stats(f).artifacts && !tj_explain(f, args, text, sizeof text, &err) ? strstr(text, "would run ")
+                                                                                          : NULL;
+  if (run && !strstr(run, cls)) fail_msg("n = %lld would run an artifact of another class than %s:\n%s", (long long)n, cls, text);
+  snprintf(what, sizeof what, "n = %lld", (long long)n);
+  call_ok(f, m, args, NULL, 1, what);
+  uopc_tensor_release(&x);
+}
+
 static tj_function *compile(tj_model m, const tj_options *o) {
   tj_function *f = NULL;
   uopc_error err = {0};
@@ -263,7 +280,7 @@ static void test_tj_sizes_0_and_1_are_specialised(void **state) {
   (void)state;
   tj_function *f = compile(affine, NULL);
   const int64_t n[] = {3, 1, 0, 7, 1, 0, 11};
-  for (int k = 0; k < 7; k++) call_shape(f, affine, n[k], 0);
+  for (int k = 0; k < 7; k++) call_vector_checked(f, affine, n[k]);
   assert_counts(f, 3, 4, "2x+1 over n = 3, 1, 0, 7, 1, 0, 11");
   char text[4096];
   explain(f, NULL, text, sizeof text);
@@ -742,7 +759,7 @@ static void test_tj_explain_prints_artifacts_guards_and_rejections(void **state)
   (void)state;
   tj_function *f = compile(branchy, &(tj_options){.name = "branchy", .arg_names = (const char *const[]){"x"}});
   const int64_t n[] = {3, 7, 2, 9, 4, 11, 1, 0};
-  for (int k = 0; k < 8; k++) call_shape(f, branchy, n[k], 0);
+  for (int k = 0; k < 8; k++) call_vector_checked(f, branchy, n[k]);
   assert_counts(f, 4, 4, "x+1 if len(x) > 4 else 2x over n = 3, 7, 2, 9, 4, 11, 1, 0");
   char text[8192];
   explain(f, NULL, text, sizeof text);
