@@ -4,7 +4,8 @@
 # rather than repeats, which is the point of one cache and one tracer.
 
 # The variant cache without the guard of a constant extent (B232C's library):
-# the artifact built for n = 1 then holds for n = 0 and writes one element.
+# the artifact built for n = 1 then holds for n = 0; the case asks which
+# artifact would run before each call, so it fails before a kernel reads.
 # The library is given code (BROKEN_GIVEN_EXPECT). libtensorjit is linked
 # again beside the broken cache, its $ORIGIN first (which finds that one) and
 # then the ordinary lib/ (the stages below it): the suite itself needs no
