@@ -301,6 +301,9 @@ tp_tensor *tp_expand_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, 
   }
   const sym_expr *to[UOPC_MAX_RANK];
   for (int k = 0; k < rank; k++) to[k] = int_expr(c, shape[k]);
+  ir_node target = {.rank = rank};   /* the shape alone, for a capture's unification */
+  memcpy(target.shape, to, (size_t)rank * sizeof *to);
+  if (unify_stop(c, (const ir_node *[]){a, &target}, 2, 0, at)) return NULL;
   return made(c, ir_expand(c->g, a, rank, to), x, NULL, NULL, at);
 }
 

@@ -89,6 +89,13 @@ static int repeat_scaled(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user
   return tp_status(c);
 }
 
+static int expand_to(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* expand(v, y.shape) */
+  (void)user;
+  tp_int to[2] = {tp_size(c, in[1].t, 0), tp_size(c, in[1].t, 1)};
+  out[0] = tp_expand_at(c, in[0].t, 2, to, TP_HERE);
+  return tp_status(c);
+}
+
 static int add_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* (a, b) + (b,) */
   (void)user;
   out[0] = tp_add(c, in[0].t, in[1].t);
@@ -271,6 +278,17 @@ static void test_tj_expand_one_artifact_across_sizes(void **state) {
     uopc_tensor_release(&v), uopc_tensor_release(&y);
   }
   assert_counts(f, 1, 2, "expand(v, (a, b)) + y over (3,7), (5,11), (2,4)");
+  tj_free(f);
+  f = compile(expand_to, &(tj_options){.arg_names = (const char *const[]){"v", "y"}});
+  for (int k = 0; k < 3; k++) {   /* the expand alone needs v's size equal to y's last */
+    uopc_tensor v = vec(ab[k][1]), y = mat(ab[k][0], ab[k][1]);
+    call_ok(f, expand_to, (tj_arg[]){tj_tensor(&v), tj_tensor(&y)}, NULL, 2, "expand(v, y.shape)");
+    uopc_tensor_release(&v), uopc_tensor_release(&y);
+  }
+  assert_counts(f, 1, 2, "expand(v, y.shape) over (3,7), (5,11), (2,4)");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "  y.shape[1] == v.shape[0]\n");
   tj_free(f);
 }
 
