@@ -85,12 +85,15 @@ $(UOPC_LIB): $(UOPC_OBJ)
 #           ends, the binder and runners, the interpreter (libcore.so); it calls sym
 #   23.1    lab 23.1's plans, plan.c, on the core (liblab23_1.so)
 #   23.N    every .c file of labs/23.N-name/ but main.c (liblab23_N.so)
+#   tj      tensorjit, labs/tensorjit/: 23.4's traces as artifacts of 23.2's variant cache
+#           (libtensorjit.so; its tests are tests/tensorjit/)
 # A file that also exists in solutions/<folder>/ is a student file: IMPL chooses
 # which copy is compiled. LAB_DEPS_x lists the stages x links, nearest first.
 LAB_DIRS := $(patsubst %/,%,$(sort $(wildcard labs/23.*-*/)))
 LAB_IDS := $(foreach d,$(LAB_DIRS),$(firstword $(subst -, ,$(notdir $(d)))))
 CORE_DIR := $(wildcard labs/core)
-STAGES := $(if $(CORE_DIR),sym core) $(LAB_IDS)
+TJ_DIR := $(wildcard labs/tensorjit)
+STAGES := $(if $(CORE_DIR),sym core) $(LAB_IDS) $(if $(TJ_DIR),tj)
 LAB_DEPS_sym :=
 LAB_DEPS_core := sym
 LAB_DEPS_23.1 := core sym
@@ -98,12 +101,13 @@ LAB_DEPS_23.2 := core sym
 LAB_DEPS_23.3 := core sym
 LAB_DEPS_23.4 := core sym
 LAB_DEPS_23.5 := core sym
+LAB_DEPS_tj := 23.4 23.2 core sym
 # Lab 23.1's files above the core; the rest of its folder is the stage sym.
 LAB231_PLANS := plan.c
 
 lab_dir = $(filter labs/$(1)-%,$(LAB_DIRS))
-stage_dir = $(if $(filter sym,$(1)),$(call lab_dir,23.1),$(if $(filter core,$(1)),$(CORE_DIR),$(call lab_dir,$(1))))
-stage_name = $(if $(filter sym,$(1)),lab23_1_sym,$(if $(filter core,$(1)),core,lab$(subst .,_,$(1))))
+stage_dir = $(if $(filter sym,$(1)),$(call lab_dir,23.1),$(if $(filter core,$(1)),$(CORE_DIR),$(if $(filter tj,$(1)),$(TJ_DIR),$(call lab_dir,$(1)))))
+stage_name = $(if $(filter sym,$(1)),lab23_1_sym,$(if $(filter core,$(1)),core,$(if $(filter tj,$(1)),tensorjit,lab$(subst .,_,$(1)))))
 lab_lib = $(BUILD)/lib/lib$(call stage_name,$(1)).so
 stage_all = $(filter-out %/main.c,$(wildcard $(call stage_dir,$(1))/*.c))
 stage_files = $(if $(filter sym,$(1)),$(filter-out $(addprefix %/,$(LAB231_PLANS)),$(call stage_all,sym)),\
@@ -146,9 +150,9 @@ LAB_LIBS := $(foreach l,$(STAGES),$(call lab_lib,$(l)))
 # ---- tests ------------------------------------------------------------------
 # tests/uopc/test_x.c links the runtime; tests/core/test_x.c the compiler core
 # (and lab 23.1's symbols below it); tests/23.N/test_x.c links lab 23.N (and
-# the stages below it). Test-only builds with a guard removed live in
-# tests/broken.mk.
-TEST_SRC := $(wildcard tests/uopc/test_*.c tests/core/test_*.c tests/23.*/test_*.c)
+# the stages below it); tests/tensorjit/test_x.c links tensorjit. Test-only
+# builds with a guard removed live in tests/broken.mk.
+TEST_SRC := $(wildcard tests/uopc/test_*.c tests/core/test_*.c tests/23.*/test_*.c tests/tensorjit/test_*.c)
 TEST_BINS := $(TEST_SRC:%.c=$(BUILD)/%)
 test_lab = $(patsubst tests/%/,%,$(dir $(1)))
 
@@ -156,8 +160,9 @@ $(BUILD)/tests/uopc/%: tests/uopc/%.c $(UOPC_LIB)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@) $(CC) $(CFLAGS) -Itests -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -luopc -lcmocka -lpthread
 
+test_dir = $(if $(filter tj,$(1)),tensorjit,$(1))
 define TEST_RULES
-$(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call lab_lib,$(1))
+$(BUILD)/tests/$(call test_dir,$(1))/%: tests/$(call test_dir,$(1))/%.c $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
 	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
@@ -243,6 +248,11 @@ $(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,core)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_core
+# tensorjit (labs/tensorjit): its warm call, and its artifacts over lengths 0..64.
+$(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
+BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
 
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
 # make grade                       the student code in labs/ (IMPL=solutions: the reference)

@@ -59,9 +59,11 @@ static int check_options(vcache *c, uopc_error *err) {
     return UOPC_FAIL(err, UOPC_E_INVALID, "op '%s': hooks contract, compile and run go together (%d of 3 given)",
                      o->op, own);
   if (!o->build && !own) return UOPC_FAIL(err, UOPC_E_INVALID, "op '%s': option build is NULL", o->op);
-  if (o->n_outputs < 1 || o->n_inputs < 0 || o->n_outputs + o->n_inputs > GUARD_MAX_ARGS)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "op '%s': %d outputs and %d inputs; at least one output and at most %d"
-                     " in all", o->op, o->n_outputs, o->n_inputs, GUARD_MAX_ARGS);
+  if (o->n_outputs < (own ? 0 : 1) || o->n_inputs < 0 || o->n_outputs + o->n_inputs < 1 ||
+      o->n_outputs + o->n_inputs > GUARD_MAX_ARGS)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "op '%s': %d outputs and %d inputs; at least one output (none only when"
+                     " the hooks run the kernels) and at most %d in all", o->op, o->n_outputs, o->n_inputs,
+                     GUARD_MAX_ARGS);
   for (int a = 0; a < o->n_outputs + o->n_inputs; a++) {
     int input = a >= o->n_outputs, k = input ? a - o->n_outputs : a;
     char out[SYM_NAME_MAX];
@@ -105,9 +107,12 @@ int vcache_init(vcache *c, const vcache_options *opts, uopc_error *err) {
   if (rc) return rc;
   base_parts(c);
   static const char *const names[] = {VCACHE_C_VARIANTS_BUILT, VCACHE_C_GUARD_CHECKS, VCACHE_C_GUARD_FAILURES};
-  for (int k = VCACHE_SLOT_BUILT; k <= VCACHE_SLOT_FAILURES; k++) c->slots[k] = uopc_counter_slot(names[k]);
+  for (int k = VCACHE_SLOT_BUILT; k <= VCACHE_SLOT_FAILURES; k++) {
+    const char *name = opts->counters[k] ? opts->counters[k] : names[k];
+    c->slots[k] = name[0] ? uopc_counter_slot(name) : UOPC_COUNTER_NONE;
+  }
   c->last.chosen = -1;
-  c->index.usable = 1;
+  c->index.usable = !opts->scan_only;
   c->trace = uopc_debug_level() >= 3;
   return UOPC_OK;
 }

@@ -131,6 +131,14 @@ typedef struct vcache_options {
   vcache_hooks hooks;
   vcache_policy policy;
   uopc_program_options program;          /* compiler, flags (part of the key), cache directory */
+  /* For later stages (zero keeps lab 23.2's behaviour). counters: the names
+   * of the process counters, in VCACHE_C_ order (NULL: lab 23.2's; "": not
+   * counted), so that a process using two kinds of cache does not add them
+   * up. scan_only: no index, every call asks select (an op whose variants
+   * hold more than their guard sets, as tensorjit's scalars do). An op whose
+   * hooks make and run its kernels may have no outputs in its calls. */
+  const char *counters[3];
+  int scan_only;
 } vcache_options;
 
 /* ---- Variants and the cache. */
@@ -283,6 +291,13 @@ void vcache_limit_hit(vcache *c);
  * the compiler's, the hooks'. */
 int vcache_build(vcache *c, const guard_call *call, int general, int64_t param, vcache_variant **out,
                  uopc_error *err);
+
+/* A graph op's program planned for calls: each dim the lowered program
+ * takes read at its first site in v->spec (v->dim_at), every input's element
+ * 0 the pointer passed. For hooks that compile v->graph themselves.
+ * Errors: UOPC_E_INVALID (an input with an offset), UOPC_E_UNBOUND (a dim no
+ * site binds). */
+int vcache_plan_run(const vcache *c, vcache_variant *v, uopc_error *err);
 
 /* A general variant for call: the first whose guards hold (each that fails
  * counted; the one found is checked and counted by the caller), else a new

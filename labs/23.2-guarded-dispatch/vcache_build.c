@@ -70,7 +70,7 @@ static int refuse(const vcache *c, const vcache_variant *v, const guard_call *ca
 /* Where a call holds each dim the program takes: the site the spec reads it
  * at, as an offset (vcache_call.c reads it there). Every input's element 0
  * is the pointer the kernel takes (the cache declared no offsets). */
-static int plan_run(const vcache *c, vcache_variant *v, uopc_error *err) {
+int vcache_plan_run(const vcache *c, vcache_variant *v, uopc_error *err) {
   const lower_program *p = exec_lowered(v->exec);
   for (int i = 0; i < p->n_inputs; i++) {
     const sym_expr *off = p->buffers[p->n_outputs + i].node->offset;
@@ -111,7 +111,7 @@ static int graph_contract(vcache *c, vcache_variant *v, const guard_call *call, 
 
 static int graph_compile(vcache *c, vcache_variant *v, uopc_error *err) {
   int rc = exec_new(&v->exec, v->graph, v->outputs, c->opts.n_outputs, v->entry, &c->opts.program, err);
-  return rc ? rc : plan_run(c, v, err);
+  return rc ? rc : vcache_plan_run(c, v, err);
 }
 
 /* Contract, the guards on the call, plan, key, then the program. */

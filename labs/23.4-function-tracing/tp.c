@@ -181,6 +181,61 @@ static const ir_node *operand(tp_ctx *c, tp_tensor *x, tp_site at) {
 
 #define CHECK_CTX(c) do { if (!(c) || (c)->error.code) return NULL; } while (0)
 
+/* ---- A capture's sizes (tp_capture_run, for tensorjit). Two sizes that are
+ * different expressions but equal in this call are never assumed equal: when
+ * an operation needs them equal, the trace stops and says which, and the
+ * capture is made again with one dim (or the constant), guarded per call.
+ * Chapter 23.7, "Equal sizes are never assumed equal". */
+
+/* 1 with c->need set when p and q (one a dim) must be made one size; p and q
+ * meet in a broadcast (a constant 1 stretches) or must be equal. */
+static int need_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadcast) {
+  if (p == q || (p->kind != SYM_DIM && q->kind != SYM_DIM)) return 0;
+  if (p->kind != SYM_DIM) { const sym_expr *t = p; p = q; q = t; }
+  if ((q->kind != SYM_DIM && q->kind != SYM_CONST) || (q->kind == SYM_DIM && !strcmp(p->dim.name, q->dim.name)))
+    return 0;
+  if (broadcast && q->kind == SYM_CONST && q->value == 1) return 0;
+  int64_t vp, vq;
+  uopc_error err;
+  if (sym_expr_eval(p, &c->binding, &vp, &err) || sym_expr_eval(q, &c->binding, &vq, &err)) return 0;
+  tp_unify u = {{0}, {0}, 0};
+  snprintf(u.a, sizeof u.a, "%s", p->dim.name);
+  if (vp == vq && q->kind == SYM_DIM) snprintf(u.b, sizeof u.b, "%s", q->dim.name);
+  else if (vp == vq) u.value = vq;
+  else if (broadcast && vp == 1) u.value = 1;          /* p stretches: a size-1 decision */
+  else if (broadcast && q->kind == SYM_DIM && vq == 1) snprintf(u.a, sizeof u.a, "%s", q->dim.name), u.value = 1;
+  else return 0;                                        /* a real mismatch: the IR's error */
+  c->need = u;
+  c->need_unify = 1;
+  return 1;
+}
+
+/* Checks x's and y's axes, aligned from the right; skip_last leaves the
+ * last `skip_last` axes out (a matmul's). */
+static int need_any(tp_ctx *c, const ir_node *x, const ir_node *y, int skip_last, int broadcast) {
+  int r = x->rank < y->rank ? x->rank : y->rank;
+  for (int k = skip_last; k < r; k++)
+    if (need_pair(c, x->shape[x->rank - 1 - k], y->shape[y->rank - 1 - k], broadcast)) return 1;
+  return 0;
+}
+
+/* 1 (an error in c) when the operands' sizes must be unified first. */
+static int unify_stop(tp_ctx *c, const ir_node *const *src, int n, int matmul, tp_site at) {
+  if (!c->unify || c->mode != TP_TRACE) return 0;
+  int stop = 0;
+  if (matmul) stop = src[0]->rank >= 2 && src[1]->rank >= 2 &&
+                     (need_pair(c, src[0]->shape[src[0]->rank - 1], src[1]->shape[src[1]->rank - 2], 0) ||
+                      need_any(c, src[0], src[1], 2, 0));
+  for (int i = 0; !matmul && !stop && i < n; i++)
+    for (int j = i + 1; !stop && j < n; j++) stop = need_any(c, src[i], src[j], 0, 1);
+  if (!stop) return 0;
+  if (c->need.b[0]) tp_fail(c, at, UOPC_E_GUARD, "dims '%s' and '%s' are equal in this call and the operation needs"
+                            " them equal: capture again with one dim", c->need.a, c->need.b);
+  else tp_fail(c, at, UOPC_E_GUARD, "dim '%s' is %lld in this call and the operation depends on it: capture again"
+               " with the constant", c->need.a, (long long)c->need.value);
+  return 1;
+}
+
 tp_tensor *tp_unary_at(tp_ctx *c, ir_op op, tp_tensor *x, tp_site at) {
   CHECK_CTX(c);
   const ir_node *a = operand(c, x, at);
@@ -190,6 +245,7 @@ tp_tensor *tp_unary_at(tp_ctx *c, ir_op op, tp_tensor *x, tp_site at) {
 tp_tensor *tp_binary_at(tp_ctx *c, ir_op op, tp_tensor *x, tp_tensor *y, tp_site at) {
   CHECK_CTX(c);
   const ir_node *a = operand(c, x, at), *b = a ? operand(c, y, at) : NULL;
+  if (b && unify_stop(c, (const ir_node *[]){a, b}, 2, 0, at)) return NULL;
   return b ? made(c, ir_binary(c->g, op, a, b), x, y, NULL, at) : NULL;
 }
 
@@ -209,6 +265,7 @@ tp_tensor *tp_relu_at(tp_ctx *c, tp_tensor *x, tp_site at) {
 tp_tensor *tp_matmul_at(tp_ctx *c, tp_tensor *x, tp_tensor *y, tp_site at) {
   CHECK_CTX(c);
   const ir_node *a = operand(c, x, at), *b = a ? operand(c, y, at) : NULL;
+  if (b && unify_stop(c, (const ir_node *[]){a, b}, 2, 1, at)) return NULL;
   return b ? made(c, ir_matmul(c->g, a, b), x, y, NULL, at) : NULL;
 }
 
@@ -244,12 +301,16 @@ tp_tensor *tp_expand_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, 
   }
   const sym_expr *to[UOPC_MAX_RANK];
   for (int k = 0; k < rank; k++) to[k] = int_expr(c, shape[k]);
+  ir_node target = {.rank = rank};   /* the shape alone, for a capture's unification */
+  memcpy(target.shape, to, (size_t)rank * sizeof *to);
+  if (unify_stop(c, (const ir_node *[]){a, &target}, 2, 0, at)) return NULL;
   return made(c, ir_expand(c->g, a, rank, to), x, NULL, NULL, at);
 }
 
 tp_tensor *tp_where_at(tp_ctx *c, tp_tensor *cond, tp_tensor *x, tp_tensor *y, tp_site at) {
   CHECK_CTX(c);
   const ir_node *w = operand(c, cond, at), *a = w ? operand(c, x, at) : NULL, *b = a ? operand(c, y, at) : NULL;
+  if (b && unify_stop(c, (const ir_node *[]){w, a, b}, 3, 0, at)) return NULL;
   return b ? made(c, ir_where(c->g, w, a, b), x, y, cond, at) : NULL;
 }
 
@@ -356,7 +417,9 @@ static int effect(tp_ctx *c, tp_effect e, int pure, tp_site at) {
 double tp_item_at(tp_ctx *c, tp_tensor *x, tp_site at) {
   if (!c || c->error.code || !operand(c, x, at)) return NAN;
   uopc_error err = {0};
-  if (!x->value.storage && c->mode == TP_TRACE && tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err))
+  /* a capture keeps no data: an input's value would be baked into every later call */
+  if ((!x->value.storage || c->capture) && c->mode == TP_TRACE &&
+      tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err))
     return NAN;
   if (!x->value.storage) return tp_fail(c, at, UOPC_E_INVALID, "tp_item: the tensor has no value"), NAN;
   if (uopc_tensor_numel(&x->value) != 1)

@@ -322,6 +322,77 @@ int tp_call(tp_compiled *f, const uopc_tensor *const *in, uopc_tensor *out, uopc
   return trace(f, &b, in, out, grads, err);
 }
 
+/* ---- One capture (tp_compile.h): trace's first half, for tensorjit. */
+
+static const ir_node *declare(tp_ctx *c, const tp_input_decl *d) {
+  sym_arena *ar = ir_graph_arena(c->g);
+  const sym_expr *shape[UOPC_MAX_RANK], *strides[UOPC_MAX_RANK];
+  int strided = 0;
+  for (int a = 0; a < d->rank && a < UOPC_MAX_RANK; a++) {
+    shape[a] = sym_expr_copy(ar, d->shape[a]);
+    strides[a] = d->strides[a] ? sym_expr_copy(ar, d->strides[a]) : NULL;
+    strided |= strides[a] != NULL;
+  }
+  return strided ? ir_input_view(c->g, d->name, d->dtype, d->rank, shape, strides, NULL)
+                 : ir_input(c->g, d->name, d->dtype, d->rank, shape);
+}
+
+/* The context's graph, outputs and guards moved into cap. */
+static int keep_capture(tp_ctx *c, tp_capture *cap, tp_tensor *const *outs, int n_out, uopc_error *err) {
+  cap->outputs = malloc((size_t)n_out * sizeof *cap->outputs);
+  cap->guards = c->n_guards ? malloc((size_t)c->n_guards * sizeof *cap->guards) : NULL;
+  if (!cap->outputs || (c->n_guards && !cap->guards)) return UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+  for (int k = 0; k < n_out; k++) cap->outputs[k] = outs[k]->ref;
+  if (c->n_guards) memcpy(cap->guards, c->guards, (size_t)c->n_guards * sizeof *cap->guards);
+  cap->n_outputs = n_out;
+  cap->n_guards = c->n_guards;
+  cap->graph = c->g;           /* the guards' expressions live in its arena */
+  c->g = NULL;
+  return UOPC_OK;
+}
+
+int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_decl *decl,
+                   const uopc_tensor *const *values, int n_in, int n_out, const sym_binding *b, int unify,
+                   uopc_error *err) {
+  memset(cap, 0, sizeof *cap);
+  if (!model || !b || n_in < 0 || n_in > 30 || n_out < 1 || (n_in && (!decl || !values)))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tp_capture_run: a model, a binding, 0..30 inputs and 1 or more outputs");
+  tp_ctx c;
+  int rc = tp_ctx_init(&c, TP_TRACE, err);
+  if (rc) return rc;
+  c.strict = 1;
+  c.capture = 1;
+  c.unify = unify;
+  c.binding = *b;
+  tp_tensor *args[n_in + 1], *outs[n_out + 1];
+  tp_site here = {"tp_capture", 0};
+  memset(outs, 0, sizeof outs);
+  for (int k = 0; k < n_in && !c.error.code; k++) {
+    const ir_node *node = declare(&c, &decl[k]);
+    if (!node) tp_fail_with(&c, here, ir_graph_error(c.g));
+    else args[k] = tp_input_handle(&c, node, values[k], here);
+  }
+  if (!c.error.code) model(&c, args, outs, user);
+  for (int k = 0; k < n_out && !c.error.code; k++)
+    if (!outs[k]) tp_fail(&c, here, UOPC_E_INVALID, "the model left output %d unset", k);
+  if (c.error.code) {
+    *err = c.error;
+    rc = c.error.code;
+    cap->need_unify = c.need_unify;
+    cap->need = c.need;
+  } else rc = keep_capture(&c, cap, outs, n_out, err);
+  tp_ctx_fini(&c);
+  return rc;
+}
+
+void tp_capture_fini(tp_capture *cap) {
+  if (!cap) return;
+  ir_graph_free(cap->graph);
+  free(cap->outputs);
+  free(cap->guards);
+  memset(cap, 0, sizeof *cap);
+}
+
 int tp_run_eager(tp_model model, void *user, const uopc_tensor *const *in, int n_in, int n_out, unsigned grad_inputs,
                  uopc_tensor *out, uopc_tensor *grads, uopc_error *err) {
   if (!model || n_in < 0 || n_in > 30 || n_out < 1 || !out) return UOPC_FAIL(err, UOPC_E_INVALID, "tp_run_eager: bad arguments");

@@ -68,6 +68,42 @@ const tp_variant *tp_compiled_variant(const tp_compiled *f, int k);
 int tp_run_eager(tp_model model, void *user, const uopc_tensor *const *in, int n_in, int n_out,
                  unsigned grad_inputs, uopc_tensor *out, uopc_tensor *grads, uopc_error *err);
 
+/* ---- One capture, for a later stage that keeps its own artifacts
+ * (tensorjit, chapter 23.7): the model traced once, nothing compiled. */
+
+/* An input as the caller declares it; expressions in any arena (copied).
+ * strides all NULL: contiguous; otherwise a strided view. */
+typedef struct tp_input_decl {
+  const char *name;
+  uopc_dtype dtype;
+  int rank;
+  const sym_expr *shape[UOPC_MAX_RANK];
+  const sym_expr *strides[UOPC_MAX_RANK];
+} tp_input_decl;
+
+typedef struct tp_capture {
+  ir_graph *graph;            /* owned: the trace, holding every expression below */
+  const ir_node **outputs;    /* owned array of n_outputs nodes of graph */
+  int n_outputs;
+  tp_guard *guards;           /* owned: what the trace's branches assumed */
+  int n_guards;
+  int need_unify;             /* 1: the trace stopped, needing need (the error says it too) */
+  tp_unify need;
+} tp_capture;
+
+/* Traces model once, strictly (a graph break is an error naming the line,
+ * tp_item of an input too: nothing is read from values but their sizes,
+ * bound in b), on inputs declared by decl.
+ * With unify, an operation on two sizes that are distinct but equal in this
+ * call (or a dim that a broadcast reads as 1) stops the trace: UOPC_E_GUARD,
+ * with cap->need_unify and cap->need saying what to make one size. The
+ * caller frees *cap with tp_capture_fini, also on error. Errors: the
+ * model's (naming its line), UOPC_E_INVALID (counts), UOPC_E_NOMEM. */
+int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_decl *decl,
+                   const uopc_tensor *const *values, int n_in, int n_out, const sym_binding *b, int unify,
+                   uopc_error *err);
+void tp_capture_fini(tp_capture *cap);
+
 /* The student's: *holds = 1 when every guard of v holds under b (each
  * guard's diff evaluated, compared with 0 by its op, equal to its truth).
  * Errors: those of sym_expr_eval. */

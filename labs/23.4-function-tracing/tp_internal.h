@@ -38,6 +38,13 @@ typedef struct tp_region_input {   /* a region's input and the value it reads */
   const uopc_tensor *value;
 } tp_region_input;
 
+/* What a capture needs before it can go on (tp_capture_run): dim a equal
+ * to dim b, or, with b "", to the constant value. */
+typedef struct tp_unify {
+  char a[SYM_NAME_MAX], b[SYM_NAME_MAX];
+  int64_t value;
+} tp_unify;
+
 struct tp_ctx {
   tp_mode mode;
   int strict;                  /* a graph break is an error */
@@ -56,6 +63,10 @@ struct tp_ctx {
   const uopc_program_options *opts;
   sym_binding binding;         /* this call's dims (tracer: the sizes the model reads) */
   uopc_error error;
+  int capture;                 /* tp_capture_run's: no value is read, an input's included (a graph break) */
+  int unify;                   /* tp_capture_run's: a broadcast of distinct sizes equal here stops the trace */
+  int need_unify;              /* ... and it did, needing need */
+  tp_unify need;
 };
 
 /* Setting a context up and down (tp.c), for tp_compile.c's tracing ones. */

@@ -1,0 +1,138 @@
+/* tensorjit.h: a dynamic-shape compiler over 23.4's traced models (section
+ * 23.7, given code). A model is plain C calling 23.4's tp_ operations; a
+ * compiled function traces it with symbolic sizes on a call, compiles the
+ * trace with the compiler core, and keeps the result as an artifact of lab
+ * 23.2's variant cache, guarded by everything the trace assumed: dtypes and
+ * ranks, each size a dim (sizes 0 and 1 constants), the equalities the graph
+ * needs, the layout class, the branches it took on sizes, and the value of
+ * every scalar argument. A later call runs the first artifact whose guards
+ * hold, or traces again. Nothing about sizes is declared by the caller.
+ * Chapter 23.7, "The contract". */
+#ifndef TENSORJIT_H
+#define TENSORJIT_H
+
+#include "tp.h"
+
+#define TJ_MAX_ARGS 16        /* tagged arguments of a call */
+#define TJ_MAX_TENSORS 8      /* tensor arguments (the variant cache's GUARD_MAX_ARGS) */
+#define TJ_MAX_OUTPUTS 8
+#define TJ_MAX_VARIANTS 32    /* max_variants at most (VCACHE_MAX_VARIANTS) */
+#define TJ_DEFAULT_MAX_VARIANTS 8
+
+/* The process counters, named apart from 23.2's ("variants built"). */
+#define TJ_C_BUILT "artifacts built"
+#define TJ_C_HITS "artifact hits"
+#define TJ_C_GUARD_FAILURES "guard failures"
+#define TJ_C_EAGER "eager fallbacks"
+#define TJ_C_LIMIT "limit hits"
+#define TJ_C_UNKEPT "unkept artifact runs"
+
+/* ---- Arguments. */
+
+typedef enum tj_kind { TJ_TENSOR = 1, TJ_INT, TJ_DOUBLE } tj_kind;
+
+/* One argument of a call: a tensor (any layout; borrowed for the call), or
+ * an int or a double (each specialised by value: an artifact is guarded on
+ * it). */
+typedef struct tj_arg {
+  tj_kind kind;
+  const uopc_tensor *tensor;
+  int64_t i;
+  double d;
+} tj_arg;
+
+static inline tj_arg tj_tensor(const uopc_tensor *t) { return (tj_arg){TJ_TENSOR, t, 0, 0}; }
+static inline tj_arg tj_int(int64_t v) { return (tj_arg){TJ_INT, NULL, v, 0}; }
+static inline tj_arg tj_double(double v) { return (tj_arg){TJ_DOUBLE, NULL, 0, v}; }
+
+/* What the model gets for argument k: a tensor's handle, or a scalar's value. */
+typedef struct tj_in {
+  tp_tensor *t;
+  int64_t i;
+  double d;
+} tj_in;
+
+/* out[0 .. n_outputs) = ... from in[0 .. n_args); returns tp_status(c). */
+typedef int (*tj_model)(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user);
+
+/* ---- Options: zero means the default. */
+
+typedef enum tj_switch { TJ_DEFAULT = 0, TJ_ON = 1, TJ_OFF = -1 } tj_switch;
+
+typedef enum tj_on_limit {
+  TJ_LIMIT_ERROR,   /* UOPC_E_LIMIT, "specialization limit", naming the guard that failed */
+  TJ_LIMIT_EAGER,   /* run the model eagerly (23.4's eager mode), counted */
+  TJ_LIMIT_UNKEPT   /* trace and compile a new artifact, run it, keep nothing, counted */
+} tj_on_limit;
+
+typedef struct tj_options {
+  const char *name;              /* a C identifier of at most 24 characters; NULL: "f" */
+  int n_outputs;                 /* 0: 1 */
+  const char *const *arg_names;  /* C identifiers, one per argument; NULL: a0, a1, ... */
+  tj_switch dynamic;             /* on: extents are dims; off: one artifact per concrete shape */
+  tj_switch specialize_01;       /* on: extents 0 and 1 are constants, other dims >= 2 */
+  int strict_native;             /* a trace the compiler cannot build fails; else it is interpreted */
+  int max_variants;              /* kept artifacts; 0: TJ_DEFAULT_MAX_VARIANTS */
+  tj_on_limit on_limit;
+  const uopc_program_options *program;   /* copied; NULL: the runtime's defaults */
+} tj_options;
+
+typedef struct tj_counts {       /* this function's share of the counters */
+  int64_t calls, artifacts_built, artifact_hits, guard_failures, eager_fallbacks, limit_hits, unkept_runs;
+  int artifacts;                 /* kept now */
+} tj_counts;
+
+typedef struct tj_function tj_function;
+
+/* ---- Lifecycle. */
+
+/* A compiled function of model; nothing is traced until the first call,
+ * which also fixes the signature (count, kinds, each tensor's dtype and
+ * rank). One thread calls it at a time. The caller owns *out (tj_free).
+ * Errors: UOPC_E_INVALID (an option outside its range, naming it and the
+ * limit), UOPC_E_NOMEM. */
+int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *opts, uopc_error *err);
+void tj_free(tj_function *f);
+
+/* ---- Calls. */
+
+/* Runs f on args: outs[0 .. n_outputs) receive new contiguous tensors (the
+ * caller releases them), written only on success. Errors, with nothing run
+ * and no output written: UOPC_E_INVALID (count, kind, a NULL tensor, rank),
+ * UOPC_E_DTYPE, UOPC_E_BOUNDS (an extent past 2^24), each naming the argument;
+ * UOPC_E_LIMIT (max_variants artifacts, none of whose guards hold, and
+ * TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
+ * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item); the code
+ * generator's with strict_native; UOPC_E_NOMEM. */
+int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, uopc_error *err);
+
+/* For args (as many as the signature has), which artifact would run, or why
+ * each kept one is rejected (the guard and this call's values), without
+ * running or counting anything; args NULL: every artifact with its guards.
+ * Truncates to size. Errors: those of tj_call's argument checks. */
+int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size, uopc_error *err);
+
+/* f's counts so far. */
+tj_counts tj_stats(const tj_function *f);
+
+/* ---- Capture only. */
+
+#define TJ_SYMBOLIC 1u   /* extents as dims, 0 and 1 constants: what tj_call would build */
+#define TJ_CONCRETE 2u   /* every extent its value */
+
+typedef struct tj_graph tj_graph;
+
+/* The graph model's trace on args would be (one output; arguments named a0,
+ * a1, ...), with its guards, compiled and run never. The caller owns *out
+ * (tj_graph_free). Errors: those of tj_call's checks and the model's,
+ * UOPC_E_INVALID (mode), UOPC_E_UNSUPPORTED (a tensor without storage:
+ * storage-free "fake" tracing is not done, nor faked; a read of data). */
+int tj_make_graph(tj_graph **out, tj_model model, void *user, const tj_arg *args, int n_args, unsigned mode,
+                  uopc_error *err);
+/* The graph as text (ir_print's form), then its guards, one a line. Borrowed. */
+const char *tj_graph_text(const tj_graph *g);
+/* The trace: *outputs its n_outputs outputs. Borrowed. */
+const ir_graph *tj_graph_ir(const tj_graph *g, const ir_node *const **outputs, int *n_outputs);
+void tj_graph_free(tj_graph *g);
+
+#endif

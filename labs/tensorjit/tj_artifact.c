@@ -1,0 +1,500 @@
+/* tj_artifact.c: artifacts as variants of 23.2's cache (section 23.7, given
+ * code). The cache's steps, replaced by hooks: select checks each variant's
+ * guard set (the cache's plan) and then what a set cannot say, the scalars
+ * and the trace's comparisons; a miss builds while max_variants allows; the
+ * contract derives the call's specialisation (no duck sizing: each extent a
+ * dim of its own unless the trace needs it equal to another), traces the
+ * model on it (capturing again when the trace needs two sizes equal), and
+ * reads the guards back with the cache's own vcache_spec_guards; compile and
+ * run are the core's, with the outputs made here. Chapter 23.7. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ir_eval.h"
+#include "tj_internal.h"
+
+tj_artifact *tj_artifact_of(const tj_function *f, const vcache_variant *v) {
+  for (int k = 0; k < f->n_arts; k++)
+    if (f->arts[k].v == v) return (tj_artifact *)&f->arts[k];
+  return f->pending.v == v ? (tj_artifact *)&f->pending : NULL;
+}
+
+/* ---- What a guard set cannot say. */
+
+int tj_scalars_hold(const tj_function *f, const tj_artifact *a, const tj_arg *args, int *failed) {
+  for (int k = 0; k < f->n_args; k++) {
+    const tj_arg *s = &a->scalars[k], *x = &args[k];
+    /* by bits: -0.0 and 0.0 may take other branches (1/x), and a NaN equals itself */
+    int same = f->kinds[k] == TJ_TENSOR || (f->kinds[k] == TJ_INT ? s->i == x->i : !memcmp(&s->d, &x->d, sizeof s->d));
+    if (!same) { *failed = k; return 0; }
+  }
+  *failed = -1;
+  return 1;
+}
+
+/* The spec's dims read at their sites of call: filled, not bound one by one,
+ * since the call's guards (or, for a new spec, the call itself) put each value
+ * within its dim's bounds; on the hot path this is most of a warm call. */
+static void binding_of(const vcache_spec *spec, const guard_call *call, sym_binding *b) {
+  b->count = spec->n_dims;
+  for (int d = 0; d < spec->n_dims; d++) {
+    b->dims[d] = spec->dims[d];
+    b->values[d] = guard_site_value(call, spec->dim_sites[d]);
+  }
+}
+
+int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err) {
+  sym_binding b;
+  *failed = -1;
+  if (!a->n_guards) return UOPC_OK;   /* the common case: no binding to build */
+  binding_of(&a->v->spec, call, &b);
+  int rc = UOPC_OK;
+  for (int k = 0; !rc && k < a->n_guards; k++) {   /* one at a time, to name the one that fails */
+    const tp_variant one = {.guards = &a->guards[k], .n_guards = 1};
+    int holds = 0;
+    rc = tp_variant_holds(&one, &b, &holds, err);   /* 23.4's: when a trace's guards hold */
+    if (!rc && !holds) {
+      *failed = k;
+      return sym_expr_eval(a->guards[k].diff, &b, value, err);
+    }
+  }
+  return rc;
+}
+
+/* ---- Selection and misses. */
+
+static int holds_all(tj_function *f, const vcache_variant *v, const guard_call *call, uopc_error *err) {
+  const tj_artifact *a = tj_artifact_of(f, v);
+  int failed;
+  int64_t value;
+  if (!a || !vcache_variant_holds(v, call) || !tj_scalars_hold(f, a, f->cur.args, &failed)) return 0;
+  return tj_trace_holds(a, call, &failed, &value, err) ? -1 : failed < 0;
+}
+
+static int hook_select(void *ctx, vcache *c, const guard_call *call, int *index, uopc_error *err) {
+  tj_function *f = ctx;
+  int n = vcache_n_specialised(c), k = 0, h = 0;
+  while (k < n && (h = holds_all(f, c->variants[k], call, err)) == 0) k++;
+  if (h < 0) return err->code;
+  vcache_count_checks(c, k + (k < n), k);
+  f->counts.guard_failures += k;
+  *index = k < n ? k : -1;
+  return UOPC_OK;
+}
+
+static int limit_error(tj_function *f, const guard_call *call, uopc_error *err) {
+  char text[512], why[1024] = "";
+  tj_call_text(f, call, f->cur.args, text, sizeof text);
+  for (int k = 0; k < f->n_arts; k++) {
+    size_t used = strlen(why);
+    if (used + 8 >= sizeof why) break;
+    snprintf(why + used, sizeof why - used, "; %s: ", f->arts[k].v->entry);
+    int rc = tj_reject_text(f, &f->arts[k], call, f->cur.args, why + strlen(why), sizeof why - strlen(why), err);
+    if (rc) return rc;
+  }
+  return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': specialization limit reached (max_variants = %d): no kept"
+                   " artifact serves this call (%s)%s", f->label, f->opts.max_variants, text, why);
+}
+
+static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_variant **out, uopc_error *err) {
+  tj_function *f = ctx;
+  if (vcache_n_specialised(c) >= f->opts.max_variants) {
+    vcache_limit_hit(c);
+    uopc_counter_bump(f->limit, 1);
+    f->counts.limit_hits++;
+    f->cur.eager = f->opts.on_limit == TJ_LIMIT_EAGER;
+    f->cur.unkept = f->opts.on_limit == TJ_LIMIT_UNKEPT;
+    return limit_error(f, call, err);
+  }
+  memset(&f->pending, 0, sizeof f->pending);
+  int rc = vcache_build(c, call, 0, 0, out, err);
+  if (rc) {
+    free(f->pending.guards);
+    memset(&f->pending, 0, sizeof f->pending);
+    return rc;
+  }
+  f->pending.v = *out;
+  f->pending.number = c->last.number;
+  f->arts[f->n_arts++] = f->pending;
+  memset(&f->pending, 0, sizeof f->pending);
+  f->counts.artifacts_built++;
+  return UOPC_OK;
+}
+
+/* ---- The contract: the specialisation. */
+
+/* Which extents are one size: a union-find over the inputs' axes, the axes
+ * pinned to their value, and each class's bounds as the trace narrowed them. */
+#define TJ_SITES (TJ_MAX_TENSORS * UOPC_MAX_RANK)
+typedef struct tj_sizes {
+  int parent[TJ_SITES];
+  int pinned[TJ_SITES];
+  int64_t lo[TJ_SITES], hi[TJ_SITES];
+} tj_sizes;
+
+static int root(const tj_sizes *s, int x) {
+  while (s->parent[x] != x) x = s->parent[x];
+  return x;
+}
+
+static int new_dim(const tj_function *f, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int *out,
+                   uopc_error *err) {
+  if (spec->n_dims == SYM_BINDING_MAX)
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the call needs more than %d dims (the limit)", f->label,
+                     SYM_BINDING_MAX);
+  char name[SYM_NAME_MAX + 16];
+  snprintf(name, sizeof name, "%s_%s%d", f->cache.names[at.arg], at.field == GUARD_SHAPE ? "" : "s", at.axis);
+  if (strlen(name) >= SYM_NAME_MAX) snprintf(name, sizeof name, "dim%d", spec->n_dims);
+  int rc = sym_dim_init(&spec->dims[spec->n_dims], name, lo, hi, 1, err);
+  if (rc) return rc;
+  spec->dim_sites[spec->n_dims] = at;
+  *out = spec->n_dims++;
+  return UOPC_OK;
+}
+
+static int extent_of(const tj_function *f, const tj_sizes *s, const guard_call *call, guard_site at, int *dim_of_root,
+                     vcache_spec *spec, vcache_extent *e, uopc_error *err) {
+  int64_t v = guard_site_value(call, at), hi = f->cache.opts.policy.max_extent;
+  int x = at.arg * UOPC_MAX_RANK + at.axis, r = root(s, x), pin01 = f->opts.specialize_01 == TJ_ON;
+  e->dim = -1;
+  e->value = v;
+  if (v < 0 || v > hi)
+    return UOPC_FAIL(err, UOPC_E_BOUNDS, "tensorjit '%s': argument '%s' axis %d is %" PRId64 ", outside [0, %" PRId64
+                     "]", f->label, f->cache.names[at.arg], at.axis, v, hi);
+  if (f->opts.dynamic == TJ_OFF || (pin01 && v <= 1) || s->pinned[r]) return UOPC_OK;
+  if (dim_of_root[r] >= 0) { e->dim = dim_of_root[r]; return UOPC_OK; }   /* the trace needed them equal */
+  int64_t lo = pin01 ? 2 : 0;
+  int rc = new_dim(f, spec, at, s->lo[r] > lo ? s->lo[r] : lo, s->hi[r] < hi ? s->hi[r] : hi, &e->dim, err);
+  if (!rc) dim_of_root[r] = e->dim;
+  return rc;
+}
+
+static int spec_of(const tj_function *f, const tj_sizes *s, const guard_call *call, vcache_spec *spec,
+                   uopc_error *err) {
+  int dim_of_root[TJ_MAX_TENSORS * UOPC_MAX_RANK], rc = UOPC_OK;
+  memset(spec, 0, sizeof *spec);
+  memset(dim_of_root, -1, sizeof dim_of_root);
+  spec->n_inputs = f->n_tensors;
+  for (int a = 0; a < f->n_tensors && !rc; a++) {
+    vcache_arg *arg = &spec->args[a];
+    arg->dtype = call->args[a].dtype;
+    arg->rank = call->args[a].rank;
+    arg->strided = !guard_call_contiguous(call, a);   /* another layout class: never read as contiguous */
+    for (int k = 0; k < arg->rank && !rc; k++)
+      rc = extent_of(f, s, call, (guard_site){a, GUARD_SHAPE, k}, dim_of_root, spec, &arg->shape[k], err);
+    int64_t lim = f->cache.opts.policy.max_stride;
+    for (int k = 0; k < arg->rank && arg->strided && !rc; k++)
+      rc = new_dim(f, spec, (guard_site){a, GUARD_STRIDE, k}, -lim, lim, &arg->strides[k], err);
+  }
+  return rc;
+}
+
+/* The site whose dim is named name in spec, as a tj_sizes index; -1 if none. */
+static int site_named(const vcache_spec *spec, const char *name) {
+  for (int d = 0; d < spec->n_dims; d++)
+    if (spec->dim_sites[d].field == GUARD_SHAPE && !strcmp(spec->dims[d].name, name))
+      return spec->dim_sites[d].arg * UOPC_MAX_RANK + spec->dim_sites[d].axis;
+  return -1;
+}
+
+/* What the trace needed, made a fact: two dims one, or a dim its constant. */
+static int narrow(const tj_function *f, tj_sizes *s, const vcache_spec *spec, const tp_unify *u, uopc_error *err) {
+  int a = site_named(spec, u->a), b = u->b[0] ? site_named(spec, u->b) : -1;
+  if (a < 0 || (u->b[0] && b < 0))
+    return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace needs dim '%s' %s%s, which is no input's size (a"
+                     " bug)", f->label, u->a, u->b[0] ? "equal to " : "constant", u->b);
+  int ra = root(s, a), rb = b >= 0 ? root(s, b) : -1;
+  if (rb >= 0) {   /* one class, within both classes' bounds */
+    s->parent[rb] = ra;
+    s->lo[ra] = s->lo[rb] > s->lo[ra] ? s->lo[rb] : s->lo[ra];
+    s->hi[ra] = s->hi[rb] < s->hi[ra] ? s->hi[rb] : s->hi[ra];
+  } else s->pinned[ra] = 1;
+  return UOPC_OK;
+}
+
+/* ---- The contract: bounds the trace's comparisons narrow. A comparison of
+ * one dim with a constant (c*d + k op 0) is a range of d: made the dim's
+ * bounds and captured again, it is a guard of the cache's own kind, and the
+ * IR's proofs may use it (issue 25: capture again under the narrowed facts). */
+
+static int64_t div_floor(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static int64_t div_ceil(int64_t a, int64_t b) { return -div_floor(-a, b); }
+
+/* The range of c*d + k that g's truth says, as [*vlo, *vhi]; 0 for NE. */
+static int value_range(const tp_guard *g, int64_t *vlo, int64_t *vhi) {
+  static const tp_cmp negation[] = {[TP_LT] = TP_GE, [TP_LE] = TP_GT, [TP_GT] = TP_LE, [TP_GE] = TP_LT,
+                                    [TP_EQ] = TP_NE, [TP_NE] = TP_EQ};
+  tp_cmp op = g->truth ? g->op : negation[g->op];
+  const int64_t big = INT64_C(1) << 40;   /* past every extent; no overflow below */
+  *vlo = op == TP_GT ? 1 : op == TP_GE || op == TP_EQ ? 0 : -big;
+  *vhi = op == TP_LT ? -1 : op == TP_LE || op == TP_EQ ? 0 : big;
+  return op != TP_NE;
+}
+
+/* Narrows d's class by guard g when g compares one shape dim with a
+ * constant; *changed = 1 when it did. */
+static int narrow_by(tj_sizes *s, const vcache_spec *spec, const tp_guard *g, int *changed, uopc_error *err) {
+  sym_linear l;
+  int64_t vlo, vhi;
+  int rc = sym_linear_of(g->diff, &l, err);
+  if (rc || l.count != 1 || l.atom[0]->kind != SYM_DIM || !value_range(g, &vlo, &vhi)) return rc;
+  int at = site_named(spec, l.atom[0]->dim.name);
+  if (at < 0) return UOPC_OK;
+  int64_t c = l.coef[0], k = l.constant, r = root(s, at);
+  int64_t lo = c > 0 ? div_ceil(vlo - k, c) : div_ceil(vhi - k, c);
+  int64_t hi = c > 0 ? div_floor(vhi - k, c) : div_floor(vlo - k, c);
+  if (lo > s->lo[r]) s->lo[r] = lo, *changed = 1;
+  if (hi < s->hi[r]) s->hi[r] = hi, *changed = 1;
+  return UOPC_OK;
+}
+
+/* ---- The contract: the trace. */
+
+typedef struct tj_trampoline { tj_function *f; } tj_trampoline;
+
+/* 23.4's model signature, around tensorjit's: tensors by handle, scalars by value. */
+static int trampoline(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  tj_function *f = ((tj_trampoline *)user)->f;
+  tj_in args[TJ_MAX_ARGS];
+  memset(args, 0, sizeof args);
+  for (int k = 0, t = 0; k < f->n_args; k++) {
+    args[k].i = f->cur.args[k].i;
+    args[k].d = f->cur.args[k].d;
+    if (f->kinds[k] == TJ_TENSOR) args[k].t = in[t++];
+  }
+  return f->model(c, args, out, f->user);
+}
+
+/* The spec's inputs as the tracer declares them, in arena ar. */
+static void declare(const tj_function *f, const vcache_spec *spec, sym_arena *ar, tp_input_decl *decl) {
+  for (int a = 0; a < spec->n_inputs; a++) {
+    const vcache_arg *arg = &spec->args[a];
+    decl[a] = (tp_input_decl){.name = f->cache.names[a], .dtype = arg->dtype, .rank = arg->rank};
+    for (int k = 0; k < arg->rank; k++) {
+      const vcache_extent *e = &arg->shape[k];
+      decl[a].shape[k] = e->dim >= 0 ? sym_expr_dim(ar, &spec->dims[e->dim]) : sym_expr_const(ar, e->value);
+      if (arg->strided) decl[a].strides[k] = sym_expr_dim(ar, &spec->dims[arg->strides[k]]);
+    }
+  }
+}
+
+static int capture_once(tj_function *f, const vcache_spec *spec, const guard_call *call, tp_capture *cap,
+                        uopc_error *err) {
+  sym_arena *ar = NULL;
+  sym_binding b;
+  tp_input_decl decl[TJ_MAX_TENSORS];
+  tj_trampoline t = {f};
+  int rc = sym_arena_new(&ar, err);
+  binding_of(spec, call, &b);
+  if (!rc) declare(f, spec, ar, decl);
+  if (!rc && (rc = sym_arena_error(ar)->code)) *err = *sym_arena_error(ar);
+  if (!rc) rc = tp_capture_run(cap, trampoline, &t, decl, f->cur.tensors, f->n_tensors, f->opts.n_outputs, &b, 1, err);
+  sym_arena_free(ar);
+  return rc;
+}
+
+/* Captures until the trace needs nothing more: each retry makes one size
+ * fewer or one class's bounds narrower, and a capture under narrowed bounds
+ * records no comparison they decide, so the loop ends. */
+static int capture(tj_function *f, const guard_call *call, vcache_spec *spec, tp_capture *cap, uopc_error *err) {
+  tj_sizes s;
+  for (int x = 0; x < TJ_SITES; x++) s.parent[x] = x, s.pinned[x] = 0, s.lo[x] = INT64_MIN, s.hi[x] = INT64_MAX;
+  for (int tries = 0; tries <= 2 * TJ_SITES; tries++) {
+    int rc = spec_of(f, &s, call, spec, err), changed = 0;
+    if (!rc) rc = capture_once(f, spec, call, cap, err);
+    if (rc && !cap->need_unify) return rc;
+    if (rc) {
+      tp_unify need = cap->need;
+      tp_capture_fini(cap);
+      if ((rc = narrow(f, &s, spec, &need, err))) return rc;
+      continue;
+    }
+    for (int g = 0; g < cap->n_guards && !rc; g++) rc = narrow_by(&s, spec, &cap->guards[g], &changed, err);
+    if (rc || !changed) return rc;
+    tp_capture_fini(cap);   /* again, under the narrowed bounds: those guards are decided now */
+  }
+  return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace kept needing sizes unified (a bug)", f->label);
+}
+
+/* ---- The contract: the key. */
+
+__attribute__((format(printf, 3, 4)))
+static void add(char *buf, size_t size, const char *fmt, ...) {
+  size_t used = strlen(buf);
+  if (used + 1 >= size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + used, size - used, fmt, ap);
+  va_end(ap);
+}
+
+/* A key part: the text, or its head and the hash of all of it. */
+static void put_part(char *part, const char *text) {
+  size_t len = strlen(text);
+  if (len < SPEC_KEY_PART_MAX) { memcpy(part, text, len + 1); return; }
+  snprintf(part, SPEC_KEY_PART_MAX, "%.*s~%016" PRIx64, SPEC_KEY_PART_MAX - 18, text,
+           spec_key_fnv(SPEC_KEY_FNV_BASIS, text, len));
+}
+
+/* Shapes, strides, dims' bounds, the scalars and the trace's comparisons. */
+static void constraints_text(const tj_function *f, const vcache_variant *v, const tj_artifact *a, char *buf,
+                             size_t size) {
+  const vcache_spec *spec = &v->spec;
+  buf[0] = '\0';
+  for (int i = 0; i < spec->n_inputs; i++) {
+    const vcache_arg *arg = &spec->args[i];
+    add(buf, size, "%s%s(", i ? " " : "", f->cache.names[i]);
+    for (int k = 0; k < arg->rank; k++) {
+      const vcache_extent *e = &arg->shape[k];
+      if (e->dim < 0) add(buf, size, "%s%" PRId64, k ? "," : "", e->value);
+      else add(buf, size, "%s%s", k ? "," : "", spec->dims[e->dim].name);
+    }
+    add(buf, size, ")%s", arg->strided ? "/strided" : "");
+  }
+  for (int d = 0; d < spec->n_dims; d++)
+    add(buf, size, " %s:[%" PRId64 ",%" PRId64 "]", spec->dims[d].name, spec->dims[d].lo, spec->dims[d].hi);
+  for (int k = 0; k < f->n_args; k++)
+    if (f->kinds[k] == TJ_INT) add(buf, size, " %s=%" PRId64, f->arg_names[k], a->scalars[k].i);
+    else if (f->kinds[k] == TJ_DOUBLE) add(buf, size, " %s=%a", f->arg_names[k], a->scalars[k].d);
+  for (int k = 0; k < a->n_guards; k++) {
+    char e[256];
+    uopc_error ignore;
+    if (sym_expr_format(a->guards[k].diff, e, sizeof e, &ignore)) snprintf(e, sizeof e, "?");
+    add(buf, size, " (%s %s 0)=%d", e, tp_cmp_text(a->guards[k].op), a->guards[k].truth);
+  }
+}
+
+static int artifact_key(const tj_function *f, vcache_variant *v, const tj_artifact *a, uopc_error *err) {
+  spec_key_parts p = f->cache.base;
+  char dtypes[1024] = "", layout[1024] = "", constraints[4096];
+  p.graph_hash = ir_graph_hash(v->graph, v->outputs, f->opts.n_outputs);
+  if (!p.graph_hash) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': no memory to hash the graph", f->label);
+  for (int i = 0; i < v->spec.n_inputs; i++) {
+    add(dtypes, sizeof dtypes, "%s%s:%s", i ? " " : "", f->cache.names[i], uopc_dtype_name(v->spec.args[i].dtype));
+    add(layout, sizeof layout, "%s%s:%s", i ? " " : "", f->cache.names[i],
+        v->spec.args[i].strided ? "strided" : "contiguous");
+  }
+  for (int o = 0; o < f->opts.n_outputs; o++) add(dtypes, sizeof dtypes, " out%d:%s", o, uopc_dtype_name(v->outputs[o]->dtype));
+  constraints_text(f, v, a, constraints, sizeof constraints);
+  put_part(p.dtypes, dtypes);
+  put_part(p.layout, layout);
+  put_part(p.constraints, constraints);
+  return spec_key_compose(&p, &v->key, err);
+}
+
+int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err) {
+  const vcache *c = &f->cache;
+  tp_capture cap;
+  memset(&cap, 0, sizeof cap);   /* freed on every error, also one before the first capture */
+  int rc = capture(f, call, &v->spec, &cap, err);
+  if (rc) { tp_capture_fini(&cap); return rc; }
+  v->graph = cap.graph;            /* the cache owns the graph now; tensorjit the guards */
+  memcpy(v->outputs, cap.outputs, (size_t)cap.n_outputs * sizeof *v->outputs);
+  a->guards = cap.guards;
+  a->n_guards = cap.n_guards;
+  cap.graph = NULL, cap.guards = NULL;
+  tp_capture_fini(&cap);
+  for (int k = 0; k < f->n_args; k++) a->scalars[k] = f->cur.args[k], a->scalars[k].tensor = NULL;   /* borrowed */
+  rc = vcache_spec_guards(c, &v->spec, v->outputs, &v->guards, err);
+  if (!rc) rc = artifact_key(f, v, a, err);
+  if (rc) return rc;
+  char entry[sizeof v->entry - 8];
+  vcache_spec_entry(c, &v->spec, &v->key, entry, sizeof entry);
+  snprintf(v->entry, sizeof v->entry, "%.55s_v%d", entry, c->count % 100);   /* scalars and branches share the rest */
+  return UOPC_OK;
+}
+
+static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
+  return tj_contract(ctx, &c->last.call, v, &((tj_function *)ctx)->pending, err);
+}
+
+/* ---- Compiling and running. */
+
+static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
+  tj_function *f = ctx;
+  uopc_error inner = {0};
+  int rc = exec_new(&v->exec, v->graph, v->outputs, f->opts.n_outputs, v->entry, &c->opts.program, &inner);
+  if (!rc) return vcache_plan_run(c, v, err);
+  /* what the code generator cannot do (a lowering's limit, such as an index it cannot prove fits int64;
+   * an op; the compiler), not memory or the cache */
+  int generation = rc == UOPC_E_COMPILE || rc == UOPC_E_LIMIT || rc == UOPC_E_UNSUPPORTED || rc == UOPC_E_OVERFLOW;
+  if (!generation) return (*err = inner, rc);
+  if (f->opts.strict_native)
+    return UOPC_FAIL(err, rc, "tensorjit '%s': %s could not be generated (strict_native): %s", f->label, v->entry,
+                     inner.message);
+  f->pending.interpreted = 1;      /* still guarded; the core's interpreter runs it */
+  return UOPC_OK;
+}
+
+/* Outputs of v's shapes under b, new and contiguous. */
+static int make_outputs(const tj_function *f, const vcache_variant *v, const sym_binding *b, uopc_tensor *outs,
+                        uopc_error *err) {
+  int rc = UOPC_OK, k;
+  for (k = 0; k < f->opts.n_outputs && !rc; k++) {
+    const ir_node *n = v->outputs[k];
+    int64_t shape[UOPC_MAX_RANK];
+    for (int a = 0; a < n->rank && !rc; a++) rc = sym_expr_eval(n->shape[a], b, &shape[a], err);
+    if (!rc) rc = uopc_tensor_empty(&outs[k], n->dtype, n->rank, shape, err);
+  }
+  for (int j = 0; rc && j < k - 1; j++) uopc_tensor_release(&outs[j]);
+  return rc;
+}
+
+static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_error *err) {
+  tj_function *f = ctx;
+  const tj_artifact *a = tj_artifact_of(f, v);
+  sym_binding b;
+  if (!a) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact (a bug)");
+  binding_of(&v->spec, call, &b);
+  int rc = UOPC_OK;
+  if (!rc && a->interpreted) {
+    rc = ir_eval(v->graph, v->outputs, f->opts.n_outputs, f->cur.tensors, f->n_tensors, &b, f->cur.outs, err);
+    if (!rc) uopc_counter_bump(f->eager, 1), f->counts.eager_fallbacks++;
+  } else if (!rc && !(rc = make_outputs(f, v, &b, f->cur.outs, err))) {
+    void *buffers[TJ_MAX_OUTPUTS + TJ_MAX_TENSORS];
+    int64_t dims[UOPC_SIGNATURE_MAX];
+    for (int k = 0; k < f->opts.n_outputs; k++) buffers[k] = uopc_tensor_data(&f->cur.outs[k]);
+    for (int k = 0; k < f->n_tensors; k++) buffers[f->opts.n_outputs + k] = (void *)call->data[k];
+    for (int d = 0; d < v->n_dims; d++) dims[d] = GUARD_AT(call, v->dim_at[d]);
+    rc = exec_run_checked(v->exec, buffers, dims, err);
+    for (int k = 0; rc && k < f->opts.n_outputs; k++) uopc_tensor_release(&f->cur.outs[k]);
+  }
+  return rc;
+}
+
+int tj_run_unkept(tj_function *f, const guard_call *call, uopc_error *err) {
+  vcache_variant v;
+  tj_artifact *a = &f->pending;   /* found by the run as the one being built */
+  memset(&v, 0, sizeof v);
+  memset(a, 0, sizeof *a);
+  a->v = &v;
+  int rc = tj_contract(f, call, &v, a, err);
+  if (!rc) rc = hook_compile(f, &f->cache, &v, err);
+  if (!rc) rc = hook_run(f, &v, call, err);
+  exec_free(v.exec);
+  guard_set_fini(&v.guards);
+  ir_graph_free(v.graph);
+  free(a->guards);
+  memset(a, 0, sizeof *a);
+  if (!rc) uopc_counter_bump(f->unkept, 1), f->counts.unkept_runs++;
+  return rc;
+}
+
+void tj_cache_options(tj_function *f, vcache_options *o) {
+  memset(o, 0, sizeof *o);
+  o->op = f->name;
+  o->n_inputs = f->n_tensors;
+  for (int k = 0; k < f->n_tensors; k++) o->inputs[k] = f->arg_names[f->tensor_arg[k]];
+  o->ctx = f;
+  o->hooks = (vcache_hooks){.select = hook_select, .on_miss = hook_on_miss, .contract = hook_contract,
+                            .compile = hook_compile, .run = hook_run};
+  o->policy.max_variants = f->opts.max_variants;
+  o->policy.on_limit = VCACHE_LIMIT_FAIL;
+  o->program = f->program;
+  o->counters[VCACHE_SLOT_BUILT] = TJ_C_BUILT;
+  o->counters[VCACHE_SLOT_CHECKS] = "";            /* not one of tensorjit's */
+  o->counters[VCACHE_SLOT_FAILURES] = TJ_C_GUARD_FAILURES;
+  o->scan_only = 1;                                /* scalars and branches: the index cannot see them */
+}
