@@ -14,9 +14,9 @@ BTJC := $(BROKEN)/tensorjit-no-constant-guard
 BTJ_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,tj))
 $(BTJC)/liblab23_2.so: $(B232C)/liblab23_2.so
 	@mkdir -p $(dir $@)
-	cp $< $@
+	$(call say,CP,$@) cp $< $@
 $(BTJC)/libtensorjit.so: $(BTJ_OBJS) $(BTJC)/liblab23_2.so
-	$(CC) -shared $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -o $@ $(BTJ_OBJS) $(call lab_deps_links,tj) -luopc -lm
+	$(call say,LINK,$@) $(CC) -shared $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' -o $@ $(BTJ_OBJS) $(call lab_deps_links,tj) -luopc -lm
 $(BTJC)/test_tensorjit: tests/tensorjit/test_tensorjit.c $(BTJC)/liblab23_2.so $(BTJC)/libtensorjit.so
 	$(call broken_test_link,tj) -lm
 BROKEN_BINS += $(if $(TJ_DIR),$(BTJC)/test_tensorjit)
@@ -29,7 +29,7 @@ BROKEN_GIVEN_EXPECT += $(if $(TJ_DIR),$(BTJC)/test_tensorjit:test_tj_sizes_0_and
 BTJG := $(BROKEN)/tensorjit-no-trace-guard
 $(BTJG)/liblab23_4.so: $(B234G)/liblab23_4.so
 	@mkdir -p $(dir $@)
-	cp $< $@
+	$(call say,CP,$@) cp $< $@
 $(BTJG)/test_tensorjit: tests/tensorjit/test_tensorjit.c $(BTJG)/liblab23_4.so $(call lab_lib,tj)
 	$(call broken_test_link,tj) -lm
 BROKEN_BINS += $(if $(TJ_DIR),$(BTJG)/test_tensorjit)
