@@ -72,8 +72,9 @@ def circles(graph):
 
 
 def folders():
-  """The runtime, the compiler core and every lab folder of this tree."""
-  return [ROOT / "uopc" / "src", ROOT / "labs" / "core"] + sorted((ROOT / "labs").glob("23.*-*/"))
+  """The runtime, the compiler core, every lab folder and tensorjit of this tree."""
+  return [ROOT / "uopc" / "src", ROOT / "labs" / "core"] + sorted((ROOT / "labs").glob("23.*-*/")) + \
+    [d for d in (ROOT / "labs" / "tensorjit",) if d.is_dir()]
 
 
 def check(folder):

@@ -21,48 +21,6 @@ tj_artifact *tj_artifact_of(const tj_function *f, const vcache_variant *v) {
   return f->pending.v == v ? (tj_artifact *)&f->pending : NULL;
 }
 
-/* ---- What a guard set cannot say. */
-
-int tj_scalars_hold(const tj_function *f, const tj_artifact *a, const tj_arg *args, int *failed) {
-  for (int k = 0; k < f->n_args; k++) {
-    const tj_arg *s = &a->scalars[k], *x = &args[k];
-    /* by bits: -0.0 and 0.0 may take other branches (1/x), and a NaN equals itself */
-    int same = f->kinds[k] == TJ_TENSOR || (f->kinds[k] == TJ_INT ? s->i == x->i : !memcmp(&s->d, &x->d, sizeof s->d));
-    if (!same) { *failed = k; return 0; }
-  }
-  *failed = -1;
-  return 1;
-}
-
-/* The spec's dims read at their sites of call: filled, not bound one by one,
- * since the call's guards (or, for a new spec, the call itself) put each value
- * within its dim's bounds; on the hot path this is most of a warm call. */
-static void binding_of(const vcache_spec *spec, const guard_call *call, sym_binding *b) {
-  b->count = spec->n_dims;
-  for (int d = 0; d < spec->n_dims; d++) {
-    b->dims[d] = spec->dims[d];
-    b->values[d] = guard_site_value(call, spec->dim_sites[d]);
-  }
-}
-
-int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err) {
-  sym_binding b;
-  *failed = -1;
-  if (!a->n_guards) return UOPC_OK;   /* the common case: no binding to build */
-  binding_of(&a->v->spec, call, &b);
-  int rc = UOPC_OK;
-  for (int k = 0; !rc && k < a->n_guards; k++) {   /* one at a time, to name the one that fails */
-    const tp_variant one = {.guards = &a->guards[k], .n_guards = 1};
-    int holds = 0;
-    rc = tp_variant_holds(&one, &b, &holds, err);   /* 23.4's: when a trace's guards hold */
-    if (!rc && !holds) {
-      *failed = k;
-      return sym_expr_eval(a->guards[k].diff, &b, value, err);
-    }
-  }
-  return rc;
-}
-
 /* ---- Selection and misses. */
 
 static int holds_all(tj_function *f, const vcache_variant *v, const guard_call *call, uopc_error *err) {
@@ -287,7 +245,7 @@ static int capture_once(tj_function *f, const vcache_spec *spec, const guard_cal
   tp_input_decl decl[TJ_MAX_TENSORS];
   tj_trampoline t = {f};
   int rc = sym_arena_new(&ar, err);
-  binding_of(spec, call, &b);
+  tj_binding_of(spec, call, &b);
   if (!rc) declare(f, spec, ar, decl);
   if (!rc && (rc = sym_arena_error(ar)->code)) *err = *sym_arena_error(ar);
   if (!rc) rc = tp_capture_run(cap, trampoline, &t, decl, f->cur.tensors, f->n_tensors, f->opts.n_outputs, &b, 1, err);
@@ -447,7 +405,7 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
   const tj_artifact *a = tj_artifact_of(f, v);
   sym_binding b;
   if (!a) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact (a bug)");
-  binding_of(&v->spec, call, &b);
+  tj_binding_of(&v->spec, call, &b);
   int rc = UOPC_OK;
   if (!rc && a->interpreted) {
     rc = ir_eval(v->graph, v->outputs, f->opts.n_outputs, f->cur.tensors, f->n_tensors, &b, f->cur.outs, err);

@@ -57,16 +57,21 @@ struct tj_function {
   uopc_counter_id hits, eager, limit, unkept;
 };
 
-/* ---- tj.c */
+/* The files form layers, each calling only those before it: tj_args.c,
+ * tj_holds.c, tj_explain.c, tj_artifact.c, tj.c, tj_graph.c. */
 
-/* Fixes f's signature from args (checked by tj_check_args) and sets up its
- * cache. Errors: UOPC_E_INVALID, UOPC_E_LIMIT (tensors), vcache_init's. */
-int tj_fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err);
+/* ---- tj_args.c */
 
 /* Checks args: count, kinds, tensors present and, once a call has fixed
  * the signature, each against it, naming the argument. Errors:
  * UOPC_E_INVALID, UOPC_E_DTYPE. */
 int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_error *err);
+
+/* ---- tj.c */
+
+/* Fixes f's signature from args (checked by tj_check_args) and sets up its
+ * cache. Errors: UOPC_E_INVALID, UOPC_E_LIMIT (tensors), vcache_init's. */
+int tj_fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err);
 
 /* ---- tj_artifact.c: the cache's hooks, and its options for f. */
 
@@ -81,6 +86,11 @@ int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_ar
 int tj_run_unkept(tj_function *f, const guard_call *call, uopc_error *err);
 /* f's artifact for variant v; NULL when none. */
 tj_artifact *tj_artifact_of(const tj_function *f, const vcache_variant *v);
+
+/* ---- tj_holds.c */
+
+/* b = the spec's dims, each read at its site of call. */
+void tj_binding_of(const vcache_spec *spec, const guard_call *call, sym_binding *b);
 /* 1 when a's scalars equal args' (doubles by their bits). */
 int tj_scalars_hold(const tj_function *f, const tj_artifact *a, const tj_arg *args, int *failed);
 /* *failed = the first trace guard of a that fails on call, or -1; *value its
