@@ -53,6 +53,11 @@ typedef struct lower_ctx {
 int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, const unsigned char *used,
                       unsigned char *store, uopc_error *err);
 
+/* LOWER_FUSE (lower_share.c, called by planning): each temporary's scratch
+ * offset, sharing a place with one whose readers have all run, and the
+ * block's size, once buffers and kernels are planned. */
+int lower_share_scratch(lower_program *p, uopc_error *err);
+
 /* ---- Pass 1, lower_plan.c: the plan, into the program. */
 
 /* UOPC_E_INVALID unless outputs are n nodes of g (which has no error) and

@@ -287,7 +287,7 @@ int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err)
   if (!rc && store) rc = lower_fuse_decide(p, outputs, used, store, err);
   if (!rc) rc = plan_buffers(p, outputs, used, store, err);
   if (!rc) rc = plan_dims(p, used, err);
-  if (!rc) rc = plan_scratch(p, err);
+  if (!rc) rc = p->flags & LOWER_FUSE ? lower_share_scratch(p, err) : plan_scratch(p, err);
   if (!rc) rc = plan_index(p, err);
   if (!rc) rc = plan_nonempty(p, used, err);
   free(store);

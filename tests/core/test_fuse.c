@@ -154,6 +154,37 @@ static void test_chain_of_5000_ops_compiles_and_runs(void **state) {
   exec_free(e);
 }
 
+/* Three row sums, each read only by the next one's nest: the third takes the
+ * first's place (its last reader ran before its writer), so the block holds
+ * two, and the peak counter says so. */
+static void test_temporaries_share_space_when_lifetimes_do_not_overlap(void **state) {
+  core *c = *state;
+  const sym_expr *n = dim(c, "n", 1, 4096), *m = dim(c, "m", 1, 4096);
+  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(n, m));
+  const ir_node *a = ir_reduce(c->g, IR_SUM, x, 2u, 1);
+  const ir_node *b = ir_reduce(c->g, IR_SUM, ir_binary(c->g, IR_SUB, x, a), 2u, 1);
+  const ir_node *s = ir_reduce(c->g, IR_SUM, ir_binary(c->g, IR_SUB, x, b), 2u, 1);
+  const ir_node *out = ok_node(c, ir_binary(c->g, IR_SUB, x, s), "out");
+  exec *given = built(c, &out, 1, "share_given", 0), *fused = built(c, &out, 1, "share_fused", LOWER_FUSE);
+  const lower_program *pg = exec_lowered(given), *pf = exec_lowered(fused);
+  assert_int_equal(pg->n_temps, 3);
+  assert_int_equal(pf->n_temps, 3);
+  assert_string_equal(expr_text(pg->scratch_bytes), "(n*4 + 63)//64*192");
+  assert_string_equal(expr_text(pf->scratch_bytes), "(n*4 + 63)//64*128");
+  assert_ptr_equal(pf->buffers[pf->n_buffers - 1].scratch_offset, pf->buffers[pf->n_buffers - 3].scratch_offset);
+  assert_non_null(strstr(exec_source(fused), " * temporary tmp2 holds %5 at scratch + 0 bytes"));
+  buf in;
+  buf_new(&in, UOPC_F32, 2, (const int64_t[]){100, 8});
+  fill(&in, 1);
+  uopc_counters_reset();
+  check_against_eval(c, fused, &out, 1, &in, 1, 1e-5, "share");
+  /* 100 rows of 4 bytes, each place rounded to 448 bytes: two places, not three. */
+  assert_int_equal(uopc_counter_get(EXEC_C_PEAK_TEMP), 896);
+  buf_free(&in);
+  exec_free(given);
+  exec_free(fused);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
   const struct CMUnitTest tests[] = {
@@ -161,6 +192,7 @@ int main(void) {
     T(test_cheap_producer_stays_fused),
     T(test_broadcast_producer_is_stored),
     T(test_chain_of_5000_ops_compiles_and_runs),
+    T(test_temporaries_share_space_when_lifetimes_do_not_overlap),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
