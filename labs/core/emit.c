@@ -40,6 +40,9 @@ static int banner(lower_ctx *c) {
   if (!rc && (p->flags & LOWER_MAY_ALIAS))
     rc = codegen_printf(t, err, " * aliasing: an output may be an input's memory, read only at the element it\n"
                         " *   writes (lab 23.3's proof), so no buffer is restrict\n");
+  if (!rc && (p->flags & LOWER_FUSE))
+    rc = codegen_printf(t, err, " * fusion: the cost rule (chapter 23.1): a computed node is stored when\n"
+                        " *   ops x (reads - 1) > %d, and a chain every %d levels\n", LOWER_STORE_COST, LOWER_CHAIN_CUT);
   if (!rc && has_reduction(p))
     rc = codegen_printf(t, err, " * reduction order: element j of a row is added into lane j %% LANES (LANES = %d),\n"
                         " *   each lane left to right from its identity; then the lanes pairwise, lane k\n"
@@ -195,6 +198,7 @@ int lower_emit_source(lower_program *p, uopc_error *err) {
     if (!rc) rc = prelude(&c, strstr(body.data, "_i64(") != NULL);
     if (!rc) rc = codegen_printf(&p->source, err, "%s", body.data);
     free(c.memo);
+    free(c.memo_head);
     codegen_text_fini(&body);
     if (rc || !c.needs64 || p->index.bits == 64) return rc;
     p->index.bits = 64;

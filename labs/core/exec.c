@@ -3,6 +3,8 @@
  * offset of the call's tensors once and checks it against the graph's
  * expression for it, so a kernel never runs on a shape it was not planned
  * for. Chapter 23.1, "Running a graph". */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +12,23 @@
 
 _Static_assert(UOPC_SIGNATURE_MAX <= SYM_BINDING_MAX, "a program's dims fit one binding");
 
+/* A scratch block a call holds while it runs. One exec may be called from
+ * several threads at once: each call takes a free slot (an atomic flag, so
+ * no lock) and grows it to its own binding's size; with every slot taken, a
+ * call allocates a block of its own and frees it after. Calls of one thread
+ * after another reuse slot 0's block, as the single grow-only block did. */
+enum { EXEC_SCRATCH_SLOTS = 8 };
+
+typedef struct scratch_slot {
+  atomic_int busy;
+  void *mem;
+  size_t cap;
+} scratch_slot;
+
 struct exec {
   lower_program *low;
   uopc_program *program;
-  void *scratch;
-  size_t scratch_cap;
+  scratch_slot slots[EXEC_SCRATCH_SLOTS];
 };
 
 int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
@@ -39,7 +53,7 @@ void exec_free(exec *e) {
   if (!e) return;
   uopc_program_free(e->program);
   lower_program_free(e->low);
-  free(e->scratch);
+  for (int k = 0; k < EXEC_SCRATCH_SLOTS; k++) free(e->slots[k].mem);
   free(e);
 }
 
@@ -228,29 +242,68 @@ static int check_aliases(uopc_tensor *const *outputs, int n_outputs, const uopc_
   return UOPC_OK;
 }
 
-static int scratch_for(exec *e, const sym_binding *b, uopc_error *err) {
+/* One call's scratch: slot k's block (slot = k) or, with every slot taken,
+ * a block of the call's own (slot = -1); mem NULL with no temporaries. */
+typedef struct scratch_hold {
+  void *mem;
+  int slot;
+} scratch_hold;
+
+/* EXEC_C_PEAK_TEMP: raised to bytes when above its value (so a counter
+ * reset starts a new peak). Only for LOWER_FUSE programs: the labs' counter
+ * logs (goldens) stay as they were. A lock: read and raise are one step. */
+static void note_peak(int64_t bytes) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&lock);
+  int64_t seen = uopc_counter_get(EXEC_C_PEAK_TEMP);
+  if (bytes > seen) uopc_counter_add(EXEC_C_PEAK_TEMP, bytes - seen);
+  pthread_mutex_unlock(&lock);
+}
+
+static int scratch_take(exec *e, const sym_binding *b, scratch_hold *h, uopc_error *err) {
   int64_t bytes = 0;
+  h->mem = NULL;
+  h->slot = -1;
   int rc = e->low->scratch_bytes ? sym_expr_eval(e->low->scratch_bytes, b, &bytes, err) : UOPC_OK;
-  if (rc || (size_t)bytes <= e->scratch_cap) return rc;
-  void *s = aligned_alloc(64, (size_t)bytes);
-  if (!s) return UOPC_FAIL(err, UOPC_E_NOMEM, "'%s': no memory for %lld bytes of temporaries", e->low->entry,
-                           (long long)bytes);
-  free(e->scratch);
-  e->scratch = s;
-  e->scratch_cap = (size_t)bytes;
+  if (rc || !e->low->scratch_bytes) return rc;
+  if (e->low->flags & LOWER_FUSE) note_peak(bytes);
+  for (int k = 0; k < EXEC_SCRATCH_SLOTS && h->slot < 0; k++)
+    if (!atomic_exchange(&e->slots[k].busy, 1)) h->slot = k;
+  scratch_slot *s = h->slot >= 0 ? &e->slots[h->slot] : NULL;
+  if (s && (size_t)bytes <= s->cap) { h->mem = s->mem; return UOPC_OK; }
+  /* aligned_alloc wants a multiple of the alignment; the plan's total is one. */
+  size_t size = ((size_t)bytes + 63) / 64 * 64;
+  void *mem = aligned_alloc(64, size ? size : 64);
+  if (!mem) {
+    if (s) atomic_store(&s->busy, 0);
+    return UOPC_FAIL(err, UOPC_E_NOMEM, "'%s': no memory for %lld bytes of temporaries", e->low->entry,
+                     (long long)bytes);
+  }
+  if (s) {
+    free(s->mem);
+    s->mem = mem;
+    s->cap = size;
+  }
+  h->mem = mem;
   return UOPC_OK;
 }
 
-/* The kernel on buffers (outputs, inputs, as the kernel takes them) and the
- * value of each lowered dim; the scratch is e's. */
-static void call_program(exec *e, void *const *buffers, const int64_t *dims) {
+static void scratch_give(exec *e, scratch_hold *h) {
+  if (h->slot >= 0) atomic_store(&e->slots[h->slot].busy, 0);
+  else free(h->mem);
+  h->mem = NULL;
+}
+
+/* The kernel on buffers (outputs, inputs, as the kernel takes them), the
+ * value of each lowered dim and the call's scratch. */
+static void call_program(exec *e, void *const *buffers, const int64_t *dims, void *scratch) {
   const lower_program *p = e->low;
   int n_ptrs = p->n_outputs + p->n_inputs, n = 0;
   void *ptrs[n_ptrs + 1];
   int32_t d32[p->n_dims + 1];
   void *args[p->n_buffers + p->n_dims + 2];
   for (int k = 0; k < n_ptrs; k++) ptrs[k] = buffers[k];
-  ptrs[n_ptrs] = e->scratch;
+  ptrs[n_ptrs] = scratch;
   for (int k = 0; k < n_ptrs + (p->n_temps ? 1 : 0); k++) args[n++] = &ptrs[k];
   for (int d = 0; d < p->n_dims; d++) {
     d32[d] = (int32_t)dims[d];            /* the plan chose 32 bits only when every bound fits */
@@ -265,7 +318,6 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
   sym_binding b;
   int rc = exec_check_call_lowered(p, outputs, n_outputs, inputs, n_inputs, &b, err);
   if (!rc) rc = check_aliases(outputs, n_outputs, inputs, n_inputs, p, err);
-  if (!rc) rc = scratch_for(e, &b, err);
   if (rc) return rc;
   void *ptrs[p->n_outputs + p->n_inputs + 1];
   int64_t d64[p->n_dims + 1];
@@ -276,8 +328,11 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
     ptrs[n_outputs + i] = at_base ? (void *)inputs[i]->storage->base : uopc_tensor_data(inputs[i]);
   }
   for (int d = 0; d < p->n_dims && !rc; d++) rc = sym_binding_get(&b, &p->dims[d], &d64[d], err);
+  scratch_hold h;
+  if (!rc) rc = scratch_take(e, &b, &h, err);
   if (rc) return rc;
-  call_program(e, ptrs, d64);
+  call_program(e, ptrs, d64, h.mem);
+  scratch_give(e, &h);
   for (int k = 0; k < n_outputs; k++) uopc_tensor_bump_version(outputs[k]);   /* written (23.3) */
   return UOPC_OK;
 }
@@ -286,6 +341,7 @@ int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_ten
  * both read from a binding made of the values given. */
 int exec_run_checked(exec *e, void *const *buffers, const int64_t *dims, uopc_error *err) {
   const lower_program *p = e->low;
+  scratch_hold h = {NULL, -1};
   if (p->n_nonempty || p->scratch_bytes) {
     sym_binding b;
     b.count = 0;
@@ -295,9 +351,10 @@ int exec_run_checked(exec *e, void *const *buffers, const int64_t *dims, uopc_er
     }
     b.count = p->n_dims;
     int rc = check_bound(p, &b, err);
-    if (!rc) rc = scratch_for(e, &b, err);
+    if (!rc) rc = scratch_take(e, &b, &h, err);
     if (rc) return rc;
   }
-  call_program(e, buffers, dims);
+  call_program(e, buffers, dims, h.mem);
+  if (p->scratch_bytes) scratch_give(e, &h);
   return UOPC_OK;
 }

@@ -16,6 +16,11 @@
  * hit counts too; "compiler invocations" says whether gcc ran). */
 #define EXEC_C_BUILT "graph programs built"
 
+/* The most bytes of temporaries one call of a LOWER_FUSE program has held
+ * since the counters were last reset (a maximum kept as a counter: it rises
+ * by the excess over its value). */
+#define EXEC_C_PEAK_TEMP "peak temporary bytes"
+
 typedef struct exec exec;
 
 /* Lowers and builds. g must outlive *out; opts may be NULL. The caller owns
@@ -40,7 +45,10 @@ int exec_bind(const exec *e, const uopc_tensor *const *inputs, int n_inputs, sym
 int exec_output_shape(const exec *e, int k, const sym_binding *b, int64_t *shape, int *rank,
                       uopc_error *err);
 
-/* Runs the program: outputs must be contiguous, of the output's dtype and
+/* exec_run and exec_run_checked may be called on one exec from several
+ * threads at once: each call takes its own scratch block for the
+ * temporaries (a free one of a few kept, or one of its own).
+ * Runs the program: outputs must be contiguous, of the output's dtype and
  * shape under this call's binding, and share no byte with any input or each
  * other. Errors: those of exec_bind, UOPC_E_LAYOUT, UOPC_E_ALIAS, UOPC_E_NOMEM. */
 int exec_run(exec *e, uopc_tensor *const *outputs, int n_outputs, const uopc_tensor *const *inputs,

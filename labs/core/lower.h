@@ -36,11 +36,19 @@ typedef struct lower_nonempty {
  * read only at the output's own index (23.3's in-place stores and reused
  * buffers): the buffers are then not declared restrict. */
 #define LOWER_MAY_ALIAS 1u
+/* lower_program_new_flags: fusion by the cost rule (chapter 23.1, "Fusion
+ * and its cost rule"; lower_fuse.c): a computed node read by several nests,
+ * or broadcast, is stored once in a temporary when recomputing it costs
+ * more than storing it, and an elementwise chain is cut into temporaries
+ * every LOWER_CHAIN_CUT levels instead of refused. Off for labs 23.1-23.5,
+ * whose text (and cache keys) stay the given rule's; the passes' tests and
+ * tensorjit turn it on. */
+#define LOWER_FUSE 2u
 
 typedef struct lower_program {
   char entry[64];
   lower_backend backend;
-  unsigned flags;                   /* LOWER_MAY_ALIAS */
+  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE */
   const ir_graph *graph;            /* borrowed: outlives the program */
   int n_buffers;                    /* parameter order: outputs, inputs, temps */
   lower_buffer *buffers;
@@ -66,11 +74,11 @@ typedef struct lower_program {
  * two dims of one name with different bounds),
  * UOPC_E_OVERFLOW (an address or element count past int64, naming the
  * buffer), UOPC_E_LIMIT (more parameters than UOPC_SIGNATURE_MAX - 1,
- * elementwise ops nested more than 4096 deep), UOPC_E_NOMEM, those of
+ * elementwise ops nested more than 4096 deep without LOWER_FUSE), UOPC_E_NOMEM, those of
  * sym_expr. */
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
-/* The same with flags (LOWER_MAY_ALIAS), stated in the banner. */
+/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE), stated in the banner. */
 int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                             int n_outputs, const char *entry, lower_backend backend, unsigned flags,
                             uopc_error *err);

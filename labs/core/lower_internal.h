@@ -1,7 +1,7 @@
 /* lower_internal.h: what the lowering's passes share (given code; the
  * compiler core). Not for callers. The passes run in sequence and each file
- * calls only those before it: lower_plan.c, lower_kernel.c, emit.c, then
- * lower.c, the pipeline. */
+ * calls only those before it: lower_fuse.c (with LOWER_FUSE), lower_plan.c,
+ * lower_kernel.c, emit.c, then lower.c, the pipeline. */
 #ifndef LOWER_INTERNAL_H
 #define LOWER_INTERNAL_H
 
@@ -13,11 +13,15 @@
  * rather than run out of stack. */
 #define LOWER_NESTING_MAX 4096
 
-/* A value already computed in this loop body: node at idx is in t<tmp>. */
+/* A value already computed in this loop body: node at idx is in t<tmp>.
+ * Entries are a stack (a branch's values are popped after it) and a hash
+ * over it: memo_head[h] is the newest entry of hash h, next the one before,
+ * so popping the newest entry unlinks it from its chain's head. */
 typedef struct lower_memo {
   const ir_node *node;
   const sym_expr *idx[UOPC_MAX_RANK];
   int tmp;
+  int next;                 /* the older entry of the same chain, or -1 */
 } lower_memo;
 
 /* Writing one program: the nest (text, indentation, scopes: codegen.h) and
@@ -30,8 +34,29 @@ typedef struct lower_ctx {
   int nesting;              /* values being computed, one inside the other */
   lower_memo *memo;
   int n_memo, cap_memo;
+  int *memo_head;           /* cap_memo chains (a power of 2), -1 when empty */
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */
 } lower_ctx;
+
+/* ---- Pass 0, lower_fuse.c (LOWER_FUSE only): which other nodes to store. */
+
+/* The cost rule's constants (lower_fuse.c states the rule). */
+#define LOWER_CALL_COST 8          /* a libm call or pow, in units of one add */
+#define LOWER_STORE_COST 4         /* a store and a load of one element */
+#define LOWER_BROADCAST_READS 16   /* a broadcast operand: read "many" times */
+/* A chain is stored every this many elementwise levels (< LOWER_NESTING_MAX). */
+#define LOWER_CHAIN_CUT 256
+
+/* store[id] = 1 for each node of p's graph to materialise: the outputs, the
+ * reductions and matmuls, and those the cost rule and the chain cut pick
+ * (used: the nodes the outputs reach). store holds node-count zeros. */
+int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, const unsigned char *used,
+                      unsigned char *store, uopc_error *err);
+
+/* LOWER_FUSE (lower_share.c, called by planning): each temporary's scratch
+ * offset, sharing a place with one whose readers have all run, and the
+ * block's size, once buffers and kernels are planned. */
+int lower_share_scratch(lower_program *p, uopc_error *err);
 
 /* ---- Pass 1, lower_plan.c: the plan, into the program. */
 

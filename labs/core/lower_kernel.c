@@ -7,6 +7,7 @@
  * matmul, accumulated into LANES partial sums in the order the banner states.
  * Chapter 23.1, "One lowering, two back ends". */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,25 +186,54 @@ static int moved_idx(lower_ctx *c, const ir_node *n, const sym_expr *const *idx,
   }
 }
 
+/* The memo's hash of (node, idx): expressions are hash-consed, so their
+ * pointers are their identity. Expected O(1) per lookup; the linear scan it
+ * replaces made a body's lowering quadratic in its size. */
+static unsigned memo_hash(const ir_node *n, const sym_expr *const *idx) {
+  uint64_t h = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < n->rank; k++) h = (h ^ (uint64_t)(uintptr_t)idx[k]) * 0xff51afd7ed558ccdull;
+  return (unsigned)(h ^ h >> 29);
+}
+
 static int memo_find(const lower_ctx *c, const ir_node *n, const sym_expr *const *idx) {
-  for (int m = 0; m < c->n_memo; m++)
+  if (!c->cap_memo) return -1;
+  for (int m = c->memo_head[memo_hash(n, idx) & (unsigned)(c->cap_memo - 1)]; m >= 0; m = c->memo[m].next)
     if (c->memo[m].node == n && memcmp(c->memo[m].idx, idx, (size_t)n->rank * sizeof *idx) == 0)
       return c->memo[m].tmp;
   return -1;
+}
+
+/* Pops entries down to mark, newest first: each is its chain's head then. */
+static void memo_truncate(lower_ctx *c, int mark) {
+  while (c->n_memo > mark) {
+    const lower_memo *m = &c->memo[--c->n_memo];
+    c->memo_head[memo_hash(m->node, m->idx) & (unsigned)(c->cap_memo - 1)] = m->next;
+  }
 }
 
 static int memo_add(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int tmp) {
   if (c->n_memo == c->cap_memo) {
     int cap = c->cap_memo ? 2 * c->cap_memo : 32;
     lower_memo *m = realloc(c->memo, (size_t)cap * sizeof *m);
-    if (!m) return UOPC_FAIL(c->n.err, UOPC_E_NOMEM, "lower: out of memory");
-    c->memo = m;
+    if (m) c->memo = m;
+    int *head = m ? realloc(c->memo_head, (size_t)cap * sizeof *head) : NULL;
+    if (!head) return UOPC_FAIL(c->n.err, UOPC_E_NOMEM, "lower: out of memory");
+    c->memo_head = head;
     c->cap_memo = cap;
+    for (int h = 0; h < cap; h++) head[h] = -1;        /* rechained oldest first: newest stays each head */
+    for (int e = 0; e < c->n_memo; e++) {
+      unsigned h = memo_hash(m[e].node, m[e].idx) & (unsigned)(cap - 1);
+      m[e].next = head[h];
+      head[h] = e;
+    }
   }
-  lower_memo *m = &c->memo[c->n_memo++];
+  lower_memo *m = &c->memo[c->n_memo];
   m->node = n;
   memcpy(m->idx, idx, (size_t)n->rank * sizeof *idx);
   m->tmp = tmp;
+  unsigned h = memo_hash(n, idx) & (unsigned)(c->cap_memo - 1);
+  m->next = c->memo_head[h];
+  c->memo_head[h] = c->n_memo++;
   return UOPC_OK;
 }
 
@@ -287,7 +317,7 @@ __attribute__((noinline)) static int set_value(lower_ctx *c, const ir_node *n, c
   if (!rc) rc = open_branch(c, n, cond, n_cond);
   if (!rc) rc = value(c, y, yidx, &y_tmp);
   if (!rc) rc = codegen_line(&c->n, "t%d = t%d;", k, y_tmp);
-  c->n_memo = mark;                        /* values of the branch are not defined after it */
+  memo_truncate(c, mark);                  /* values of the branch are not defined after it */
   if (!rc) rc = codegen_close(&c->n);
   *tmp = k;
   return rc;
@@ -459,7 +489,7 @@ static int element_cb(void *ctx, codegen_nest *n, const sym_expr *j, char *text,
   reduction *r = ctx;
   lower_ctx *c = r->c;
   (void)n;
-  c->n_memo = 0;
+  memo_truncate(c, 0);
   c->next_tmp = r->tmp_base;
   int t = -1, rc;
   if (r->n->op == IR_MATMUL) {
@@ -591,7 +621,7 @@ static int add_source(lower_ctx *c, const reduction *r, const sym_expr **idx, co
   const sym_expr *sidx[UOPC_MAX_RANK];
   int t = -1, rc = UOPC_OK;
   char v[64];
-  c->n_memo = 0;
+  memo_truncate(c, 0);
   for (int k = 0; k < r->n->src[0]->rank && !rc; k++)
     if (!(sidx[k] = simp(c, idx[k]))) rc = c->n.err->code;
   if (!rc) rc = value(c, r->n->src[0], sidx, &t);
@@ -656,7 +686,7 @@ int lower_emit_kernel(lower_ctx *c, int k) {
   int opened = 0, empty = 0, rc;
   char addr[LOWER_EXPR_MAX], store[LOWER_EXPR_MAX + 64], what[64];
   c->root = n;
-  c->n_memo = 0;
+  memo_truncate(c, 0);
   c->next_tmp = 0;
   snprintf(what, sizeof what, "buffer '%s': the address", buf->name);
   if (lower_reduces_serially(n) && c->p->backend == LOWER_C) return serial_kernel_c(c, buf);
@@ -682,5 +712,6 @@ int lower_emit_value(codegen_nest *n, lower_backend backend, const ir_node *node
   int rc = value(&c, node, idx, tmp);
   n->t = c.n.t;
   free(c.memo);
+  free(c.memo_head);
   return rc;
 }

@@ -68,7 +68,7 @@ static int add_buffer(lower_program *p, lower_role role, const ir_node *n, const
 }
 
 static int plan_buffers(lower_program *p, const ir_node *const *outputs, const unsigned char *used,
-                        uopc_error *err) {
+                        const unsigned char *store, uopc_error *err) {
   const ir_graph *g = p->graph;
   int nodes = ir_graph_node_count(g), inputs = ir_graph_input_count(g);
   p->buffers = calloc((size_t)(p->n_outputs + inputs + nodes), sizeof *p->buffers);
@@ -83,7 +83,8 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
   for (int k = 0; k < inputs; k++) add_buffer(p, LOWER_INPUT, ir_graph_input(g, k), ir_graph_input(g, k)->name);
   for (int id = 0; id < nodes; id++) {       /* ids are a topological order */
     const ir_node *n = ir_graph_node(g, id);
-    if (!used[id] || !(materialised(n) || operand_of_matmul(p, used, n)) || buffer_of(p, n) >= 0) continue;
+    int stored = materialised(n) || operand_of_matmul(p, used, n) || (store && store[id]);
+    if (!used[id] || !stored || buffer_of(p, n) >= 0) continue;
     snprintf(name, sizeof name, "tmp%d", p->n_temps++);
     add_buffer(p, LOWER_TEMP, n, name);
   }
@@ -280,11 +281,16 @@ int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err)
   unsigned char *used = calloc((size_t)ir_graph_node_count(p->graph) + 1, 1);
   if (!used) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
   for (int k = 0; k < p->n_outputs; k++) mark(outputs[k], used);
-  int rc = plan_buffers(p, outputs, used, err);
+  /* LOWER_FUSE: the cost rule's and the chain cut's extra temporaries. */
+  unsigned char *store = p->flags & LOWER_FUSE ? calloc((size_t)ir_graph_node_count(p->graph) + 1, 1) : NULL;
+  int rc = (p->flags & LOWER_FUSE) && !store ? UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory") : UOPC_OK;
+  if (!rc && store) rc = lower_fuse_decide(p, outputs, used, store, err);
+  if (!rc) rc = plan_buffers(p, outputs, used, store, err);
   if (!rc) rc = plan_dims(p, used, err);
-  if (!rc) rc = plan_scratch(p, err);
+  if (!rc) rc = p->flags & LOWER_FUSE ? lower_share_scratch(p, err) : plan_scratch(p, err);
   if (!rc) rc = plan_index(p, err);
   if (!rc) rc = plan_nonempty(p, used, err);
+  free(store);
   free(used);
   return rc;
 }
