@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "uopc/uopc.h"
 #include <dirent.h>
 #include <ftw.h>
 #include <unistd.h>
@@ -106,6 +107,20 @@ static inline int testutil_remove_cache(void **state) {
   } while (0)
 
 /* Fails the test with the error's code and message when rc is not UOPC_OK. */
+/* got has want's shape and each element within tol of want's, relative to max(1, |want|);
+ * what names the case in the failure. */
+static inline void assert_tensors_close(const uopc_tensor *got, const uopc_tensor *want, double tol,
+                                        const char *what) {
+  if (got->rank != want->rank) fail_msg("%s: rank %d, expected %d", what, got->rank, want->rank);
+  for (int k = 0; k < got->rank; k++)
+    if (got->shape[k] != want->shape[k])
+      fail_msg("%s: axis %d is %lld, expected %lld", what, k, (long long)got->shape[k], (long long)want->shape[k]);
+  for (int64_t i = 0; i < uopc_tensor_numel(got); i++) {
+    double g = uopc_tensor_get(got, i), w = uopc_tensor_get(want, i);
+    if (!(fabs(g - w) <= tol * fmax(1, fabs(w)))) fail_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, w);
+  }
+}
+
 #define assert_uopc_ok(rc, err)                                                              \
   do {                                                                                       \
     int rc_ = (rc);                                                                          \

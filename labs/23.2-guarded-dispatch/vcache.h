@@ -333,4 +333,12 @@ int vcache_spec_key(const vcache *c, const vcache_spec *spec, const ir_graph *g,
  * that is longer than size - 1. */
 void vcache_spec_entry(const vcache *c, const vcache_spec *spec, const spec_key *key, char *entry, size_t size);
 
+/* ---- Writing keys, for ops that write their own (tensorjit's artifacts). */
+
+/* Appends printf-style text to buf (of size), never past its end. */
+void vcache_text_add(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A key part: the text, or, when it does not fit SPEC_KEY_PART_MAX, its head
+ * and the hash of all of it, so two different texts still make different parts. */
+void vcache_key_part(char *part, const char *text);
+
 #endif

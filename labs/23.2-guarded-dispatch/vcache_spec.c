@@ -174,9 +174,7 @@ int vcache_spec_guards(const vcache *c, const vcache_spec *spec, const ir_node *
 
 /* ---- The key and the entry. */
 
-/* Appends printf-style text to buf (of size), never past its end. */
-__attribute__((format(printf, 3, 4)))
-static void add(char *buf, size_t size, const char *fmt, ...) {
+void vcache_text_add(char *buf, size_t size, const char *fmt, ...) {
   size_t used = strlen(buf);
   if (used + 1 >= size) return;
   va_list ap;
@@ -185,9 +183,7 @@ static void add(char *buf, size_t size, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* A key part: the text, or, when it does not fit, its head and the hash of
- * all of it, so two different texts still make different parts. */
-static void put_part(char *part, const char *text) {
+void vcache_key_part(char *part, const char *text) {
   size_t len = strlen(text);
   if (len < SPEC_KEY_PART_MAX) { memcpy(part, text, len + 1); return; }
   snprintf(part, SPEC_KEY_PART_MAX, "%.*s~%016" PRIx64, SPEC_KEY_PART_MAX - 18, text,
@@ -195,8 +191,8 @@ static void put_part(char *part, const char *text) {
 }
 
 static void extent_text(const vcache_spec *spec, const vcache_extent *e, char *buf, size_t size) {
-  if (e->dim < 0) add(buf, size, "%" PRId64, e->value);
-  else add(buf, size, "%s", spec->dims[e->dim].name);
+  if (e->dim < 0) vcache_text_add(buf, size, "%" PRId64, e->value);
+  else vcache_text_add(buf, size, "%s", spec->dims[e->dim].name);
 }
 
 /* "x(n,1)/(x_s0,x_s1) y(n) n:[2,16777216]%16": shapes, strides, then each dim's bounds. */
@@ -204,22 +200,22 @@ static void constraints_text(const vcache *c, const vcache_spec *spec, char *buf
   buf[0] = '\0';
   for (int a = spec->n_outputs; a < spec->n_outputs + spec->n_inputs; a++) {
     const vcache_arg *arg = &spec->args[a];
-    add(buf, size, "%s%s(", a > spec->n_outputs ? " " : "", c->names[a]);
+    vcache_text_add(buf, size, "%s%s(", a > spec->n_outputs ? " " : "", c->names[a]);
     for (int k = 0; k < arg->rank; k++) {
-      add(buf, size, "%s", k ? "," : "");
+      vcache_text_add(buf, size, "%s", k ? "," : "");
       extent_text(spec, &arg->shape[k], buf, size);
     }
-    add(buf, size, ")");
+    vcache_text_add(buf, size, ")");
     for (int k = 0; k < arg->rank && arg->strided; k++)
-      add(buf, size, "%s%s", k ? "," : "/(", spec->dims[arg->strides[k]].name);
-    if (arg->strided && arg->rank) add(buf, size, ")");
+      vcache_text_add(buf, size, "%s%s", k ? "," : "/(", spec->dims[arg->strides[k]].name);
+    if (arg->strided && arg->rank) vcache_text_add(buf, size, ")");
   }
   for (int d = 0; d < spec->n_dims; d++) {
     const sym_dim *x = &spec->dims[d];
-    add(buf, size, " %s:[%" PRId64 ",%" PRId64 "]", x->name, x->lo, x->hi);
-    if (x->multiple_of > 1) add(buf, size, "%%%" PRId64, x->multiple_of);
+    vcache_text_add(buf, size, " %s:[%" PRId64 ",%" PRId64 "]", x->name, x->lo, x->hi);
+    if (x->multiple_of > 1) vcache_text_add(buf, size, "%%%" PRId64, x->multiple_of);
   }
-  if (spec->general) add(buf, size, " general");
+  if (spec->general) vcache_text_add(buf, size, " general");
 }
 
 int vcache_spec_key(const vcache *c, const vcache_spec *spec, const ir_graph *g, const ir_node *const *outputs,
@@ -231,15 +227,15 @@ int vcache_spec_key(const vcache *c, const vcache_spec *spec, const ir_graph *g,
   if (!p.graph_hash) return UOPC_FAIL(err, UOPC_E_NOMEM, "op '%s': no memory to hash the graph", c->opts.op);
   for (int a = 0; a < n; a++) {
     uopc_dtype dt = a < spec->n_outputs ? outputs[a]->dtype : spec->args[a].dtype;
-    add(dtypes, sizeof dtypes, "%s%s:%s", a ? " " : "", c->names[a], uopc_dtype_name(dt));
-    add(layout, sizeof layout, "%s%s:%s", a ? " " : "", c->names[a], spec->args[a].strided ? "strided" : "contiguous");
-    if (spec->args[a].align) add(layout, sizeof layout, ",aligned%" PRId64, spec->args[a].align);
-    if (a < spec->n_outputs) add(layout, sizeof layout, ",disjoint");
+    vcache_text_add(dtypes, sizeof dtypes, "%s%s:%s", a ? " " : "", c->names[a], uopc_dtype_name(dt));
+    vcache_text_add(layout, sizeof layout, "%s%s:%s", a ? " " : "", c->names[a], spec->args[a].strided ? "strided" : "contiguous");
+    if (spec->args[a].align) vcache_text_add(layout, sizeof layout, ",aligned%" PRId64, spec->args[a].align);
+    if (a < spec->n_outputs) vcache_text_add(layout, sizeof layout, ",disjoint");
   }
   constraints_text(c, spec, constraints, sizeof constraints);
-  put_part(p.dtypes, dtypes);
-  put_part(p.layout, layout);
-  put_part(p.constraints, constraints);
+  vcache_key_part(p.dtypes, dtypes);
+  vcache_key_part(p.layout, layout);
+  vcache_key_part(p.constraints, constraints);
   return spec_key_compose(&p, key, err);
 }
 
@@ -254,19 +250,19 @@ void vcache_spec_entry(const vcache *c, const vcache_spec *spec, const spec_key 
   snprintf(text, sizeof text, "%s", c->opts.op);
   for (int a = spec->n_outputs; a < spec->n_outputs + spec->n_inputs; a++) {
     const vcache_arg *arg = &spec->args[a];
-    add(text, sizeof text, "_%c", dtype_letter(arg->dtype));
+    vcache_text_add(text, sizeof text, "_%c", dtype_letter(arg->dtype));
     for (int k = 0; k < arg->rank; k++) {
       const vcache_extent *e = &arg->shape[k];
-      if (e->dim < 0) add(text, sizeof text, "k%" PRId64, e->value);
-      else add(text, sizeof text, "d%d", e->dim);
+      if (e->dim < 0) vcache_text_add(text, sizeof text, "k%" PRId64, e->value);
+      else vcache_text_add(text, sizeof text, "d%d", e->dim);
       if (e->dim >= 0 && spec->dims[e->dim].multiple_of > 1)
-        add(text, sizeof text, "m%" PRId64, spec->dims[e->dim].multiple_of);
+        vcache_text_add(text, sizeof text, "m%" PRId64, spec->dims[e->dim].multiple_of);
     }
-    if (arg->strided) add(text, sizeof text, "s");
-    if (arg->align) add(text, sizeof text, "a%" PRId64, arg->align);
+    if (arg->strided) vcache_text_add(text, sizeof text, "s");
+    if (arg->align) vcache_text_add(text, sizeof text, "a%" PRId64, arg->align);
   }
   for (int o = 0; o < spec->n_outputs; o++)
-    if (spec->args[o].align) add(text, sizeof text, "_o%da%" PRId64, o, spec->args[o].align);
+    if (spec->args[o].align) vcache_text_add(text, sizeof text, "_o%da%" PRId64, o, spec->args[o].align);
   if (strlen(text) < size && strlen(text) + 1 < sizeof text) snprintf(entry, size, "%s", text);
   else snprintf(entry, size, "%.*s_h%016" PRIx64, (int)(size > 19 ? size - 19 : 0), c->opts.op, key->hash);
 }

@@ -8,7 +8,6 @@
  * reads the guards back with the cache's own vcache_spec_guards; compile and
  * run are the core's, with the outputs made here. Chapter 23.7. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,24 +277,6 @@ static int capture(tj_function *f, const guard_call *call, vcache_spec *spec, tp
 
 /* ---- The contract: the key. */
 
-__attribute__((format(printf, 3, 4)))
-static void add(char *buf, size_t size, const char *fmt, ...) {
-  size_t used = strlen(buf);
-  if (used + 1 >= size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + used, size - used, fmt, ap);
-  va_end(ap);
-}
-
-/* A key part: the text, or its head and the hash of all of it. */
-static void put_part(char *part, const char *text) {
-  size_t len = strlen(text);
-  if (len < SPEC_KEY_PART_MAX) { memcpy(part, text, len + 1); return; }
-  snprintf(part, SPEC_KEY_PART_MAX, "%.*s~%016" PRIx64, SPEC_KEY_PART_MAX - 18, text,
-           spec_key_fnv(SPEC_KEY_FNV_BASIS, text, len));
-}
-
 /* Shapes, strides, dims' bounds, the scalars and the trace's comparisons. */
 static void constraints_text(const tj_function *f, const vcache_variant *v, const tj_artifact *a, char *buf,
                              size_t size) {
@@ -303,24 +284,24 @@ static void constraints_text(const tj_function *f, const vcache_variant *v, cons
   buf[0] = '\0';
   for (int i = 0; i < spec->n_inputs; i++) {
     const vcache_arg *arg = &spec->args[i];
-    add(buf, size, "%s%s(", i ? " " : "", f->cache.names[i]);
+    vcache_text_add(buf, size, "%s%s(", i ? " " : "", f->cache.names[i]);
     for (int k = 0; k < arg->rank; k++) {
       const vcache_extent *e = &arg->shape[k];
-      if (e->dim < 0) add(buf, size, "%s%" PRId64, k ? "," : "", e->value);
-      else add(buf, size, "%s%s", k ? "," : "", spec->dims[e->dim].name);
+      if (e->dim < 0) vcache_text_add(buf, size, "%s%" PRId64, k ? "," : "", e->value);
+      else vcache_text_add(buf, size, "%s%s", k ? "," : "", spec->dims[e->dim].name);
     }
-    add(buf, size, ")%s", arg->strided ? "/strided" : "");
+    vcache_text_add(buf, size, ")%s", arg->strided ? "/strided" : "");
   }
   for (int d = 0; d < spec->n_dims; d++)
-    add(buf, size, " %s:[%" PRId64 ",%" PRId64 "]", spec->dims[d].name, spec->dims[d].lo, spec->dims[d].hi);
+    vcache_text_add(buf, size, " %s:[%" PRId64 ",%" PRId64 "]", spec->dims[d].name, spec->dims[d].lo, spec->dims[d].hi);
   for (int k = 0; k < f->n_args; k++)
-    if (f->kinds[k] == TJ_INT) add(buf, size, " %s=%" PRId64, f->arg_names[k], a->scalars[k].i);
-    else if (f->kinds[k] == TJ_DOUBLE) add(buf, size, " %s=%a", f->arg_names[k], a->scalars[k].d);
+    if (f->kinds[k] == TJ_INT) vcache_text_add(buf, size, " %s=%" PRId64, f->arg_names[k], a->scalars[k].i);
+    else if (f->kinds[k] == TJ_DOUBLE) vcache_text_add(buf, size, " %s=%a", f->arg_names[k], a->scalars[k].d);
   for (int k = 0; k < a->n_guards; k++) {
     char e[256];
     uopc_error ignore;
     if (sym_expr_format(a->guards[k].diff, e, sizeof e, &ignore)) snprintf(e, sizeof e, "?");
-    add(buf, size, " (%s %s 0)=%d", e, tp_cmp_text(a->guards[k].op), a->guards[k].truth);
+    vcache_text_add(buf, size, " (%s %s 0)=%d", e, tp_cmp_text(a->guards[k].op), a->guards[k].truth);
   }
 }
 
@@ -330,15 +311,15 @@ static int artifact_key(const tj_function *f, vcache_variant *v, const tj_artifa
   p.graph_hash = ir_graph_hash(v->graph, v->outputs, f->opts.n_outputs);
   if (!p.graph_hash) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': no memory to hash the graph", f->label);
   for (int i = 0; i < v->spec.n_inputs; i++) {
-    add(dtypes, sizeof dtypes, "%s%s:%s", i ? " " : "", f->cache.names[i], uopc_dtype_name(v->spec.args[i].dtype));
-    add(layout, sizeof layout, "%s%s:%s", i ? " " : "", f->cache.names[i],
+    vcache_text_add(dtypes, sizeof dtypes, "%s%s:%s", i ? " " : "", f->cache.names[i], uopc_dtype_name(v->spec.args[i].dtype));
+    vcache_text_add(layout, sizeof layout, "%s%s:%s", i ? " " : "", f->cache.names[i],
         v->spec.args[i].strided ? "strided" : "contiguous");
   }
-  for (int o = 0; o < f->opts.n_outputs; o++) add(dtypes, sizeof dtypes, " out%d:%s", o, uopc_dtype_name(v->outputs[o]->dtype));
+  for (int o = 0; o < f->opts.n_outputs; o++) vcache_text_add(dtypes, sizeof dtypes, " out%d:%s", o, uopc_dtype_name(v->outputs[o]->dtype));
   constraints_text(f, v, a, constraints, sizeof constraints);
-  put_part(p.dtypes, dtypes);
-  put_part(p.layout, layout);
-  put_part(p.constraints, constraints);
+  vcache_key_part(p.dtypes, dtypes);
+  vcache_key_part(p.layout, layout);
+  vcache_key_part(p.constraints, constraints);
   return spec_key_compose(&p, &v->key, err);
 }
 

@@ -56,17 +56,6 @@ static uopc_tensor ramp(int64_t n, int sign) {
   return x;
 }
 
-static void assert_tensors_close(const uopc_tensor *got, const uopc_tensor *want, double tol, const char *what) {
-  if (got->rank != want->rank) fail_msg("%s: rank %d, expected %d", what, got->rank, want->rank);
-  for (int k = 0; k < got->rank; k++)
-    if (got->shape[k] != want->shape[k])
-      fail_msg("%s: axis %d is %lld, expected %lld", what, k, (long long)got->shape[k], (long long)want->shape[k]);
-  for (int64_t i = 0; i < uopc_tensor_numel(got); i++) {
-    double g = uopc_tensor_get(got, i), w = uopc_tensor_get(want, i);
-    if (!(fabs(g - w) <= tol * fmax(1, fabs(w)))) fail_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, w);
-  }
-}
-
 /* f on x = sign * ramp(n): the same value as the model run eagerly. */
 static void call_matches_eager(tp_compiled *f, tp_model m, void *user, int64_t n, int sign) {
   uopc_tensor x = ramp(n, sign), out[1] = {{0}}, eout[1] = {{0}};

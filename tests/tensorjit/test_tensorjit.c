@@ -129,17 +129,6 @@ static uopc_tensor ramp(int rank, const int64_t *shape) {
 static uopc_tensor vec(int64_t n) { return ramp(1, &n); }
 static uopc_tensor mat(int64_t a, int64_t b) { return ramp(2, (int64_t[]){a, b}); }
 
-static void assert_close(const uopc_tensor *got, const uopc_tensor *want, const char *what) {
-  if (got->rank != want->rank) fail_msg("%s: rank %d, expected %d", what, got->rank, want->rank);
-  for (int k = 0; k < got->rank; k++)
-    if (got->shape[k] != want->shape[k])
-      fail_msg("%s: axis %d is %lld, expected %lld", what, k, (long long)got->shape[k], (long long)want->shape[k]);
-  for (int64_t i = 0; i < uopc_tensor_numel(got); i++) {
-    double g = uopc_tensor_get(got, i), w = uopc_tensor_get(want, i);
-    if (!(fabs(g - w) <= 1e-5 * fmax(1, fabs(w)))) fail_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, w);
-  }
-}
-
 /* The model run in 23.4's eager mode on args (contiguous tensors). */
 static uopc_tensor eager(tj_model m, const tj_arg *args, int n) {
   tp_ctx *c = NULL;
@@ -166,7 +155,7 @@ static void call_ok(tj_function *f, tj_model m, const tj_arg *args, const tj_arg
   int rc = tj_call(f, args, n, out, &err);
   if (rc) fail_msg("%s: %s: %s", what, uopc_error_name(rc), err.message);
   uopc_tensor want = eager(m, ref ? ref : args, n);
-  assert_close(&out[0], &want, what);
+  assert_tensors_close(&out[0], &want, 1e-5, what);
   uopc_tensor_release(&out[0]);
   uopc_tensor_release(&want);
 }
@@ -529,7 +518,7 @@ static int limit_second_call(tj_function *f, uopc_tensor *out, uopc_error *err) 
     assert_uopc_ok(uopc_tensor_empty(&packed, UOPC_F32, 2, t.shape, err), *err);
     assert_uopc_ok(uopc_tensor_copy(&packed, &t, err), *err);
     uopc_tensor want = eager(affine, (tj_arg[]){tj_tensor(&packed)}, 1);
-    assert_close(&out[0], &want, "x^T run eagerly");
+    assert_tensors_close(&out[0], &want, 1e-5, "x^T run eagerly");
     uopc_tensor_release(&want), uopc_tensor_release(&packed);
   }
   uopc_tensor_release(&x), uopc_tensor_release(&base), uopc_tensor_release(&t);
