@@ -354,7 +354,10 @@ static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_err
 static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
   tj_function *f = ctx;
   uopc_error inner = {0};
-  int rc = exec_new(&v->exec, v->graph, v->outputs, f->opts.n_outputs, v->entry, &c->opts.program, &inner);
+  /* fused with the cost rule (a producer read by several consumers is stored once, long chains are
+   * cut) and its temporaries share space where their lifetimes allow: lower_fuse.c, lower_share.c */
+  int rc = exec_new_flags(&v->exec, v->graph, v->outputs, f->opts.n_outputs, v->entry, LOWER_FUSE, &c->opts.program,
+                          &inner);
   if (!rc) return vcache_plan_run(c, v, err);
   /* what the code generator cannot do (a lowering's limit, such as an index it cannot prove fits int64;
    * an op; the compiler), not memory or the cache */

@@ -2,6 +2,7 @@
  * every call's values against the same model run in 23.4's eager mode (the
  * core's interpreter) and the exact number of artifacts built. Models are
  * written here, so a guard's line is this file's. Chapter 23.7. */
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,15 @@ static int reset(void **state) {
 }
 
 /* ---- Models. */
+
+static int fan_out(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* t = exp(x): t*2, t+1, t.sum() */
+  (void)user;
+  tp_tensor *t = tp_exp(c, in[0].t);
+  out[0] = tp_mul(c, t, tp_scalar(c, 2));
+  out[1] = tp_add(c, t, tp_scalar(c, 1));
+  out[2] = tp_sum(c, t, 0u, 0);
+  return tp_status(c);
+}
 
 static int affine(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* 2x + 1 */
   (void)user;
@@ -204,6 +214,59 @@ static void assert_counts(const tj_function *f, int64_t built, int64_t hits, con
 static void explain(const tj_function *f, const tj_arg *args, char *buf, size_t size) {
   uopc_error err = {0};
   assert_uopc_ok(tj_explain(f, args, buf, size, &err), err);
+}
+
+/* ---- Fusion with a cost rule (the core's LOWER_FUSE, which tensorjit asks for). */
+
+/* The calls' artifacts as their generated C files in this suite's cache: the number of times
+ * needle stands in the kernel.c of the entries whose names begin with prefix. */
+static int count_in_sources(const char *prefix, const char *needle, int *entries) {
+  DIR *d = opendir(testutil_cache_dir);
+  int count = 0;
+  *entries = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+    char path[8192], text[1 << 16];
+    snprintf(path, sizeof path, "%s/%s/kernel.c", testutil_cache_dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    (*entries)++;
+    for (const char *at = text; (at = strstr(at, needle)); at += strlen(needle)) count++;
+  }
+  if (d) closedir(d);
+  return count;
+}
+
+/* exp(x) read by three consumers in three loop nests (t*2, t+1, t.sum()): stored once, in a
+ * temporary, and read by each, not computed in each (the core without LOWER_FUSE writes expf in
+ * every nest, and twice in the sum's blocked and tail loops: 4 calls). */
+static void test_tj_fuses_with_a_cost_rule_computing_a_shared_producer_once(void **state) {
+  (void)state;
+  tj_function *f = compile(fan_out, &(tj_options){.name = "fan_out", .n_outputs = 3});
+  const int64_t sizes[] = {5, 9, 33};
+  for (int k = 0; k < 3; k++) {
+    uopc_tensor x = vec(sizes[k]), out[3] = {{0}};
+    tj_arg args[1] = {tj_tensor(&x)};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(f, args, 1, out, &err), err);
+    double sum = 0;
+    for (int64_t i = 0; i < sizes[k]; i++) {
+      double t = exp((float)uopc_tensor_get(&x, i));
+      sum += t;
+      expect_close(uopc_tensor_get(&out[0], i), 2 * t, 1e-5 * (2 * t), "n = %lld: (t*2)[%lld]", (long long)sizes[k], (long long)i);
+      expect_close(uopc_tensor_get(&out[1], i), t + 1, 1e-5 * (t + 1), "n = %lld: (t+1)[%lld]", (long long)sizes[k], (long long)i);
+    }
+    expect_close(uopc_tensor_get(&out[2], 0), sum, 1e-5 * sum, "n = %lld: t.sum()", (long long)sizes[k]);
+    for (int o = 0; o < 3; o++) uopc_tensor_release(&out[o]);
+    uopc_tensor_release(&x);
+  }
+  assert_counts(f, 1, 2, "exp(x): t*2, t+1, t.sum() over n = 5, 9, 33");
+  int entries = 0, calls = count_in_sources("tj_fan_out", "expf(", &entries);
+  if (entries != 1 || calls != 1)
+    fail_msg("the fan-out's artifact: expected 1 entry with 1 expf( call, got %d entries with %d", entries, calls);
+  tj_free(f);
 }
 
 /* ---- One artifact across sizes. */
@@ -812,6 +875,7 @@ static void test_tj_explain_prints_artifacts_guards_and_rejections(void **state)
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_tj_pointwise_one_artifact_across_sizes, reset),
+      cmocka_unit_test_setup(test_tj_fuses_with_a_cost_rule_computing_a_shared_producer_once, reset),
       cmocka_unit_test_setup(test_tj_sum_last_axis_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_mean_first_axis_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_max_keepdims_reshape_and_numel_one_artifact_across_sizes, reset),
