@@ -6,9 +6,10 @@ A file's layer is what it calls: file A uses file B when A calls a function that
 static). The files of a folder should form layers, each using only those below it (README, "The
 stack"; labs/core/README.md): a circle (A uses B, B uses A, possibly through others) is a place
 where no file can be read, tested or replaced on its own. This reads C as text, which is enough
-for code written as this project's is (definitions start at column 0, one per line); it judges
-the files as given, so a lab's stubs stand for its student files (the reference's student
-functions call back into given code by design: the student writes the middle of a pipeline).
+for code written as this project's is (definitions start at column 0, one per line). It judges
+the given files only: a lab's student files (its manifest's list) are left out, since a student's
+function calls back into the given code that calls it by design (the student writes the middle
+of a pipeline), so the check holds in a student's tree as in the instructor's.
 Prints each circle and exits 1 when there is one.
 """
 import re
@@ -77,9 +78,23 @@ def folders():
     [d for d in (ROOT / "labs" / "tensorjit",) if d.is_dir()]
 
 
-def check(folder):
-  """The circles among folder's .c files (a lab's driver, main.c, is no layer of it)."""
-  files = [f for f in sorted(Path(folder).glob("*.c")) if f.name != "main.c"]
+def student_files(folder):
+  """The names of a lab folder's student files (its manifest's list): they are not layers of the
+  given code. In the instructor's tree they are stubs that call nothing; in a student's tree they
+  call back into the given code that calls them, by design."""
+  import json
+  for manifest in (ROOT / "harness" / "manifests").glob("*.json"):
+    data = json.loads(manifest.read_text())
+    if (ROOT / data.get("dir", "")).resolve() == Path(folder).resolve():
+      return set(data.get("student_files", []))
+  return set()
+
+
+def check(folder, students=None):
+  """The circles among folder's given .c files (a lab's driver, main.c, is no layer of it);
+  students: the names to leave out (default: the lab's student files, from its manifest)."""
+  skip = (student_files(folder) if students is None else set(students)) | {"main.c"}
+  files = [f for f in sorted(Path(folder).glob("*.c")) if f.name not in skip]
   return circles(uses(files))
 
 

@@ -45,6 +45,20 @@ class LayersToolTest(unittest.TestCase):
     self.assertEqual(layers.check(d), [])
 
 
+class StudentFilesTest(unittest.TestCase):
+  @unittest.skipUnless((ROOT / "solutions").is_dir(), "needs solutions/ (a student's tree holds their own store.c)")
+  def test_a_labs_student_files_are_not_layers_of_its_given_code(self):
+    # The reference's store.c calls stmt.c's mv_commit, and stmt.c's let calls mv_store: by design.
+    # In a tree holding it (a student's), the given files alone still have no circle.
+    lab = ROOT / "labs" / "23.3-mutation-views"
+    d = folder({p.name: p.read_text() for p in lab.glob("*.c")})
+    (d / "store.c").write_text((ROOT / "solutions" / lab.name / "store.c").read_text())
+    students = layers.student_files(lab)
+    self.assertIn("store.c", students)
+    self.assertEqual(layers.check(d, students=set()), [["stmt.c", "store.c"]])
+    self.assertEqual(layers.check(d, students=students), [])
+
+
 class TreeLayersTest(unittest.TestCase):
   def test_no_folder_of_this_tree_has_a_circle(self):
     for d in layers.folders():
