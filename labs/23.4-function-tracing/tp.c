@@ -368,6 +368,12 @@ static tp_int int_op(tp_ctx *c, tp_int a, tp_int b, int mul) {
 tp_int tp_int_add(tp_ctx *c, tp_int a, tp_int b) { return int_op(c, a, b, 0); }
 tp_int tp_int_mul(tp_ctx *c, tp_int a, tp_int b) { return int_op(c, a, b, 1); }
 
+/* ---- For tp_index.c: the same steps as the operations above. */
+
+const ir_node *tp_operand(tp_ctx *c, tp_tensor *x, tp_site at) { return operand(c, x, at); }
+tp_tensor *tp_made(tp_ctx *c, const ir_node *n, tp_tensor *x, tp_site at) { return made(c, n, x, NULL, NULL, at); }
+const sym_expr *tp_int_expr(tp_ctx *c, tp_int v) { return int_expr(c, v); }
+
 int tp_cmp_holds(int64_t v, tp_cmp op) {
   switch (op) {
   case TP_LT: return v < 0;

@@ -107,6 +107,48 @@ int tp_compare_at(tp_ctx *c, tp_int a, tp_cmp op, tp_int b, tp_site at);
 #define tp_lt(c, a, b) tp_compare_at((c), (a), TP_LT, (b), TP_HERE)
 #define tp_eq(c, a, b) tp_compare_at((c), (a), TP_EQ, (b), TP_HERE)
 
+/* ---- Size arithmetic and indexing (tp_index.c). Chapter 23.7, "Indexing". */
+
+/* Python's integer operations on sizes: // and % floor (the remainder has
+ * the divisor's sign), min and max. Under the tracer a symbolic divisor
+ * must be proved >= 1 from the dims' bounds. Errors (in c): UOPC_E_INVALID
+ * (a divisor of 0, or one that may be 0 or negative). */
+typedef enum tp_int_op { TP_INT_SUB, TP_INT_FLOORDIV, TP_INT_MOD, TP_INT_MIN, TP_INT_MAX } tp_int_op;
+tp_int tp_int_op_at(tp_ctx *c, tp_int_op op, tp_int a, tp_int b, tp_site at);
+#define tp_int_sub(c, a, b) tp_int_op_at((c), TP_INT_SUB, (a), (b), TP_HERE)
+#define tp_int_floordiv(c, a, b) tp_int_op_at((c), TP_INT_FLOORDIV, (a), (b), TP_HERE)
+#define tp_int_mod(c, a, b) tp_int_op_at((c), TP_INT_MOD, (a), (b), TP_HERE)
+#define tp_int_min(c, a, b) tp_int_op_at((c), TP_INT_MIN, (a), (b), TP_HERE)
+#define tp_int_max(c, a, b) tp_int_op_at((c), TP_INT_MAX, (a), (b), TP_HERE)
+#define tp_int_neg(c, a) tp_int_op_at((c), TP_INT_SUB, tp_int_const((c), 0), (a), TP_HERE)
+
+/* An omitted slice bound (Python's x[a:] or x[:b]). */
+#define TP_NONE ((tp_int){UOPC_SLICE_NONE, NULL})
+
+/* x[start:stop:step] along axis (negative: from the end), with Python's
+ * rules: a negative bound counts from the end, a bound past either end
+ * clamps, the result may be empty. Bounds are sizes (constants or
+ * expressions of sizes, such as cols // 2 or rows - 1) or TP_NONE. With
+ * constant bounds any nonzero step works; with a symbolic bound the step
+ * must be >= 1, the clamps are part of the index expression (one trace
+ * serves every size), and a bound whose sign the dims' bounds leave open is
+ * a guard (which end it counts from). The result reads x's elements; it
+ * is a view of them in a compiled function's output only where tensorjit
+ * says so. Errors (in c): UOPC_E_INVALID (axis, step 0, a step < 1 with a
+ * symbolic bound). */
+tp_tensor *tp_slice_at(tp_ctx *c, tp_tensor *x, int axis, tp_int start, tp_int stop, int64_t step, tp_site at);
+#define tp_slice(c, x, axis, start, stop, step) tp_slice_at((c), (x), (axis), (start), (stop), (step), TP_HERE)
+
+/* x[..., index, ...] along axis, dropping it (x[i] is axis 0): a negative
+ * index counts from the end. Under the tracer the index's validity is a
+ * guard of every call (index < size, and index >= 0), so a later call
+ * with an axis too short for it traces again and fails there, never reads
+ * outside x. Errors (in c): UOPC_E_INVALID (axis), UOPC_E_BOUNDS (the
+ * index outside the axis: the message names the index, the axis and its
+ * size). */
+tp_tensor *tp_select_at(tp_ctx *c, tp_tensor *x, int axis, tp_int index, tp_site at);
+#define tp_select(c, x, axis, index) tp_select_at((c), (x), (axis), (index), TP_HERE)
+
 /* ---- Reading data, and effects. */
 
 /* A tensor's single element as a double. Under the tracer this is a graph

@@ -83,6 +83,12 @@ int tp_fail(tp_ctx *c, tp_site at, int code, const char *fmt, ...) __attribute__
 /* Records err (a callee's) as the first error, at at. */
 int tp_fail_with(tp_ctx *c, tp_site at, const uopc_error *err);
 
+/* tp.c's steps for the operations of tp_index.c: x's node (NULL: an error
+ * in c), the handle of a node just built from x, a size's expression. */
+const ir_node *tp_operand(tp_ctx *c, tp_tensor *x, tp_site at);
+tp_tensor *tp_made(tp_ctx *c, const ir_node *n, tp_tensor *x, tp_site at);
+const sym_expr *tp_int_expr(tp_ctx *c, tp_int v);
+
 /* Appends a guard (tp_guard.c calls it). Errors: UOPC_E_NOMEM. */
 int tp_guard_add(tp_ctx *c, const sym_expr *diff, tp_cmp op, int truth, tp_site at);
 /* 1 when v op 0. */

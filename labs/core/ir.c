@@ -538,6 +538,36 @@ const ir_node *ir_slice_sym(ir_graph *g, const ir_node *x, int axis, const sym_e
   return slice_node(g, x, axis, start, sym_expr_const(a, step), simplified(g, length));
 }
 
+/* Clamps e into [0, n]: a position a slice may start or stop at. */
+static const sym_expr *clamp_position(sym_arena *a, const sym_expr *e, const sym_expr *n) {
+  return sym_expr_max(a, sym_expr_const(a, 0), sym_expr_min(a, e, n));
+}
+
+const ir_node *ir_slice_clamped(ir_graph *g, const ir_node *x, int axis, const sym_expr *start,
+                                const sym_expr *stop, int64_t step) {
+  if (!x || !check_axis(g, "slice", x, axis)) return NULL;
+  if (step < 1) return fail(g, UOPC_E_INVALID, "slice: symbolic bounds need a step >= 1, not %lld",
+                            (long long)step);
+  sym_arena *a = g->arena;
+  const sym_expr *n = x->shape[axis];
+  if ((start && !(start = simplified(g, start))) || (stop && !(stop = simplified(g, stop)))) return NULL;
+  const sym_expr *lo = start ? clamp_position(a, start, n) : sym_expr_const(a, 0);
+  const sym_expr *hi = stop ? clamp_position(a, stop, n) : n;
+  const sym_expr *length = sym_expr_max(a, sym_expr_const(a, 0),
+      sym_expr_floordiv(a, sym_expr_add(a, sym_expr_sub(a, hi, lo), sym_expr_const(a, step - 1)),
+                        sym_expr_const(a, step)));
+  return slice_node(g, x, axis, lo, sym_expr_const(a, step), simplified(g, length));
+}
+
+static const ir_node *select_node(ir_graph *g, const ir_node *x, int axis, const sym_expr *index) {
+  const sym_expr *shape[UOPC_MAX_RANK];
+  for (int k = 0, j = 0; k < x->rank; k++)
+    if (k != axis) shape[j++] = x->shape[k];
+  ir_node *n = (ir_node *)moved(g, IR_SELECT, x, x->rank - 1, shape);
+  if (n) { n->axis = axis; n->index = index; }
+  return n;
+}
+
 const ir_node *ir_select(ir_graph *g, const ir_node *x, int axis, const sym_expr *index) {
   if (!x || !check_axis(g, "select", x, axis)) return NULL;
   index = simplified(g, index);
@@ -545,12 +575,18 @@ const ir_node *ir_select(ir_graph *g, const ir_node *x, int axis, const sym_expr
   if (index->kind == SYM_CONST && index->value < 0)
     index = simplified(g, sym_expr_add(g->arena, x->shape[axis], index));
   if (!index || !require_within(g, "select index", index, x->shape[axis], 1, x, axis)) return NULL;
-  const sym_expr *shape[UOPC_MAX_RANK];
-  for (int k = 0, j = 0; k < x->rank; k++)
-    if (k != axis) shape[j++] = x->shape[k];
-  ir_node *n = (ir_node *)moved(g, IR_SELECT, x, x->rank - 1, shape);
-  if (n) { n->axis = axis; n->index = index; }
-  return n;
+  return select_node(g, x, axis, index);
+}
+
+const ir_node *ir_select_clamped(ir_graph *g, const ir_node *x, int axis, const sym_expr *index) {
+  if (!x || !check_axis(g, "select", x, axis)) return NULL;
+  sym_arena *a = g->arena;
+  const sym_expr *last = sym_expr_sub(a, x->shape[axis], sym_expr_const(a, 1));
+  if (!(index = simplified(g, index))) return NULL;
+  /* inside [0, n - 1] by construction (for n >= 1), which interval arithmetic cannot see through the
+   * min and max, so the node is made here rather than by ir_select's proof */
+  index = simplified(g, sym_expr_max(a, sym_expr_const(a, 0), sym_expr_min(a, index, last)));
+  return index ? select_node(g, x, axis, index) : NULL;
 }
 
 /* ---- Functional stores (lab 23.3). */

@@ -118,9 +118,26 @@ const ir_node *ir_slice(ir_graph *g, const ir_node *x, int axis, int64_t start, 
  * Errors: UOPC_E_BOUNDS (not proved: names the bound and the extent). */
 const ir_node *ir_slice_sym(ir_graph *g, const ir_node *x, int axis, const sym_expr *start,
                             const sym_expr *stop, int64_t step);
+/* x[start:stop:step] with each bound (NULL: omitted) clamped into
+ * [0, extent] by the index expression itself (min/max that the simplifier
+ * removes where the dims' bounds decide them), step >= 1 a constant: one
+ * graph serves every size, an empty result included, and no binding reads
+ * outside x. A bound's sign regime (Python counts a negative one from the
+ * end) is the caller's: pass extent + v for a negative v (the tracer guards
+ * the sign when the bounds leave it open). Errors: UOPC_E_INVALID (axis,
+ * step < 1). Chapter 23.7, "Indexing". */
+const ir_node *ir_slice_clamped(ir_graph *g, const ir_node *x, int axis, const sym_expr *start,
+                                const sym_expr *stop, int64_t step);
 /* x[..., index, ...], dropping axis; a negative constant counts from the end.
  * Errors: UOPC_E_BOUNDS (index not provably inside [0, extent)). */
 const ir_node *ir_select(ir_graph *g, const ir_node *x, int axis, const sym_expr *index);
+/* x[..., index, ...] with index clamped into [0, extent - 1]: whether the
+ * index is inside the axis is a guard the caller checks per call (the
+ * tracer records it, and it also excludes an empty axis); the clamp keeps
+ * a read inside x for every binding with a nonempty axis, so a guard the
+ * caller got wrong gives a wrong element, never a read outside x. The
+ * simplifier removes the clamp where the dims' bounds decide it. */
+const ir_node *ir_select_clamped(ir_graph *g, const ir_node *x, int axis, const sym_expr *index);
 
 /* The functional form of `base[view] = y` (lab 23.3): base, the view's
  * source, with the elements the view reaches replaced by y's. view is a

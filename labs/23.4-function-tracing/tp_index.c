@@ -1,0 +1,113 @@
+/* tp_index.c: size arithmetic, slices and selects (given code, lab 23.4;
+ * tensorjit's indexing, section 23.7).
+ * A slice never needs a guard for its length: the bounds are clamped inside
+ * the index expression (min and max that the simplifier removes where the
+ * dims' bounds decide them), so one trace serves a 9-column and a 0-column
+ * input alike. Two things are guards: which end a symbolic bound counts
+ * from (Python reads a negative one from the end, and that changes the
+ * expression, not only its value), and whether a select's index is inside
+ * its axis (an index outside is an error, not a clamp: x[3] of 3 rows must
+ * fail, where x[3:] of 3 rows is empty). Chapter 23.7, "Indexing". */
+#include "tp_internal.h"
+
+/* ---- Size arithmetic. */
+
+static int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+static const char *const op_name[] = {"-", "//", "%", "min", "max"};
+
+/* The op's value in this call; 0 after an error in c. */
+static int64_t value_of(tp_ctx *c, tp_int_op op, int64_t a, int64_t b, tp_site at) {
+  int64_t r = 0;
+  switch (op) {
+  case TP_INT_SUB:
+    if (__builtin_sub_overflow(a, b, &r)) tp_fail(c, at, UOPC_E_INVALID, "size arithmetic overflows: %lld - %lld", (long long)a, (long long)b);
+    return r;
+  case TP_INT_FLOORDIV:
+  case TP_INT_MOD:
+    if (b == 0) return tp_fail(c, at, UOPC_E_INVALID, "integer %s by zero", op == TP_INT_MOD ? "modulo" : "division"), 0;
+    if (b == -1 && a == INT64_MIN) return tp_fail(c, at, UOPC_E_INVALID, "size arithmetic overflows: %lld // -1", (long long)a), 0;
+    return op == TP_INT_FLOORDIV ? floordiv(a, b) : a - b * floordiv(a, b);
+  case TP_INT_MIN: return a < b ? a : b;
+  case TP_INT_MAX: return a > b ? a : b;
+  }
+  return 0;
+}
+
+tp_int tp_int_op_at(tp_ctx *c, tp_int_op op, tp_int a, tp_int b, tp_site at) {
+  tp_int r = {0, NULL};
+  if (!c || c->error.code) return r;
+  if ((unsigned)op > TP_INT_MAX) return tp_fail(c, at, UOPC_E_INVALID, "size operation %d", (int)op), r;
+  r.value = value_of(c, op, a.value, b.value, at);
+  if (c->error.code || c->mode != TP_TRACE || (!a.expr && !b.expr)) return r;
+  sym_arena *ar = ir_graph_arena(c->g);
+  const sym_expr *x = tp_int_expr(c, a), *y = tp_int_expr(c, b), *e = NULL;
+  uopc_error err = {0};
+  if (op == TP_INT_FLOORDIV || op == TP_INT_MOD) {   /* the expression's rules hold for a positive divisor */
+    sym_interval iv;
+    if (sym_expr_interval(y, &iv, &err)) return tp_fail_with(c, at, &err), r;
+    if (iv.lo < 1) {
+      char yt[128] = "?";
+      sym_expr_format(y, yt, sizeof yt, NULL);
+      return tp_fail(c, at, UOPC_E_INVALID, "size %s by %s, which may be %lld: a traced divisor must be >= 1 for"
+                     " every size its dims allow", op_name[op], yt, (long long)iv.lo), r;
+    }
+  }
+  const sym_expr *raw = op == TP_INT_SUB ? sym_expr_sub(ar, x, y) : op == TP_INT_FLOORDIV ? sym_expr_floordiv(ar, x, y)
+                        : op == TP_INT_MOD ? sym_expr_mod(ar, x, y) : op == TP_INT_MIN ? sym_expr_min(ar, x, y)
+                        : sym_expr_max(ar, x, y);
+  if (sym_expr_simplify(ar, raw, &e, &err)) return tp_fail_with(c, at, &err), r;
+  r.expr = e;
+  return r;
+}
+
+/* ---- Indexing. */
+
+/* axis counted from the end when negative; -1 (an error in c) outside x. */
+static int axis_of(tp_ctx *c, const ir_node *x, int axis, const char *what, tp_site at) {
+  int k = axis < 0 ? axis + x->rank : axis;
+  if (k >= 0 && k < x->rank) return k;
+  tp_fail(c, at, UOPC_E_INVALID, "%s of axis %d of a rank-%d tensor", what, axis, x->rank);
+  return -1;
+}
+
+/* Where bound v of an axis of size n is, before the clamp: v, or n + v for a
+ * negative v (whose sign is a guard when the dims' bounds leave it open);
+ * NULL for TP_NONE or after an error in c. */
+static const sym_expr *position(tp_ctx *c, tp_int v, tp_int n, tp_site at) {
+  if (!v.expr && v.value == UOPC_SLICE_NONE) return NULL;
+  int from_start = tp_compare_at(c, v, TP_GE, tp_int_const(c, 0), at);
+  if (c->error.code) return NULL;
+  return tp_int_expr(c, from_start ? v : tp_int_add(c, n, v));
+}
+
+tp_tensor *tp_slice_at(tp_ctx *c, tp_tensor *x, int axis, tp_int start, tp_int stop, int64_t step, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  int k = a ? axis_of(c, a, axis, "slice", at) : -1;
+  if (k < 0) return NULL;
+  if (step == 0) return tp_fail(c, at, UOPC_E_INVALID, "slice step cannot be zero"), NULL;
+  if (!start.expr && !stop.expr) return tp_made(c, ir_slice(c->g, a, k, start.value, stop.value, step), x, at);
+  if (step < 1)
+    return tp_fail(c, at, UOPC_E_INVALID, "slice step %lld with a symbolic bound: such a slice needs a step >= 1"
+                   " (a negative step needs constant bounds)", (long long)step), NULL;
+  tp_int n = tp_size_at(c, x, k, at);
+  const sym_expr *lo = position(c, start, n, at), *hi = position(c, stop, n, at);
+  return c->error.code ? NULL : tp_made(c, ir_slice_clamped(c->g, a, k, lo, hi, step), x, at);
+}
+
+tp_tensor *tp_select_at(tp_ctx *c, tp_tensor *x, int axis, tp_int index, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  int k = a ? axis_of(c, a, axis, "select", at) : -1;
+  if (k < 0) return NULL;
+  tp_int n = tp_size_at(c, x, k, at), zero = tp_int_const(c, 0), i = index;
+  if (!tp_compare_at(c, i, TP_GE, zero, at)) i = tp_int_add(c, n, i);   /* counts from the end */
+  int inside = tp_compare_at(c, i, TP_GE, zero, at) && tp_compare_at(c, i, TP_LT, n, at);
+  if (c->error.code) return NULL;
+  if (!inside)
+    return tp_fail(c, at, UOPC_E_BOUNDS, "index %lld is out of bounds for axis %d with size %lld",
+                   (long long)index.value, k, (long long)n.value), NULL;
+  const sym_expr *e = tp_int_expr(c, i);
+  return tp_made(c, c->mode == TP_TRACE ? ir_select_clamped(c->g, a, k, e) : ir_select(c->g, a, k, e), x, at);
+}

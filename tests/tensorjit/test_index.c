@@ -1,0 +1,382 @@
+/* test_index.c: tensorjit's indexing (section 23.7, "Indexing"): slices whose
+ * bounds are constants, negative or size expressions, selects whose index
+ * validity is a guard of every call, and the tracer's size arithmetic. Each
+ * call's values are checked against the runtime's own views
+ * (uopc_tensor_slice and uopc_tensor_select, Python's rules written
+ * independently of the IR), over size sweeps that reach 1 and 0, with the
+ * exact number of artifacts built. Under SAN=1 AddressSanitizer also checks
+ * that no size of a sweep reads outside a tensor. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include "tensorjit.h"
+#include "testutil.h"
+
+static int setup(void **state) { return testutil_fresh_cache(state); }
+static int teardown(void **state) { return testutil_remove_cache(state); }
+static int reset(void **state) {
+  (void)state;
+  uopc_counters_reset();
+  return 0;
+}
+
+/* ---- Slices: one model, the slice along the last axis given by the case. */
+
+typedef enum bound_kind { NONE, CONST, HALF, MINUS } bound_kind;   /* HALF: cols // 2; MINUS: cols - v */
+
+typedef struct slice_case {
+  const char *text;   /* as Python writes it */
+  bound_kind start_kind, stop_kind;
+  int64_t start, stop, step;
+  int artifacts;      /* over the sweep below, specialize_01 off */
+} slice_case;
+
+static const slice_case slices[] = {
+    {"x[:, 1::2]", CONST, NONE, 1, 0, 2, 1},
+    {"x[:, -2:]", CONST, NONE, -2, 0, 1, 1},
+    {"x[:, -6:-2:2]", CONST, CONST, -6, -2, 2, 1},
+    {"x[:, 2:6]", CONST, CONST, 2, 6, 1, 1},
+    {"x[:, ::-1]", NONE, NONE, 0, 0, -1, 1},
+    {"x[:, cols//2:]", HALF, NONE, 0, 0, 1, 1},
+    {"x[:, 1:cols+3:3]", CONST, MINUS, 1, -3, 3, 1},
+    /* cols - 1 is -1 at cols 0: Python counts it from the end, another expression (a guard) */
+    {"x[:, :cols-1]", NONE, MINUS, 0, 1, 1, 2},
+};
+
+static tp_int bound(tp_ctx *c, bound_kind kind, int64_t v, tp_int cols) {
+  switch (kind) {
+  case NONE: return TP_NONE;
+  case CONST: return tp_int_const(c, v);
+  case HALF: return tp_int_floordiv(c, cols, tp_int_const(c, 2));
+  case MINUS: return tp_int_sub(c, cols, tp_int_const(c, v));
+  }
+  return TP_NONE;
+}
+
+static int64_t bound_value(bound_kind kind, int64_t v, int64_t cols) {
+  return kind == NONE ? UOPC_SLICE_NONE : kind == CONST ? v : kind == HALF ? cols / 2 : cols - v;
+}
+
+static int slice_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  const slice_case *s = user;
+  tp_int cols = tp_size(c, in[0].t, 1);
+  out[0] = tp_slice(c, in[0].t, -1, bound(c, s->start_kind, s->start, cols), bound(c, s->stop_kind, s->stop, cols),
+                    s->step);
+  return tp_status(c);
+}
+
+/* ---- Helpers. */
+
+/* A new f32 tensor of shape, element i = i + 1 (so a wrong element shows by its value). */
+static uopc_tensor counting(int rank, const int64_t *shape) {
+  uopc_tensor x;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, rank, shape, &err), err);
+  for (int64_t i = 0; i < uopc_tensor_numel(&x); i++) uopc_tensor_set(&x, i, (double)(i + 1));
+  return x;
+}
+
+/* (rows, cols), contiguous or (transposed) a transpose of a contiguous (cols, rows). */
+static uopc_tensor matrix(int64_t rows, int64_t cols, int transposed) {
+  if (!transposed) return counting(2, (int64_t[]){rows, cols});
+  uopc_tensor base = counting(2, (int64_t[]){cols, rows}), t;
+  uopc_error err = {0};
+  assert_uopc_ok(uopc_tensor_transpose(&t, &base, 0, 1, &err), err);
+  uopc_tensor_release(&base);
+  return t;
+}
+
+/* got equals want element for element, with shapes equal. */
+static void expect_same(const uopc_tensor *got, const uopc_tensor *want, const char *what) {
+  if (got->rank != want->rank) fail_msg("%s: rank %d, expected %d", what, got->rank, want->rank);
+  for (int k = 0; k < got->rank; k++)
+    if (got->shape[k] != want->shape[k])
+      fail_msg("%s: axis %d is %lld long, expected %lld", what, k, (long long)got->shape[k], (long long)want->shape[k]);
+  for (int64_t i = 0; i < uopc_tensor_numel(want); i++)
+    if (uopc_tensor_get(got, i) != uopc_tensor_get(want, i))
+      fail_msg("%s: element %lld is %g, expected %g", what, (long long)i, uopc_tensor_get(got, i), uopc_tensor_get(want, i));
+}
+
+static tj_function *compile(tj_model m, void *user, const tj_options *o) {
+  tj_function *f = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(tj_compile(&f, m, user, o, &err), err);
+  return f;
+}
+
+static void expect_built(const tj_function *f, int64_t built, const char *what) {
+  tj_counts s = tj_stats(f);
+  if (s.artifacts_built != built) fail_msg("%s: %lld artifacts built, expected %lld", what, (long long)s.artifacts_built, (long long)built);
+}
+
+/* f on x gives out[0]; fails the test with the error otherwise. */
+static uopc_tensor call(tj_function *f, const uopc_tensor *x, const char *what) {
+  uopc_tensor out[1] = {{0}};
+  uopc_error err = {0};
+  int rc = tj_call(f, (tj_arg[]){tj_tensor(x)}, 1, out, &err);
+  if (rc) fail_msg("%s: %s: %s", what, uopc_error_name(rc), err.message);
+  return out[0];
+}
+
+static const int64_t sweep[][2] = {{3, 9}, {5, 4}, {2, 3}, {4, 2}, {3, 1}, {2, 0}};   /* (rows, cols) */
+#define SWEEP ((int)(sizeof sweep / sizeof sweep[0]))
+
+/* Every case over the sweep, one compiled function each. */
+static void sweep_slices(const tj_options *o, int transposed) {
+  for (size_t s = 0; s < sizeof slices / sizeof slices[0]; s++) {
+    const slice_case *sc = &slices[s];
+    tj_function *f = compile(slice_model, (void *)sc, o);
+    for (int k = 0; k < SWEEP; k++) {
+      int64_t rows = sweep[k][0], cols = sweep[k][1];
+      uopc_tensor x = matrix(rows, cols, transposed), want;
+      uopc_error err = {0};
+      char what[96];
+      snprintf(what, sizeof what, "%s on (%lld, %lld)%s", sc->text, (long long)rows, (long long)cols,
+               transposed ? " transposed" : "");
+      assert_uopc_ok(uopc_tensor_slice(&want, &x, 1, bound_value(sc->start_kind, sc->start, cols),
+                                       bound_value(sc->stop_kind, sc->stop, cols), sc->step, &err), err);
+      uopc_tensor got = call(f, &x, what);
+      expect_same(&got, &want, what);
+      uopc_tensor_release(&got), uopc_tensor_release(&want), uopc_tensor_release(&x);
+    }
+    expect_built(f, o && o->specialize_01 == TJ_OFF ? sc->artifacts : 3, sc->text);   /* by default: cols >= 2, 1, 0 */
+    tj_free(f);
+  }
+}
+
+/* ---- Slices. */
+
+/* Constant, negative and size-expression bounds, clamped by the index expression: one artifact
+ * serves 9 columns, 4 (where 2:6 is clamped at the end), and 3, 2, 1 and 0 (empty results). */
+static void test_tj_slices_clamp_in_the_index_expression_one_artifact_down_to_empty(void **state) {
+  (void)state;
+  sweep_slices(&(tj_options){.specialize_01 = TJ_OFF}, 0);
+}
+
+/* By default sizes 0 and 1 are specialised: two artifacts more, and the same values. */
+static void test_tj_slices_with_sizes_0_and_1_specialised(void **state) {
+  (void)state;
+  sweep_slices(NULL, 0);
+}
+
+/* A transposed input is read through its strides: the same values, one artifact per case. */
+static void test_tj_slices_of_a_transposed_input(void **state) {
+  (void)state;
+  sweep_slices(&(tj_options){.specialize_01 = TJ_OFF}, 1);
+}
+
+static const slice_case zero_step = {"x[:, ::0]", NONE, NONE, 0, 0, 0, 0};
+static const slice_case symbolic_negative_step = {"x[:, cols//2::-1]", HALF, NONE, 0, 0, -1, 0};
+
+static void test_tj_slice_step_0_and_a_negative_step_with_a_symbolic_bound_are_refused(void **state) {
+  (void)state;
+  const slice_case *cases[] = {&zero_step, &symbolic_negative_step};
+  const char *words[] = {"slice step cannot be zero", "needs a step >= 1"};
+  for (int k = 0; k < 2; k++) {
+    tj_function *f = compile(slice_model, (void *)cases[k], NULL);
+    uopc_tensor x = matrix(3, 8, 0), out[1] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_INVALID, err);
+    assert_contains(err.message, words[k]);
+    assert_contains(err.message, "test_index.c:");   /* the model's line */
+    expect_built(f, 0, cases[k]->text);
+    uopc_tensor_release(&x);
+    tj_free(f);
+  }
+}
+
+/* ---- Selects. */
+
+typedef enum index_kind { FIXED, LAST_BY_SIZE } index_kind;   /* LAST_BY_SIZE: x[rows - 1] */
+
+typedef struct select_case {
+  const char *text;
+  int axis;
+  index_kind kind;
+  int64_t index;
+} select_case;
+
+static int select_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  const select_case *s = user;
+  tp_int i = s->kind == FIXED ? tp_int_const(c, s->index) : tp_int_sub(c, tp_size(c, in[0].t, s->axis), tp_int_const(c, 1));
+  out[0] = tp_select(c, in[0].t, s->axis, i);
+  return tp_status(c);
+}
+
+/* f on x against uopc_tensor_select(x, axis, index). */
+static void select_ok(tj_function *f, const select_case *s, int64_t rows, int64_t cols, int transposed) {
+  uopc_tensor x = matrix(rows, cols, transposed), want;
+  uopc_error err = {0};
+  char what[96];
+  int axis = s->axis < 0 ? s->axis + 2 : s->axis;
+  int64_t index = s->kind == FIXED ? s->index : (axis ? cols : rows) - 1;
+  snprintf(what, sizeof what, "%s on (%lld, %lld)%s", s->text, (long long)rows, (long long)cols, transposed ? " transposed" : "");
+  assert_uopc_ok(uopc_tensor_select(&want, &x, axis, index, &err), err);
+  uopc_tensor got = call(f, &x, what);
+  expect_same(&got, &want, what);
+  uopc_tensor_release(&got), uopc_tensor_release(&want), uopc_tensor_release(&x);
+}
+
+static const select_case row3 = {"x[3]", 0, FIXED, 3};
+
+/* x[3] on 5 and 7 rows: one artifact, its dim narrowed to rows >= 4; on 3 rows the guard fails,
+ * the trace runs again and stops at the index, naming it, the axis and its size; 6 rows hit. */
+static void test_tj_select_index_validity_is_a_guard_then_an_error(void **state) {
+  (void)state;
+  tj_function *f = compile(select_model, (void *)&row3, NULL);
+  select_ok(f, &row3, 5, 4, 0), select_ok(f, &row3, 7, 4, 0);
+  expect_built(f, 1, "x[3] on 5 and 7 rows");
+  uopc_tensor x = matrix(3, 4, 0), out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_BOUNDS, err);
+  assert_contains(err.message, "index 3 is out of bounds for axis 0 with size 3");
+  assert_contains(err.message, "test_index.c:");
+  select_ok(f, &row3, 6, 2, 0);
+  expect_built(f, 1, "x[3] on 5, 7, (3: an error) and 6 rows");
+  assert_int_equal(tj_stats(f).artifact_hits, 2);
+  char text[4096];
+  assert_uopc_ok(tj_explain(f, NULL, text, sizeof text, &err), err);
+  assert_contains(text, "a0_0 = a0.shape[0] in [4, 16777216]\n");   /* the guard became the dim's bounds */
+  uopc_tensor_release(&x);
+  tj_free(f);
+}
+
+static const select_case last_row = {"x[-1]", 0, FIXED, -1};
+static const select_case last_row_by_size = {"x[rows - 1]", 0, LAST_BY_SIZE, 0};
+static const select_case last_col = {"x.select(-1, -1)", -1, FIXED, -1};
+
+/* x[-1], x[rows - 1] and x.select(-1, -1): the index is inside every axis of 2 or more elements
+ * (the dims' bounds decide it), so no guard and one artifact; a transposed input is another. */
+static void test_tj_select_from_the_end_needs_no_guard(void **state) {
+  (void)state;
+  const select_case *cases[] = {&last_row, &last_row_by_size, &last_col};
+  for (int k = 0; k < 3; k++) {
+    tj_function *f = compile(select_model, (void *)cases[k], NULL);
+    select_ok(f, cases[k], 5, 3, 0), select_ok(f, cases[k], 7, 6, 0), select_ok(f, cases[k], 2, 2, 0);
+    expect_built(f, 1, cases[k]->text);
+    select_ok(f, cases[k], 4, 5, 1), select_ok(f, cases[k], 3, 9, 1);
+    expect_built(f, 2, cases[k]->text);
+    tj_free(f);
+  }
+}
+
+/* With specialize_01 off an axis may be empty: x[-1] of 0 rows is an index error, before
+ * anything reads, and x[-1] of 1 row is row 0. */
+static void test_tj_select_of_an_empty_axis_is_an_error(void **state) {
+  (void)state;
+  tj_function *f = compile(select_model, (void *)&last_row, &(tj_options){.specialize_01 = TJ_OFF});
+  select_ok(f, &last_row, 4, 3, 0), select_ok(f, &last_row, 1, 3, 0);
+  uopc_tensor x = matrix(0, 3, 0), out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_BOUNDS, err);
+  assert_contains(err.message, "index -1 is out of bounds for axis 0 with size 0");
+  uopc_tensor_release(&x);
+  tj_free(f);
+}
+
+/* ---- Size arithmetic: Python's // and % (floor, the remainder with the divisor's sign), min,
+ * max and negation, as an i64 output, one artifact across sizes. */
+
+static int size_arith(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_int r = tp_size(c, in[0].t, 0), k = tp_size(c, in[0].t, 1), three = tp_int_const(c, 3);
+  tp_int a = tp_int_floordiv(c, tp_int_sub(c, r, tp_int_const(c, 7)), three);   /* (rows - 7) // 3 */
+  tp_int b = tp_int_mod(c, tp_int_sub(c, k, tp_int_const(c, 5)), three);        /* (cols - 5) % 3 */
+  tp_int m = tp_int_sub(c, tp_int_max(c, r, k), tp_int_min(c, r, k));
+  tp_int q = tp_int_floordiv(c, r, k);                                           /* a traced divisor >= 2 */
+  tp_int v = tp_int_add(c, tp_int_add(c, tp_int_mul(c, a, tp_int_const(c, 1000)), tp_int_mul(c, b, tp_int_const(c, 100))),
+                        tp_int_add(c, tp_int_mul(c, m, tp_int_const(c, 10)), tp_int_neg(c, q)));
+  out[0] = tp_from_int_at(c, v, UOPC_I64, TP_HERE);
+  return tp_status(c);
+}
+
+static int64_t py_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q; }
+static int64_t py_mod(int64_t a, int64_t b) { return a - b * py_floordiv(a, b); }
+
+static void test_tj_size_arithmetic_floors_like_python_one_artifact(void **state) {
+  (void)state;
+  tj_function *f = compile(size_arith, NULL, NULL);
+  const int64_t shapes[][2] = {{3, 2}, {10, 4}, {2, 9}, {17, 3}};
+  for (int k = 0; k < 4; k++) {
+    int64_t r = shapes[k][0], c = shapes[k][1];
+    int64_t want = py_floordiv(r - 7, 3) * 1000 + py_mod(c - 5, 3) * 100 + ((r > c ? r : c) - (r < c ? r : c)) * 10
+                   - py_floordiv(r, c);
+    uopc_tensor x = matrix(r, c, 0);
+    char what[64];
+    snprintf(what, sizeof what, "sizes of (%lld, %lld)", (long long)r, (long long)c);
+    uopc_tensor got = call(f, &x, what);
+    if ((int64_t)uopc_tensor_get(&got, 0) != want)
+      fail_msg("%s: %lld, expected %lld", what, (long long)uopc_tensor_get(&got, 0), (long long)want);
+    uopc_tensor_release(&got), uopc_tensor_release(&x);
+  }
+  expect_built(f, 1, "size arithmetic over 4 shapes");
+  tj_free(f);
+}
+
+static int divide_by_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* cols // rows */
+  (void)user;
+  tp_int q = tp_int_floordiv(c, tp_size(c, in[0].t, 1), tp_size(c, in[0].t, 0));
+  out[0] = tp_from_int_at(c, q, UOPC_I64, TP_HERE);
+  return tp_status(c);
+}
+
+/* With specialize_01 off, rows may be 0 for other sizes: a traced divisor must be >= 1 for all. */
+static void test_tj_size_division_by_a_dim_that_may_be_0_is_refused(void **state) {
+  (void)state;
+  tj_function *f = compile(divide_by_rows, NULL, &(tj_options){.specialize_01 = TJ_OFF});
+  uopc_tensor x = matrix(3, 8, 0), out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "a traced divisor must be >= 1");
+  uopc_tensor_release(&x);
+  tj_free(f);
+  f = compile(divide_by_rows, NULL, NULL);   /* by default rows >= 2 in the symbolic artifact */
+  x = matrix(3, 8, 0);
+  uopc_tensor got = call(f, &x, "8 // 3");
+  assert_int_equal((int64_t)uopc_tensor_get(&got, 0), 2);
+  uopc_tensor_release(&got), uopc_tensor_release(&x);
+  tj_free(f);
+}
+
+/* ---- Eager mode (23.4's tp_ API without a trace): the same rules, the same messages. */
+
+static void test_tp_slice_and_select_in_eager_mode(void **state) {
+  (void)state;
+  tp_ctx *c = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(tp_ctx_new_eager(&c, &err), err);
+  uopc_tensor x = matrix(4, 7, 0), want;
+  tp_tensor *h = tp_wrap(c, &x);
+  tp_tensor *s = tp_slice(c, h, 1, tp_int_const(c, -6), tp_int_const(c, -2), 2);
+  assert_uopc_ok(uopc_tensor_slice(&want, &x, 1, -6, -2, 2, &err), err);
+  expect_same(tp_value(s), &want, "eager x[:, -6:-2:2]");
+  uopc_tensor_release(&want);
+  tp_tensor *r = tp_select(c, h, 0, tp_int_const(c, -1));
+  assert_uopc_ok(uopc_tensor_select(&want, &x, 0, -1, &err), err);
+  expect_same(tp_value(r), &want, "eager x[-1]");
+  uopc_tensor_release(&want);
+  assert_null(tp_select(c, h, 0, tp_int_const(c, 4)));
+  assert_int_equal(tp_status(c), UOPC_E_BOUNDS);
+  assert_contains(tp_error(c)->message, "index 4 is out of bounds for axis 0 with size 4");
+  tp_ctx_free(c);
+  uopc_tensor_release(&x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_tj_slices_clamp_in_the_index_expression_one_artifact_down_to_empty, reset),
+      cmocka_unit_test_setup(test_tj_slices_with_sizes_0_and_1_specialised, reset),
+      cmocka_unit_test_setup(test_tj_slices_of_a_transposed_input, reset),
+      cmocka_unit_test_setup(test_tj_slice_step_0_and_a_negative_step_with_a_symbolic_bound_are_refused, reset),
+      cmocka_unit_test_setup(test_tj_select_index_validity_is_a_guard_then_an_error, reset),
+      cmocka_unit_test_setup(test_tj_select_from_the_end_needs_no_guard, reset),
+      cmocka_unit_test_setup(test_tj_select_of_an_empty_axis_is_an_error, reset),
+      cmocka_unit_test_setup(test_tj_size_arithmetic_floors_like_python_one_artifact, reset),
+      cmocka_unit_test_setup(test_tj_size_division_by_a_dim_that_may_be_0_is_refused, reset),
+      cmocka_unit_test_setup(test_tp_slice_and_select_in_eager_mode, reset),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
