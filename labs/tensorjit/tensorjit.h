@@ -96,8 +96,13 @@ void tj_free(tj_function *f);
 
 /* ---- Calls. */
 
-/* Runs f on args: outs[0 .. n_outputs) receive new contiguous tensors (the
- * caller releases them), written only on success. Errors, with nothing run
+/* Runs f on args: outs[0 .. n_outputs) receive tensors the caller releases,
+ * written only on success. An output that only moves an input's elements
+ * (slices, selects, permutes and expands of it) is a view sharing that
+ * input's storage, its strides and offset computed for this call (a write
+ * through it is a write of the input); every other output is a new
+ * contiguous tensor, as is every output of a run past the limit in eager
+ * mode (TJ_LIMIT_EAGER: 23.4's eager mode computes). Errors, with nothing run
  * and no output written: UOPC_E_INVALID (count, kind, a NULL tensor, rank),
  * UOPC_E_DTYPE, UOPC_E_BOUNDS (an extent past 2^24), each naming the argument;
  * UOPC_E_LIMIT (max_variants artifacts, none of whose guards hold, and

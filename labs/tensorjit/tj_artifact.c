@@ -337,6 +337,7 @@ int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_ar
   tp_capture_fini(&cap);
   for (int k = 0; k < f->n_args; k++) a->scalars[k] = f->cur.args[k], a->scalars[k].tensor = NULL;   /* borrowed */
   rc = vcache_spec_guards(c, &v->spec, v->outputs, &v->guards, err);
+  if (!rc) rc = tj_view_plan(a, v, f->opts.n_outputs, err);
   if (!rc) rc = artifact_key(f, v, a, err);
   if (rc) return rc;
   char entry[sizeof v->entry - 8];
@@ -351,13 +352,23 @@ static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_err
 
 /* ---- Compiling and running. */
 
+/* The outputs of v that a kernel computes (not views), in order; their count. */
+static int computed_outputs(const tj_function *f, const tj_artifact *a, const vcache_variant *v, const ir_node **out) {
+  int n = 0;
+  for (int k = 0; k < f->opts.n_outputs; k++)
+    if (a->view_of[k] < 0) out[n++] = v->outputs[k];
+  return n;
+}
+
 static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
   tj_function *f = ctx;
   uopc_error inner = {0};
+  const ir_node *computed[TJ_MAX_OUTPUTS];
+  int n = computed_outputs(f, &f->pending, v, computed);   /* the artifact being built */
+  if (!n) return UOPC_OK;   /* every output a view: nothing to compile */
   /* fused with the cost rule (a producer read by several consumers is stored once, long chains are
    * cut) and its temporaries share space where their lifetimes allow: lower_fuse.c, lower_share.c */
-  int rc = exec_new_flags(&v->exec, v->graph, v->outputs, f->opts.n_outputs, v->entry, LOWER_FUSE, &c->opts.program,
-                          &inner);
+  int rc = exec_new_flags(&v->exec, v->graph, computed, n, v->entry, LOWER_FUSE, &c->opts.program, &inner);
   if (!rc) return vcache_plan_run(c, v, err);
   /* what the code generator cannot do (a lowering's limit, such as an index it cannot prove fits int64;
    * an op; the compiler), not memory or the cache */
@@ -370,17 +381,27 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
   return UOPC_OK;
 }
 
-/* Outputs of v's shapes under b, new and contiguous. */
-static int make_outputs(const tj_function *f, const vcache_variant *v, const sym_binding *b, uopc_tensor *outs,
+/* The computed outputs of a (not views) under b, new and contiguous, into outs by output. */
+static int make_outputs(const tj_function *f, const tj_artifact *a, const sym_binding *b, uopc_tensor *outs,
                         uopc_error *err) {
   int rc = UOPC_OK, k;
   for (k = 0; k < f->opts.n_outputs && !rc; k++) {
-    const ir_node *n = v->outputs[k];
+    const ir_node *n = a->v->outputs[k];
     int64_t shape[UOPC_MAX_RANK];
-    for (int a = 0; a < n->rank && !rc; a++) rc = sym_expr_eval(n->shape[a], b, &shape[a], err);
+    if (a->view_of[k] >= 0) continue;
+    for (int d = 0; d < n->rank && !rc; d++) rc = sym_expr_eval(n->shape[d], b, &shape[d], err);
     if (!rc) rc = uopc_tensor_empty(&outs[k], n->dtype, n->rank, shape, err);
   }
-  for (int j = 0; rc && j < k - 1; j++) uopc_tensor_release(&outs[j]);
+  for (int j = 0; rc && j < k; j++) uopc_tensor_release(&outs[j]);   /* a released or unset tensor: a no-op */
+  return rc;
+}
+
+/* The views among a's outputs, into outs by output. */
+static int make_views(const tj_function *f, const tj_artifact *a, const sym_binding *b, uopc_tensor *outs,
+                      uopc_error *err) {
+  int rc = UOPC_OK;
+  for (int k = 0; k < f->opts.n_outputs && !rc; k++)
+    if (a->view_of[k] >= 0) rc = tj_view_make(a, k, f->cur.tensors[a->view_of[k]], b, &outs[k], err);
   return rc;
 }
 
@@ -390,19 +411,25 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
   sym_binding b;
   if (!a) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact (a bug)");
   tj_binding_of(&v->spec, call, &b);
-  int rc = UOPC_OK;
-  if (!rc && a->interpreted) {
-    rc = ir_eval(v->graph, v->outputs, f->opts.n_outputs, f->cur.tensors, f->n_tensors, &b, f->cur.outs, err);
+  const ir_node *computed[TJ_MAX_OUTPUTS];
+  int n = computed_outputs(f, a, v, computed), rc = UOPC_OK;
+  if (n && a->interpreted) {
+    uopc_tensor got[TJ_MAX_OUTPUTS];
+    rc = ir_eval(v->graph, computed, n, f->cur.tensors, f->n_tensors, &b, got, err);
+    for (int k = 0, j = 0; !rc && k < f->opts.n_outputs; k++)
+      if (a->view_of[k] < 0) f->cur.outs[k] = got[j++];
     if (!rc) uopc_counter_bump(f->eager, 1), f->counts.eager_fallbacks++;
-  } else if (!rc && !(rc = make_outputs(f, v, &b, f->cur.outs, err))) {
+  } else if (n && !(rc = make_outputs(f, a, &b, f->cur.outs, err))) {
     void *buffers[TJ_MAX_OUTPUTS + TJ_MAX_TENSORS];
     int64_t dims[UOPC_SIGNATURE_MAX];
-    for (int k = 0; k < f->opts.n_outputs; k++) buffers[k] = uopc_tensor_data(&f->cur.outs[k]);
-    for (int k = 0; k < f->n_tensors; k++) buffers[f->opts.n_outputs + k] = (void *)call->data[k];
+    for (int k = 0, j = 0; k < f->opts.n_outputs; k++)
+      if (a->view_of[k] < 0) buffers[j++] = uopc_tensor_data(&f->cur.outs[k]);
+    for (int k = 0; k < f->n_tensors; k++) buffers[n + k] = (void *)call->data[k];
     for (int d = 0; d < v->n_dims; d++) dims[d] = GUARD_AT(call, v->dim_at[d]);
     rc = exec_run_checked(v->exec, buffers, dims, err);
-    for (int k = 0; rc && k < f->opts.n_outputs; k++) uopc_tensor_release(&f->cur.outs[k]);
   }
+  if (!rc) rc = make_views(f, a, &b, f->cur.outs, err);
+  for (int k = 0; rc && k < f->opts.n_outputs; k++) uopc_tensor_release(&f->cur.outs[k]);
   return rc;
 }
 

@@ -81,7 +81,7 @@ static void describe(const tj_function *f, int k, char *buf, size_t size, size_t
   const tj_artifact *a = &f->arts[k];
   const vcache_variant *v = a->v;
   append(buf, size, used, "artifact %d: %s (built by call %" PRId64 ", %s), %" PRId64 " call%s\n", k + 1, v->entry,
-         a->number, a->interpreted ? "interpreted" : "compiled", v->calls, v->calls == 1 ? "" : "s");
+         a->number, !a->n_computed ? "views only, no kernel" : a->interpreted ? "interpreted" : "compiled", v->calls, v->calls == 1 ? "" : "s");
   tj_guards_text(f, a, "  ", buf, size, used);
 }
 

@@ -23,6 +23,9 @@ typedef struct tj_artifact {
   int n_guards;
   tj_arg scalars[TJ_MAX_ARGS];   /* the call's, by argument (tensors unused) */
   int interpreted;           /* generation failed without strict_native: ir_eval runs it */
+  int view_of[TJ_MAX_OUTPUTS];   /* output k is a view of tensor view_of[k]; -1: computed */
+  ir_layout view[TJ_MAX_OUTPUTS];   /* that view's affine form (expressions in v's graph) */
+  int n_computed;            /* outputs a kernel (or the interpreter) computes */
   int64_t number;            /* the call that built it */
 } tj_artifact;
 
@@ -58,7 +61,7 @@ struct tj_function {
 };
 
 /* The files form layers, each calling only those before it: tj_args.c,
- * tj_holds.c, tj_explain.c, tj_artifact.c, tj.c, tj_graph.c. */
+ * tj_holds.c, tj_view.c, tj_explain.c, tj_artifact.c, tj.c, tj_graph.c. */
 
 /* ---- tj_args.c */
 
@@ -96,6 +99,17 @@ int tj_scalars_hold(const tj_function *f, const tj_artifact *a, const tj_arg *ar
 /* *failed = the first trace guard of a that fails on call, or -1; *value its
  * diff's value. Errors: those of sym_expr_eval. */
 int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err);
+
+/* ---- tj_view.c */
+
+/* Which of v's outputs are views of an input (a chain of slices, selects,
+ * permutes and expands over it), with their layouts; a->n_computed the
+ * others. Errors: those of ir_view_layout. */
+int tj_view_plan(tj_artifact *a, const vcache_variant *v, int n_outputs, uopc_error *err);
+/* *out = output k of a as a view of base (the tensor it views) under b:
+ * base's storage, retained. Errors: those of sym_expr_eval. */
+int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
+                 uopc_error *err);
 
 /* ---- tj_explain.c */
 

@@ -4,7 +4,8 @@
  * call's values are checked against the runtime's own views
  * (uopc_tensor_slice and uopc_tensor_select, Python's rules written
  * independently of the IR), over size sweeps that reach 1 and 0, with the
- * exact number of artifacts built. Under SAN=1 AddressSanitizer also checks
+ * exact number of artifacts built; outputs that only move an input's
+ * elements are views of its storage. Under SAN=1 AddressSanitizer also checks
  * that no size of a sweep reads outside a tensor. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -341,6 +342,99 @@ static void test_tj_size_division_by_a_dim_that_may_be_0_is_refused(void **state
   tj_free(f);
 }
 
+/* ---- Views: an output that only moves an input's elements shares its storage. */
+
+/* x[:, 1::2] and x[-1] of x, and (x^T)[:, 1:]: three views, no kernel. */
+static int three_views(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  (void)user;
+  out[0] = tp_slice(c, in[0].t, 1, tp_int_const(c, 1), TP_NONE, 2);
+  out[1] = tp_select(c, in[0].t, 0, tp_int_const(c, -1));
+  out[2] = tp_slice(c, tp_transpose(c, in[0].t), 1, tp_int_const(c, 1), TP_NONE, 1);
+  return tp_status(c);
+}
+
+/* got is a view of x's storage with want's shape, strides and offset (want: the runtime's view). */
+static void expect_view(const uopc_tensor *got, const uopc_tensor *want, const char *what) {
+  expect_same(got, want, what);
+  if (got->storage != want->storage) fail_msg("%s: a copy, not a view of the input's storage", what);
+  if (got->offset != want->offset) fail_msg("%s: offset %lld, expected %lld", what, (long long)got->offset, (long long)want->offset);
+  for (int k = 0; k < want->rank; k++)
+    if (want->shape[k] > 1 && got->strides[k] != want->strides[k])
+      fail_msg("%s: stride %d is %lld, expected %lld", what, k, (long long)got->strides[k], (long long)want->strides[k]);
+}
+
+/* Over (3, 9), (5, 4), (2, 3) and a transposed (4, 6): each output has the runtime view's
+ * storage, offset and strides; a write through one is seen in the input and bumps its version;
+ * one artifact per layout class, and the compiler never runs. */
+static void test_tj_view_outputs_share_the_input_storage(void **state) {
+  (void)state;
+  tj_function *f = compile(three_views, NULL, &(tj_options){.n_outputs = 3});
+  const int64_t shapes[][3] = {{3, 9, 0}, {5, 4, 0}, {2, 3, 0}, {4, 6, 1}};
+  for (int k = 0; k < 4; k++) {
+    uopc_tensor x = matrix(shapes[k][0], shapes[k][1], (int)shapes[k][2]), out[3] = {{0}}, want[3], xt;
+    uopc_error err = {0};
+    char what[3][64];
+    const char *text[] = {"x[:, 1::2]", "x[-1]", "x.T[:, 1:]"};
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+    assert_uopc_ok(uopc_tensor_slice(&want[0], &x, 1, 1, UOPC_SLICE_NONE, 2, &err), err);
+    assert_uopc_ok(uopc_tensor_select(&want[1], &x, 0, -1, &err), err);
+    assert_uopc_ok(uopc_tensor_transpose(&xt, &x, 0, 1, &err), err);
+    assert_uopc_ok(uopc_tensor_slice(&want[2], &xt, 1, 1, UOPC_SLICE_NONE, 1, &err), err);
+    for (int o = 0; o < 3; o++) {
+      snprintf(what[o], sizeof what[o], "%s of (%lld, %lld)%s", text[o], (long long)shapes[k][0],
+               (long long)shapes[k][1], shapes[k][2] ? " transposed" : "");
+      expect_view(&out[o], &want[o], what[o]);
+    }
+    uint64_t before = uopc_tensor_version(&x);
+    uopc_tensor_set(&out[1], 0, -5);   /* x[-1][0] = -5 */
+    uopc_tensor probe;
+    assert_uopc_ok(uopc_tensor_select(&probe, &x, 0, -1, &err), err);
+    if (uopc_tensor_get(&probe, 0) != -5) fail_msg("%s: a write through the view is not seen in x", what[1]);
+    assert_int_equal(uopc_tensor_version(&x), before + 1);
+    uopc_tensor_release(&probe), uopc_tensor_release(&xt);
+    for (int o = 0; o < 3; o++) uopc_tensor_release(&out[o]), uopc_tensor_release(&want[o]);
+    uopc_tensor_release(&x);
+  }
+  expect_built(f, 2, "three views over 3 contiguous shapes and a transposed one");
+  assert_int_equal(uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), 0);
+  char text[4096];
+  uopc_error err = {0};
+  assert_uopc_ok(tj_explain(f, NULL, text, sizeof text, &err), err);
+  assert_contains(text, "(built by call 1, views only, no kernel), 3 calls\n");
+  tj_free(f);
+}
+
+/* A view and a computed output side by side: the kernel computes only x[:, :2] * 2, and the view
+ * outlives the function and the caller's input handle (it holds the storage). */
+static int view_and_product(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *head = tp_slice(c, in[0].t, 1, TP_NONE, tp_int_const(c, 2), 1);
+  out[0] = tp_mul(c, head, tp_scalar(c, 2));
+  out[1] = head;
+  return tp_status(c);
+}
+
+static void test_tj_view_beside_a_computed_output(void **state) {
+  (void)state;
+  tj_function *f = compile(view_and_product, NULL, &(tj_options){.n_outputs = 2});
+  uopc_tensor x = matrix(3, 5, 0), out[2] = {{0}}, want;
+  uopc_error err = {0};
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+  assert_uopc_ok(uopc_tensor_slice(&want, &x, 1, UOPC_SLICE_NONE, 2, 1, &err), err);
+  expect_view(&out[1], &want, "x[:, :2]");
+  if (out[0].storage == x.storage) fail_msg("x[:, :2] * 2 shares x's storage; it must be a new tensor");
+  assert_true(uopc_tensor_is_contiguous(&out[0]));
+  for (int64_t i = 0; i < 6; i++)
+    if (uopc_tensor_get(&out[0], i) != 2 * uopc_tensor_get(&want, i))
+      fail_msg("x[:, :2] * 2: element %lld is %g, expected %g", (long long)i, uopc_tensor_get(&out[0], i),
+               2 * uopc_tensor_get(&want, i));
+  assert_int_equal(uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), 1);
+  tj_free(f);
+  uopc_tensor_release(&x);   /* the view still holds the storage */
+  assert_true(uopc_tensor_get(&out[1], 3) == uopc_tensor_get(&want, 3));
+  uopc_tensor_release(&want), uopc_tensor_release(&out[0]), uopc_tensor_release(&out[1]);
+}
+
 /* ---- Eager mode (23.4's tp_ API without a trace): the same rules, the same messages. */
 
 static void test_tp_slice_and_select_in_eager_mode(void **state) {
@@ -376,6 +470,8 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_select_of_an_empty_axis_is_an_error, reset),
       cmocka_unit_test_setup(test_tj_size_arithmetic_floors_like_python_one_artifact, reset),
       cmocka_unit_test_setup(test_tj_size_division_by_a_dim_that_may_be_0_is_refused, reset),
+      cmocka_unit_test_setup(test_tj_view_outputs_share_the_input_storage, reset),
+      cmocka_unit_test_setup(test_tj_view_beside_a_computed_output, reset),
       cmocka_unit_test_setup(test_tp_slice_and_select_in_eager_mode, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,45 @@
+/* tj_view.c: outputs that are views of an input (section 23.7, given code).
+ * An output that only moves an input's elements (a chain of slices,
+ * selects, permutes and expands over it) is returned as a view: a tensor
+ * that shares the input's storage, whose shape, strides and offset are the
+ * chain's affine form (ir_view_layout) evaluated per call from the binding.
+ * No kernel computes it, so a write through it is a write of the input, as
+ * NumPy's and PyTorch's views are. Chapter 23.7, "Views". */
+#include <string.h>
+#include "tj_internal.h"
+
+int tj_view_plan(tj_artifact *a, const vcache_variant *v, int n_outputs, uopc_error *err) {
+  a->n_computed = 0;
+  for (int k = 0; k < n_outputs; k++) {
+    const ir_node *n = v->outputs[k], *base = n;
+    while (base->op != IR_INPUT && (base->op == IR_SLICE || base->op == IR_SELECT || base->op == IR_PERMUTE ||
+                                    base->op == IR_EXPAND))
+      base = base->src[0];
+    a->view_of[k] = -1;
+    if (base->op != IR_INPUT) { a->n_computed++; continue; }
+    int rc = ir_view_layout(ir_graph_arena(v->graph), n, &a->view[k], err);   /* the graph's arena: v owns both */
+    if (rc) return rc;
+    a->view_of[k] = base->input;
+  }
+  return UOPC_OK;
+}
+
+int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
+                 uopc_error *err) {
+  const ir_layout *l = &a->view[k];
+  uopc_tensor t = {0};
+  int64_t offset = 0;
+  int rc = sym_expr_eval(l->offset, b, &offset, err);
+  t.rank = l->rank;
+  for (int d = 0; d < l->rank && !rc; d++) {
+    rc = sym_expr_eval(l->shape[d], b, &t.shape[d], err);
+    if (!rc) rc = sym_expr_eval(l->strides[d], b, &t.strides[d], err);
+  }
+  if (rc) return rc;
+  uopc_tensor_retain(out, base);   /* the storage's reference; the view's own geometry below */
+  out->rank = t.rank;
+  memcpy(out->shape, t.shape, sizeof t.shape);
+  memcpy(out->strides, t.strides, sizeof t.strides);
+  out->offset = base->offset + offset;
+  return UOPC_OK;
+}
