@@ -149,6 +149,30 @@ tp_tensor *tp_slice_at(tp_ctx *c, tp_tensor *x, int axis, tp_int start, tp_int s
 tp_tensor *tp_select_at(tp_ctx *c, tp_tensor *x, int axis, tp_int index, tp_site at);
 #define tp_select(c, x, axis, index) tp_select_at((c), (x), (axis), (index), TP_HERE)
 
+/* Shape ops. Out axis k of a permute is x's axis perm[k] (negative: from the
+ * end). A cast converts each element as C does (NumPy's astype). unsqueeze
+ * inserts an axis of size 1 at axis (of the result); squeeze removes axis,
+ * which must be 1 (a guard where the size is symbolic; an error otherwise,
+ * as NumPy's squeeze): its result is a select of element 0, a view.
+ * flatten merges axes start..end (inclusive); unflatten splits axis into n
+ * sizes whose product must be its size. permute takes one axis per axis of
+ * x (the macro counts them). Reshapes compute their result
+ * (a view through a reshape is not made yet). Errors (in c): UOPC_E_INVALID,
+ * UOPC_E_DTYPE, and those of the IR's builders (a reshape whose element
+ * counts are not provably equal). */
+tp_tensor *tp_permute_at(tp_ctx *c, tp_tensor *x, int n, const int *perm, tp_site at);
+tp_tensor *tp_cast_at(tp_ctx *c, tp_tensor *x, uopc_dtype to, tp_site at);
+tp_tensor *tp_unsqueeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
+tp_tensor *tp_squeeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
+tp_tensor *tp_flatten_at(tp_ctx *c, tp_tensor *x, int start, int end, tp_site at);
+tp_tensor *tp_unflatten_at(tp_ctx *c, tp_tensor *x, int axis, int n, const tp_int *sizes, tp_site at);
+#define tp_permute(c, x, ...) \
+  tp_permute_at((c), (x), (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), (const int[]){__VA_ARGS__}, TP_HERE)
+#define tp_cast(c, x, to) tp_cast_at((c), (x), (to), TP_HERE)
+#define tp_unsqueeze(c, x, axis) tp_unsqueeze_at((c), (x), (axis), TP_HERE)
+#define tp_squeeze(c, x, axis) tp_squeeze_at((c), (x), (axis), TP_HERE)
+#define tp_flatten(c, x, start, end) tp_flatten_at((c), (x), (start), (end), TP_HERE)
+
 /* ---- Reading data, and effects. */
 
 /* A tensor's single element as a double. Under the tracer this is a graph

@@ -111,3 +111,98 @@ tp_tensor *tp_select_at(tp_ctx *c, tp_tensor *x, int axis, tp_int index, tp_site
   const sym_expr *e = tp_int_expr(c, i);
   return tp_made(c, c->mode == TP_TRACE ? ir_select_clamped(c->g, a, k, e) : ir_select(c->g, a, k, e), x, at);
 }
+
+/* ---- Shape ops. */
+
+tp_tensor *tp_permute_at(tp_ctx *c, tp_tensor *x, int n, const int *perm, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  if (!a) return NULL;
+  if (n != a->rank || (n && !perm))
+    return tp_fail(c, at, UOPC_E_INVALID, "permute of a rank-%d tensor with %d axes", a->rank, n), NULL;
+  int p[UOPC_MAX_RANK];
+  for (int k = 0; k < a->rank; k++) p[k] = perm[k] < 0 ? perm[k] + a->rank : perm[k];
+  return tp_made(c, ir_permute(c->g, a, p), x, at);
+}
+
+tp_tensor *tp_cast_at(tp_ctx *c, tp_tensor *x, uopc_dtype to, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  return a ? tp_made(c, ir_cast(c->g, a, to), x, at) : NULL;
+}
+
+/* x under shape (rank extents, each a size), through the IR's reshape: its element counts must
+ * be equal for every size the dims allow. */
+static tp_tensor *reshaped(tp_ctx *c, tp_tensor *x, const ir_node *a, int rank, const sym_expr *const *shape,
+                           tp_site at) {
+  if (rank > UOPC_MAX_RANK) return tp_fail(c, at, UOPC_E_INVALID, "a rank-%d result (at most %d)", rank, UOPC_MAX_RANK), NULL;
+  return tp_made(c, ir_reshape(c->g, a, rank, shape), x, at);
+}
+
+tp_tensor *tp_unsqueeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  if (!a) return NULL;
+  int k = axis < 0 ? axis + a->rank + 1 : axis;
+  if (k < 0 || k > a->rank) return tp_fail(c, at, UOPC_E_INVALID, "unsqueeze at %d of a rank-%d tensor", axis, a->rank), NULL;
+  const sym_expr *shape[UOPC_MAX_RANK + 1];
+  for (int d = 0, j = 0; d <= a->rank; d++) shape[d] = d == k ? sym_expr_const(ir_graph_arena(c->g), 1) : a->shape[j++];
+  return reshaped(c, x, a, a->rank + 1, shape, at);
+}
+
+tp_tensor *tp_squeeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  int k = a ? axis_of(c, a, axis, "squeeze", at) : -1;
+  if (k < 0) return NULL;
+  tp_int n = tp_size_at(c, x, k, at);
+  int one = tp_compare_at(c, n, TP_EQ, tp_int_const(c, 1), at);   /* a guard unless 1 is the extent's constant */
+  if (c->error.code) return NULL;
+  if (!one)
+    return tp_fail(c, at, UOPC_E_INVALID, "squeeze of axis %d of size %lld (it must be 1)", k, (long long)n.value), NULL;
+  return tp_made(c, ir_select(c->g, a, k, sym_expr_const(ir_graph_arena(c->g), 0)), x, at);   /* a view */
+}
+
+tp_tensor *tp_flatten_at(tp_ctx *c, tp_tensor *x, int start, int end, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  if (!a) return NULL;
+  if (a->rank == 0) return tp_reshape_at(c, x, 1, (tp_int[]){tp_int_const(c, 1)}, at);
+  int s = axis_of(c, a, start, "flatten", at), e = s >= 0 ? axis_of(c, a, end, "flatten", at) : -1;
+  if (e < 0) return NULL;
+  if (e < s) return tp_fail(c, at, UOPC_E_INVALID, "flatten from axis %d to axis %d (the end is before the start)", s, e), NULL;
+  sym_arena *ar = ir_graph_arena(c->g);
+  const sym_expr *shape[UOPC_MAX_RANK], *run = sym_expr_const(ar, 1);
+  int r = 0;
+  for (int d = 0; d < a->rank; d++) {
+    if (d < s || d > e) { shape[r++] = a->shape[d]; continue; }
+    run = sym_expr_mul(ar, run, a->shape[d]);
+    if (d == e) shape[r++] = run;
+  }
+  return reshaped(c, x, a, r, shape, at);
+}
+
+tp_tensor *tp_unflatten_at(tp_ctx *c, tp_tensor *x, int axis, int n, const tp_int *sizes, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  int k = a ? axis_of(c, a, axis, "unflatten", at) : -1;
+  if (k < 0) return NULL;
+  if (n < 1 || !sizes || a->rank - 1 + n > UOPC_MAX_RANK)
+    return tp_fail(c, at, UOPC_E_INVALID, "unflatten into %d sizes of a rank-%d tensor (at most rank %d)", n, a->rank,
+                   UOPC_MAX_RANK), NULL;
+  int64_t count = 1;
+  for (int j = 0; j < n; j++)
+    if (sizes[j].value < 0 || __builtin_mul_overflow(count, sizes[j].value, &count))
+      return tp_fail(c, at, UOPC_E_INVALID, "unflatten size %d is %lld (sizes are >= 0; -1 is not inferred)", j,
+                     (long long)sizes[j].value), NULL;
+  tp_int here = tp_size_at(c, x, k, at);
+  if (!c->error.code && count != here.value)
+    return tp_fail(c, at, UOPC_E_INVALID, "unflatten of axis %d of size %lld into sizes whose product is %lld", k,
+                   (long long)here.value, (long long)count), NULL;
+  const sym_expr *shape[UOPC_MAX_RANK];
+  int r = 0;
+  for (int d = 0; d < a->rank; d++)
+    if (d != k) shape[r++] = a->shape[d];
+    else for (int j = 0; j < n; j++) shape[r++] = tp_int_expr(c, sizes[j]);
+  return c->error.code ? NULL : reshaped(c, x, a, r, shape, at);
+}

@@ -435,6 +435,95 @@ static void test_tj_view_beside_a_computed_output(void **state) {
   uopc_tensor_release(&want), uopc_tensor_release(&out[0]), uopc_tensor_release(&out[1]);
 }
 
+/* ---- Shape ops. */
+
+static int permute_201(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.permute(2, 0, 1) */
+  (void)user;
+  out[0] = tp_permute(c, in[0].t, 2, 0, -2);
+  return tp_status(c);
+}
+
+static int squeeze_1(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.squeeze(1) */
+  (void)user;
+  out[0] = tp_squeeze(c, in[0].t, 1);
+  return tp_status(c);
+}
+
+/* x of (a, b, c): x.flatten(0, 1).unflatten(0, (a, b)).unsqueeze(-1) * 0.7, cast to i32, and
+ * x.flatten(0, 1) itself. */
+static int reshapes(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *flat = tp_flatten(c, in[0].t, 0, 1);
+  tp_int ab[2] = {tp_size(c, in[0].t, 0), tp_size(c, in[0].t, 1)};
+  tp_tensor *back = tp_unflatten_at(c, flat, 0, 2, ab, TP_HERE);
+  out[0] = tp_cast(c, tp_mul(c, tp_unsqueeze(c, back, -1), tp_scalar(c, 0.7)), UOPC_I32);
+  out[1] = flat;
+  return tp_status(c);
+}
+
+/* permute and squeeze move elements only: views of the input, against the runtime's own views,
+ * one artifact over three shapes; a squeeze of an axis that is not 1 is an error. */
+static void test_tj_permute_and_squeeze_are_views(void **state) {
+  (void)state;
+  tj_function *p = compile(permute_201, NULL, NULL), *q = compile(squeeze_1, NULL, NULL);
+  const int64_t shapes[][2] = {{3, 4}, {5, 2}, {2, 7}};
+  for (int k = 0; k < 3; k++) {
+    int64_t a = shapes[k][0], b = shapes[k][1];
+    uopc_tensor x = counting(3, (int64_t[]){a, b, a + b}), y = counting(3, (int64_t[]){a, 1, b}), want;
+    uopc_error err = {0};
+    char what[64];
+    snprintf(what, sizeof what, "x.permute(2, 0, 1) of (%lld, %lld, %lld)", (long long)a, (long long)b, (long long)(a + b));
+    uopc_tensor got = call(p, &x, what);
+    assert_uopc_ok(uopc_tensor_permute(&want, &x, (const int[]){2, 0, 1}, &err), err);
+    expect_view(&got, &want, what);
+    uopc_tensor_release(&got), uopc_tensor_release(&want);
+    snprintf(what, sizeof what, "y.squeeze(1) of (%lld, 1, %lld)", (long long)a, (long long)b);
+    got = call(q, &y, what);
+    assert_uopc_ok(uopc_tensor_select(&want, &y, 1, 0, &err), err);
+    expect_view(&got, &want, what);
+    uopc_tensor_release(&got), uopc_tensor_release(&want), uopc_tensor_release(&x), uopc_tensor_release(&y);
+  }
+  expect_built(p, 1, "x.permute(2, 0, 1) over 3 shapes");
+  expect_built(q, 1, "y.squeeze(1) over 3 shapes");
+  uopc_tensor z = counting(3, (int64_t[]){2, 3, 4}), out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(tj_call(q, (tj_arg[]){tj_tensor(&z)}, 1, out, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "squeeze of axis 1 of size 3 (it must be 1)");
+  uopc_tensor_release(&z);
+  tj_free(p), tj_free(q);
+}
+
+/* flatten, unflatten, unsqueeze and cast compute: the values in row-major order, (i + 1) * 0.7
+ * truncated toward zero as C's cast does, one artifact over three shapes. */
+static void test_tj_flatten_unflatten_unsqueeze_and_cast(void **state) {
+  (void)state;
+  tj_function *f = compile(reshapes, NULL, &(tj_options){.n_outputs = 2});
+  const int64_t shapes[][3] = {{3, 4, 2}, {5, 2, 3}, {2, 7, 5}};
+  for (int k = 0; k < 3; k++) {
+    int64_t a = shapes[k][0], b = shapes[k][1], c = shapes[k][2];
+    uopc_tensor x = counting(3, (int64_t[]){a, b, c}), out[2] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+    const int64_t want0[] = {a, b, c, 1}, want1[] = {a * b, c};
+    assert_int_equal(out[0].rank, 4), assert_int_equal(out[1].rank, 2);
+    assert_int_equal(out[0].dtype, UOPC_I32);
+    for (int d = 0; d < 4; d++) assert_int_equal(out[0].shape[d], want0[d]);
+    for (int d = 0; d < 2; d++) assert_int_equal(out[1].shape[d], want1[d]);
+    for (int64_t i = 0; i < a * b * c; i++) {
+      double cast = (double)(int32_t)((float)(i + 1) * 0.7f);
+      if (uopc_tensor_get(&out[0], i) != cast)
+        fail_msg("(%lld, %lld, %lld): cast element %lld is %g, expected %g", (long long)a, (long long)b, (long long)c,
+                 (long long)i, uopc_tensor_get(&out[0], i), cast);
+      if (uopc_tensor_get(&out[1], i) != (double)(i + 1))
+        fail_msg("(%lld, %lld, %lld): flatten element %lld is %g, expected %lld", (long long)a, (long long)b,
+                 (long long)c, (long long)i, uopc_tensor_get(&out[1], i), (long long)(i + 1));
+    }
+    uopc_tensor_release(&out[0]), uopc_tensor_release(&out[1]), uopc_tensor_release(&x);
+  }
+  expect_built(f, 1, "flatten, unflatten, unsqueeze and cast over 3 shapes");
+  tj_free(f);
+}
+
 /* ---- Eager mode (23.4's tp_ API without a trace): the same rules, the same messages. */
 
 static void test_tp_slice_and_select_in_eager_mode(void **state) {
@@ -472,6 +561,8 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_size_division_by_a_dim_that_may_be_0_is_refused, reset),
       cmocka_unit_test_setup(test_tj_view_outputs_share_the_input_storage, reset),
       cmocka_unit_test_setup(test_tj_view_beside_a_computed_output, reset),
+      cmocka_unit_test_setup(test_tj_permute_and_squeeze_are_views, reset),
+      cmocka_unit_test_setup(test_tj_flatten_unflatten_unsqueeze_and_cast, reset),
       cmocka_unit_test_setup(test_tp_slice_and_select_in_eager_mode, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
