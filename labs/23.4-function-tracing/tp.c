@@ -322,6 +322,8 @@ tp_tensor *tp_reshape_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape,
     tp_fail(c, at, UOPC_E_INVALID, "reshape to rank %d (at most %d)", rank, UOPC_MAX_RANK);
     return NULL;
   }
+  for (int k = 0; k < rank; k++)
+    if (!shape[k].expr && shape[k].value == -1) return tp_reshape_infer(c, x, rank, shape, k, at);   /* tp_index.c */
   const sym_expr *to[UOPC_MAX_RANK];
   for (int k = 0; k < rank; k++) to[k] = int_expr(c, shape[k]);
   return made(c, ir_reshape(c->g, a, rank, to), x, NULL, NULL, at);

@@ -166,6 +166,14 @@ tp_tensor *tp_unsqueeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
 tp_tensor *tp_squeeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
 tp_tensor *tp_flatten_at(tp_ctx *c, tp_tensor *x, int start, int end, tp_site at);
 tp_tensor *tp_unflatten_at(tp_ctx *c, tp_tensor *x, int axis, int n, const tp_int *sizes, tp_site at);
+/* A matrix's diagonal (offset > 0: above the main one), and x tiled
+ * reps[k] times along each axis (n >= x's rank counts, the first n - rank
+ * of them new leading axes; 0 gives an empty axis). */
+tp_tensor *tp_diagonal_at(tp_ctx *c, tp_tensor *x, int64_t offset, tp_site at);
+tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_site at);
+#define tp_diagonal(c, x, offset) tp_diagonal_at((c), (x), (offset), TP_HERE)
+#define tp_repeat(c, x, ...) \
+  tp_repeat_at((c), (x), (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}, TP_HERE)
 #define tp_permute(c, x, ...) \
   tp_permute_at((c), (x), (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), (const int[]){__VA_ARGS__}, TP_HERE)
 #define tp_cast(c, x, to) tp_cast_at((c), (x), (to), TP_HERE)

@@ -8,6 +8,7 @@
  * expression, not only its value), and whether a select's index is inside
  * its axis (an index outside is an error, not a clamp: x[3] of 3 rows must
  * fail, where x[3:] of 3 rows is empty). Chapter 23.7, "Indexing". */
+#include <stdio.h>
 #include "tp_internal.h"
 
 /* ---- Size arithmetic. */
@@ -205,4 +206,64 @@ tp_tensor *tp_unflatten_at(tp_ctx *c, tp_tensor *x, int axis, int n, const tp_in
     if (d != k) shape[r++] = a->shape[d];
     else for (int j = 0; j < n; j++) shape[r++] = tp_int_expr(c, sizes[j]);
   return c->error.code ? NULL : reshaped(c, x, a, r, shape, at);
+}
+
+/* reshape with one -1: the extent is x's element count // the others' product, and that the
+ * division is exact is a guard of every call (NumPy refuses 21 elements as (-1, 2)). */
+tp_tensor *tp_reshape_infer(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, int axis, tp_site at) {
+  const ir_node *a = tp_operand(c, x, at);
+  if (!a) return NULL;
+  tp_int count = tp_int_const(c, 1), known = tp_int_const(c, 1);
+  for (int k = 0; k < a->rank; k++) count = tp_int_mul(c, count, tp_size_at(c, x, k, at));
+  for (int k = 0; k < rank; k++) {
+    if (k == axis) continue;
+    if (!shape[k].expr && shape[k].value == -1)
+      return tp_fail(c, at, UOPC_E_INVALID, "reshape with more than one -1 (axes %d and %d)", axis, k), NULL;
+    if (shape[k].value < 0)
+      return tp_fail(c, at, UOPC_E_INVALID, "reshape extent %d is %lld (extents are >= 0, or one -1)", k,
+                     (long long)shape[k].value), NULL;
+    known = tp_int_mul(c, known, shape[k]);
+  }
+  char text[256] = "";
+  for (int k = 0, used = 0; k < rank && used < (int)sizeof text - 24; k++)
+    used += snprintf(text + used, sizeof text - (size_t)used, "%s%lld", k ? ", " : "", (long long)shape[k].value);
+  int exact = known.value != 0 && !c->error.code &&
+              tp_compare_at(c, tp_int_mod(c, count, known), TP_EQ, tp_int_const(c, 0), at);
+  if (c->error.code) return NULL;
+  if (!exact)
+    return tp_fail(c, at, UOPC_E_INVALID, "cannot reshape %lld elements into shape (%s)", (long long)count.value,
+                   text), NULL;
+  const sym_expr *to[UOPC_MAX_RANK];
+  for (int k = 0; k < rank; k++) to[k] = k == axis ? NULL : tp_int_expr(c, shape[k]);
+  return tp_made(c, ir_reshape_inferred(c->g, a, rank, to, axis), x, at);
+}
+
+tp_tensor *tp_diagonal_at(tp_ctx *c, tp_tensor *x, int64_t offset, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  return a ? tp_made(c, ir_diagonal(c->g, a, offset), x, at) : NULL;
+}
+
+/* x tiled reps[k] times along axis k (PyTorch's repeat, NumPy's tile): x padded with leading 1s
+ * to n axes, then (1, s0, 1, s1, ...) expanded to (r0, s0, r1, s1, ...) and merged pairwise. */
+tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  if (!a) return NULL;
+  if (n < a->rank || 2 * n > UOPC_MAX_RANK || (n && !reps))
+    return tp_fail(c, at, UOPC_E_INVALID, "repeat of a rank-%d tensor with %d counts (at least its rank, at most %d)",
+                   a->rank, n, UOPC_MAX_RANK / 2), NULL;
+  sym_arena *ar = ir_graph_arena(c->g);
+  const sym_expr *pairs[UOPC_MAX_RANK], *wide[UOPC_MAX_RANK], *merged[UOPC_MAX_RANK];
+  for (int k = 0; k < n; k++) {
+    if (reps[k] < 0 || reps[k] > (INT64_C(1) << 24))
+      return tp_fail(c, at, UOPC_E_INVALID, "repeat count %d is %lld (in [0, 2^24])", k, (long long)reps[k]), NULL;
+    const sym_expr *s = k < n - a->rank ? sym_expr_const(ar, 1) : a->shape[k - (n - a->rank)];
+    pairs[2 * k] = sym_expr_const(ar, 1), pairs[2 * k + 1] = s;
+    wide[2 * k] = sym_expr_const(ar, reps[k]), wide[2 * k + 1] = s;
+    merged[k] = sym_expr_mul(ar, wide[2 * k], s);
+  }
+  const ir_node *p = ir_reshape(c->g, a, 2 * n, pairs);
+  const ir_node *e = p ? ir_expand(c->g, p, 2 * n, wide) : NULL;
+  return tp_made(c, e ? ir_reshape(c->g, e, n, merged) : NULL, x, at);
 }

@@ -436,6 +436,26 @@ const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_exp
   return moved(g, IR_RESHAPE, x, rank, shape);
 }
 
+const ir_node *ir_reshape_inferred(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape,
+                                   int axis) {
+  if (!x) return NULL;
+  if (rank < 1 || rank > UOPC_MAX_RANK || axis < 0 || axis >= rank)
+    return fail(g, UOPC_E_INVALID, "reshape: rank %d with the inferred axis %d (rank in [1, %d])", rank, axis,
+                UOPC_MAX_RANK);
+  const sym_expr *to[UOPC_MAX_RANK], *known = sym_expr_const(g->arena, 1);
+  for (int k = 0; k < rank; k++)
+    if (k != axis) known = sym_expr_mul(g->arena, known, to[k] = shape[k]);
+  if (!(known = simplified(g, known))) return NULL;
+  if (!proved_at_least(g, known, 1)) {
+    char kt[128] = "?";
+    sym_expr_format(known, kt, sizeof kt, NULL);
+    return fail(g, UOPC_E_INVALID, "reshape: the other extents' product %s may be 0, so -1 cannot be inferred", kt);
+  }
+  /* known * (numel // known) <= numel: every element the result reads is one of x's */
+  to[axis] = sym_expr_floordiv(g->arena, numel(g, x->rank, x->shape), known);
+  return moved(g, IR_RESHAPE, x, rank, to);
+}
+
 const ir_node *ir_permute(ir_graph *g, const ir_node *x, const int *perm) {
   if (!x) return NULL;
   unsigned seen = 0;
@@ -587,6 +607,24 @@ const ir_node *ir_select_clamped(ir_graph *g, const ir_node *x, int axis, const 
    * min and max, so the node is made here rather than by ir_select's proof */
   index = simplified(g, sym_expr_max(a, sym_expr_const(a, 0), sym_expr_min(a, index, last)));
   return index ? select_node(g, x, axis, index) : NULL;
+}
+
+const ir_node *ir_diagonal(ir_graph *g, const ir_node *x, int64_t offset) {
+  if (!x) return NULL;
+  if (x->rank != 2) return fail(g, UOPC_E_INVALID, "diagonal of a rank-%d node (a matrix only)", x->rank);
+  if (offset <= -(INT64_C(1) << 40) || offset >= INT64_C(1) << 40)
+    return fail(g, UOPC_E_INVALID, "diagonal: offset %lld is past every extent", (long long)offset);
+  sym_arena *a = g->arena;
+  const sym_expr *n = x->shape[0], *m = x->shape[1], *k = sym_expr_const(a, offset < 0 ? -offset : offset);
+  const sym_expr *flat = sym_expr_mul(a, n, m);
+  const ir_node *row = ir_reshape(g, x, 1, &flat);
+  if (!row) return NULL;
+  /* element i is x[i, i + offset] (or x[i - offset, i]), flat index start + i * (m + 1); with L the
+   * length below, the last is at most n*m - 1, so the slice reads only x's elements */
+  const sym_expr *start = offset >= 0 ? k : sym_expr_mul(a, k, m);
+  const sym_expr *length = offset >= 0 ? sym_expr_min(a, n, sym_expr_sub(a, m, k)) : sym_expr_min(a, sym_expr_sub(a, n, k), m);
+  length = simplified(g, sym_expr_max(a, sym_expr_const(a, 0), length));
+  return length ? slice_node(g, row, 0, start, sym_expr_add(a, m, sym_expr_const(a, 1)), length) : NULL;
 }
 
 /* ---- Functional stores (lab 23.3). */

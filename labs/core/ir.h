@@ -103,6 +103,13 @@ const ir_node *ir_expand(ir_graph *g, const ir_node *x, int rank, const sym_expr
  * is the tensor layer's concern (uopc_tensor_reshape says UOPC_E_LAYOUT).
  * Errors: UOPC_E_INVALID (counts not provably equal). */
 const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape);
+/* The same with extent axis inferred, as NumPy's -1: x's element count
+ * floor-divided by the product of the other extents, which must be proved
+ * >= 1. The result never has more elements than x, so it reads only x's;
+ * that the division is exact (the counts equal) is the caller's guard, as
+ * the tracer records it. Errors: UOPC_E_INVALID. */
+const ir_node *ir_reshape_inferred(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape,
+                                   int axis);
 /* Out axis k is x's axis perm[k]. Errors: UOPC_E_INVALID (not a permutation). */
 const ir_node *ir_permute(ir_graph *g, const ir_node *x, const int *perm);
 const ir_node *ir_transpose(ir_graph *g, const ir_node *x, int a, int b);
@@ -138,6 +145,12 @@ const ir_node *ir_select(ir_graph *g, const ir_node *x, int axis, const sym_expr
  * caller got wrong gives a wrong element, never a read outside x. The
  * simplifier removes the clamp where the dims' bounds decide it. */
 const ir_node *ir_select_clamped(ir_graph *g, const ir_node *x, int axis, const sym_expr *index);
+
+/* The diagonal of a matrix x with offset (NumPy's x.diagonal(offset): above
+ * the main one for offset > 0), of length max(0, min(n, m - offset)) (or
+ * min(n + offset, m) below): a slice with step m + 1 of x's row-major
+ * elements. Errors: UOPC_E_INVALID (a rank other than 2). */
+const ir_node *ir_diagonal(ir_graph *g, const ir_node *x, int64_t offset);
 
 /* The functional form of `base[view] = y` (lab 23.3): base, the view's
  * source, with the elements the view reaches replaced by y's. view is a
@@ -192,6 +205,13 @@ typedef struct ir_layout {
  * node the form cannot express: an op that computes, a reshape), those of
  * sym_expr. */
 int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err);
+/* The same, and through a reshape of a row-major packed layout (a
+ * contiguous input, or a chain that keeps it packed), which is the packed
+ * layout of the new shape at the same offset: a reshape that needs no copy
+ * (NumPy's rule). A reshape of any other layout is UOPC_E_INVALID, as is
+ * every reshape for ir_view_layout, whose callers (23.3) read a reshape as
+ * a value. */
+int ir_view_layout_reshaped(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err);
 
 /* "(n, 3)" for messages; "()" for a scalar. */
 void ir_shape_format(const ir_node *n, char *buf, size_t size);

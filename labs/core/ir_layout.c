@@ -10,8 +10,30 @@
 #include <string.h>
 #include "ir.h"
 
-/* The form in out, unsimplified; UOPC_E_INVALID at a node it cannot express. */
-static int layout_of(sym_arena *a, const ir_node *n, ir_layout *out) {
+static const sym_expr *simplified(sym_arena *a, const sym_expr *e, uopc_error *err) {
+  const sym_expr *s = NULL;
+  return e && sym_expr_simplify(a, e, &s, err) == UOPC_OK ? s : NULL;
+}
+
+/* 1 when out (of src's shape) is row-major packed: each stride the product of the extents after
+ * it, compared once simplified; an axis of the constant extent 1 may have any stride. */
+static int packed(sym_arena *a, const ir_node *src, const ir_layout *out) {
+  uopc_error err;
+  const sym_expr *run = sym_expr_const(a, 1);
+  for (int k = src->rank - 1; k >= 0; k--) {
+    const sym_expr *n = src->shape[k];
+    if (!(n->kind == SYM_CONST && n->value == 1)) {
+      const sym_expr *want = simplified(a, run, &err), *got = simplified(a, out->strides[k], &err);
+      if (!want || !got || sym_expr_compare(want, got) != 0) return 0;
+    }
+    run = sym_expr_mul(a, run, sym_expr_copy(a, n));
+  }
+  return 1;
+}
+
+/* The form in out, unsimplified; UOPC_E_INVALID at a node it cannot express (a reshape only
+ * with reshapes set, and over a packed layout). */
+static int layout_of(sym_arena *a, const ir_node *n, ir_layout *out, int reshapes) {
   if (n->op == IR_INPUT) {
     out->rank = n->rank;
     if (!n->contiguous) {                  /* a strided input: its own strides and offset */
@@ -27,11 +49,22 @@ static int layout_of(sym_arena *a, const ir_node *n, ir_layout *out) {
     out->offset = sym_expr_const(a, 0);
     return UOPC_OK;
   }
-  if (n->op != IR_SLICE && n->op != IR_SELECT && n->op != IR_PERMUTE && n->op != IR_EXPAND)
+  if (n->op != IR_SLICE && n->op != IR_SELECT && n->op != IR_PERMUTE && n->op != IR_EXPAND &&
+      !(reshapes && n->op == IR_RESHAPE))
     return UOPC_E_INVALID;
-  int rc = layout_of(a, n->src[0], out);
+  int rc = layout_of(a, n->src[0], out, reshapes);
   if (rc) return rc;
   const ir_node *src = n->src[0];
+  if (n->op == IR_RESHAPE) {   /* the same elements in the same order: packed strides of the new shape */
+    if (!packed(a, src, out)) return UOPC_E_INVALID;
+    const sym_expr *stride = sym_expr_const(a, 1);
+    for (int k = n->rank - 1; k >= 0; k--) {
+      out->strides[k] = stride;
+      stride = sym_expr_mul(a, stride, sym_expr_copy(a, n->shape[k]));
+    }
+    out->rank = n->rank;
+    return UOPC_OK;
+  }
   switch (n->op) {
   case IR_SLICE:
     out->offset = sym_expr_add(a, out->offset, sym_expr_mul(a, sym_expr_copy(a, n->start), out->strides[n->axis]));
@@ -62,15 +95,10 @@ static int layout_of(sym_arena *a, const ir_node *n, ir_layout *out) {
   return UOPC_OK;
 }
 
-static const sym_expr *simplified(sym_arena *a, const sym_expr *e, uopc_error *err) {
-  const sym_expr *s = NULL;
-  return e && sym_expr_simplify(a, e, &s, err) == UOPC_OK ? s : NULL;
-}
-
-int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err) {
+static int view_layout(sym_arena *a, const ir_node *n, ir_layout *out, int reshapes, uopc_error *err) {
   if (!a || !n || !out) return UOPC_FAIL(err, UOPC_E_INVALID, "ir_view_layout: NULL argument");
   memset(out, 0, sizeof *out);
-  if (layout_of(a, n, out))
+  if (layout_of(a, n, out, reshapes))
     return UOPC_FAIL(err, UOPC_E_INVALID, "view: a step the layout cannot express (%%%d = %s)", n->id,
                      ir_op_info_of(n->op)->name);
   for (int k = 0; k < n->rank; k++) {
@@ -80,4 +108,12 @@ int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *e
   }
   if (!(out->offset = simplified(a, out->offset, err))) return err->code ? err->code : UOPC_E_NOMEM;
   return UOPC_OK;
+}
+
+int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err) {
+  return view_layout(a, n, out, 0, err);
+}
+
+int ir_view_layout_reshaped(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err) {
+  return view_layout(a, n, out, 1, err);
 }

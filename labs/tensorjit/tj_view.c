@@ -1,6 +1,7 @@
 /* tj_view.c: outputs that are views of an input (section 23.7, given code).
  * An output that only moves an input's elements (a chain of slices,
- * selects, permutes and expands over it) is returned as a view: a tensor
+ * selects, permutes and expands over it, and reshapes that need no copy:
+ * of a packed layout) is returned as a view: a tensor
  * that shares the input's storage, whose shape, strides and offset are the
  * chain's affine form (ir_view_layout) evaluated per call from the binding.
  * No kernel computes it, so a write through it is a write of the input, as
@@ -12,13 +13,17 @@ int tj_view_plan(tj_artifact *a, const vcache_variant *v, int n_outputs, uopc_er
   a->n_computed = 0;
   for (int k = 0; k < n_outputs; k++) {
     const ir_node *n = v->outputs[k], *base = n;
-    while (base->op != IR_INPUT && (base->op == IR_SLICE || base->op == IR_SELECT || base->op == IR_PERMUTE ||
-                                    base->op == IR_EXPAND))
+    while (base->op == IR_SLICE || base->op == IR_SELECT || base->op == IR_PERMUTE || base->op == IR_EXPAND ||
+           base->op == IR_RESHAPE)
       base = base->src[0];
     a->view_of[k] = -1;
-    if (base->op != IR_INPUT) { a->n_computed++; continue; }
-    int rc = ir_view_layout(ir_graph_arena(v->graph), n, &a->view[k], err);   /* the graph's arena: v owns both */
-    if (rc) return rc;
+    /* in the graph's arena (v owns both); a reshape of a layout that is not packed needs a copy */
+    uopc_error why = {0};
+    if (base->op != IR_INPUT || ir_view_layout_reshaped(ir_graph_arena(v->graph), n, &a->view[k], &why)) {
+      if (why.code && why.code != UOPC_E_INVALID) return (*err = why, why.code);
+      a->n_computed++;
+      continue;
+    }
     a->view_of[k] = base->input;
   }
   return UOPC_OK;

@@ -524,6 +524,170 @@ static void test_tj_flatten_unflatten_unsqueeze_and_cast(void **state) {
   tj_free(f);
 }
 
+static int reshape_pairs(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.reshape(-1, 2) */
+  (void)user;
+  out[0] = tp_reshape_at(c, in[0].t, 2, (tp_int[]){tp_int_const(c, -1), tp_int_const(c, 2)}, TP_HERE);
+  return tp_status(c);
+}
+
+/* x.reshape(-1, 2) over (3, 8), (5, 10) and (2, 4): one artifact, guarded on the element count
+ * being even; then (3, 7): the guard fails, and the trace refuses 21 elements. */
+static void test_tj_reshape_minus_one_guards_divisibility(void **state) {
+  (void)state;
+  tj_function *f = compile(reshape_pairs, NULL, NULL);
+  const int64_t shapes[][2] = {{3, 8}, {5, 10}, {2, 4}};
+  for (int k = 0; k < 3; k++) {
+    int64_t r = shapes[k][0], c = shapes[k][1];
+    uopc_tensor x = counting(2, (int64_t[]){r, c});
+    char what[64];
+    snprintf(what, sizeof what, "x.reshape(-1, 2) of (%lld, %lld)", (long long)r, (long long)c);
+    uopc_tensor got = call(f, &x, what);
+    if (got.rank != 2 || got.shape[0] != r * c / 2 || got.shape[1] != 2)
+      fail_msg("%s: shape (%lld, %lld), expected (%lld, 2)", what, (long long)got.shape[0], (long long)got.shape[1],
+               (long long)(r * c / 2));
+    for (int64_t i = 0; i < r * c; i++)
+      if (uopc_tensor_get(&got, i) != (double)(i + 1))
+        fail_msg("%s: element %lld is %g, expected %lld", what, (long long)i, uopc_tensor_get(&got, i), (long long)(i + 1));
+    uopc_tensor_release(&got), uopc_tensor_release(&x);
+  }
+  expect_built(f, 1, "x.reshape(-1, 2) over (3, 8), (5, 10), (2, 4)");
+  uopc_tensor x = counting(2, (int64_t[]){3, 7}), out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "cannot reshape 21 elements into shape (-1, 2)");
+  assert_int_equal(tj_stats(f).guard_failures, 1);
+  expect_built(f, 1, "then (3, 7)");
+  uopc_tensor_release(&x);
+  tj_free(f);
+}
+
+static int diagonal_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.diagonal(offset) */
+  out[0] = tp_diagonal(c, in[0].t, *(const int64_t *)user);
+  return tp_status(c);
+}
+
+/* x.diagonal(k) for k = -2, 0, 1, 3 over (3, 5), (5, 3), (4, 4), (2, 6): element i is
+ * x[i + max(0, -k), i + max(0, k)], the length max(0, min(n, m - k)) or min(n + k, m); one
+ * artifact per offset. */
+static void test_tj_diagonal_with_offsets(void **state) {
+  (void)state;
+  static const int64_t offsets[] = {-2, 0, 1, 3};
+  const int64_t shapes[][2] = {{3, 5}, {5, 3}, {4, 4}, {2, 6}};
+  for (int o = 0; o < 4; o++) {
+    int64_t k = offsets[o];
+    tj_function *f = compile(diagonal_model, (void *)&offsets[o], NULL);
+    for (int s = 0; s < 4; s++) {
+      int64_t n = shapes[s][0], m = shapes[s][1], r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
+      int64_t len = n - r0 < m - c0 ? n - r0 : m - c0;
+      if (len < 0) len = 0;
+      uopc_tensor x = counting(2, (int64_t[]){n, m});
+      char what[64];
+      snprintf(what, sizeof what, "x.diagonal(%lld) of (%lld, %lld)", (long long)k, (long long)n, (long long)m);
+      uopc_tensor got = call(f, &x, what);
+      if (got.rank != 1 || got.shape[0] != len)
+        fail_msg("%s: %d axes, the first %lld long; expected 1 axis of %lld", what, got.rank, (long long)got.shape[0], (long long)len);
+      for (int64_t i = 0; i < len; i++) {
+        double want = (double)((i + r0) * m + (i + c0) + 1);
+        if (uopc_tensor_get(&got, i) != want) fail_msg("%s: element %lld is %g, expected %g", what, (long long)i, uopc_tensor_get(&got, i), want);
+      }
+      uopc_tensor_release(&got), uopc_tensor_release(&x);
+    }
+    expect_built(f, 1, "x.diagonal(k) over 4 shapes");
+    tj_free(f);
+  }
+}
+
+typedef struct repeat_case { const char *text; int n; int64_t reps[3]; } repeat_case;
+
+static int repeat_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  const repeat_case *r = user;
+  out[0] = tp_repeat_at(c, in[0].t, r->n, r->reps, TP_HERE);
+  return tp_status(c);
+}
+
+/* x.repeat(2, 3), x.repeat(2, 1, 3) (a new leading axis) and x.repeat(0, 2) (an empty axis) over
+ * (2, 3), (3, 5), (4, 2): out[.., i, j] = x[i % a, j % b], one artifact each. */
+static void test_tj_repeat_tiles_with_new_axes_and_0(void **state) {
+  (void)state;
+  static const repeat_case cases[] = {{"x.repeat(2, 3)", 2, {2, 3}}, {"x.repeat(2, 1, 3)", 3, {2, 1, 3}},
+                                      {"x.repeat(0, 2)", 2, {0, 2}}};
+  const int64_t shapes[][2] = {{2, 3}, {3, 5}, {4, 2}};
+  for (int r = 0; r < 3; r++) {
+    const repeat_case *rc = &cases[r];
+    tj_function *f = compile(repeat_model, (void *)rc, NULL);
+    for (int s = 0; s < 3; s++) {
+      int64_t a = shapes[s][0], b = shapes[s][1];
+      int64_t rows = rc->reps[rc->n - 2] * a, cols = rc->reps[rc->n - 1] * b, lead = rc->n == 3 ? rc->reps[0] : 1;
+      uopc_tensor x = counting(2, (int64_t[]){a, b});
+      char what[64];
+      snprintf(what, sizeof what, "%s of (%lld, %lld)", rc->text, (long long)a, (long long)b);
+      uopc_tensor got = call(f, &x, what);
+      if (got.rank != rc->n || got.shape[rc->n - 2] != rows || got.shape[rc->n - 1] != cols || (rc->n == 3 && got.shape[0] != lead))
+        fail_msg("%s: rank %d, last extents (%lld, %lld); expected rank %d, (%lld, %lld)", what, got.rank,
+                 (long long)got.shape[got.rank - 2], (long long)got.shape[got.rank - 1], rc->n, (long long)rows, (long long)cols);
+      for (int64_t l = 0, e = 0; l < lead; l++)
+        for (int64_t i = 0; i < rows; i++)
+          for (int64_t j = 0; j < cols; j++, e++) {
+            double want = (double)((i % a) * b + (j % b) + 1);
+            if (uopc_tensor_get(&got, e) != want)
+              fail_msg("%s: element %lld is %g, expected %g", what, (long long)e, uopc_tensor_get(&got, e), want);
+          }
+      uopc_tensor_release(&got), uopc_tensor_release(&x);
+    }
+    expect_built(f, 1, rc->text);
+    tj_free(f);
+  }
+}
+
+/* x[1:].reshape(-1), x[:, 1:].reshape(-1), x.diagonal(1), and x.reshape(-1, 2) and x.T.flatten(0, 1) */
+static int reshape_views(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_int all[1] = {tp_int_const(c, -1)};
+  out[0] = tp_reshape_at(c, tp_slice(c, in[0].t, 0, tp_int_const(c, 1), TP_NONE, 1), 1, all, TP_HERE);
+  out[1] = tp_reshape_at(c, tp_slice(c, in[0].t, 1, tp_int_const(c, 1), TP_NONE, 1), 1, all, TP_HERE);
+  out[2] = tp_diagonal(c, in[0].t, 1);
+  out[3] = tp_reshape_at(c, in[0].t, 2, (tp_int[]){tp_int_const(c, -1), tp_int_const(c, 2)}, TP_HERE);
+  out[4] = tp_flatten(c, tp_transpose(c, in[0].t), 0, 1);
+  return tp_status(c);
+}
+
+/* A reshape is a view where NumPy's would be (the layout below it packed: rows sliced off the
+ * front keep it so, columns do not, a transpose does not), with the offset and strides that view
+ * has; the others are new tensors with the same values. Over (3, 4), (5, 6), (4, 2). */
+static void test_tj_reshape_is_a_view_only_without_a_copy(void **state) {
+  (void)state;
+  tj_function *f = compile(reshape_views, NULL, &(tj_options){.n_outputs = 5});
+  const int64_t shapes[][2] = {{3, 4}, {5, 6}, {4, 2}};
+  const char *text[] = {"x[1:].reshape(-1)", "x[:, 1:].reshape(-1)", "x.diagonal(1)", "x.reshape(-1, 2)", "x.T.flatten(0, 1)"};
+  const int is_view[] = {1, 0, 1, 1, 0};
+  for (int k = 0; k < 3; k++) {
+    int64_t r = shapes[k][0], c = shapes[k][1];
+    uopc_tensor x = counting(2, (int64_t[]){r, c}), out[5] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+    for (int o = 0; o < 5; o++) {
+      int shared = out[o].storage == x.storage;
+      if (shared != is_view[o])
+        fail_msg("%s of (%lld, %lld): %s, expected %s", text[o], (long long)r, (long long)c, shared ? "a view" : "a copy",
+                 is_view[o] ? "a view" : "a copy");
+    }
+    if (out[0].offset != c || out[0].strides[0] != 1) fail_msg("x[1:].reshape(-1): offset %lld, stride %lld; expected %lld, 1",
+                                                                 (long long)out[0].offset, (long long)out[0].strides[0], (long long)c);
+    if (out[2].offset != 1 || out[2].strides[0] != c + 1) fail_msg("x.diagonal(1): offset %lld, stride %lld; expected 1, %lld",
+                                                                   (long long)out[2].offset, (long long)out[2].strides[0], (long long)(c + 1));
+    for (int64_t i = 0; i < (r - 1) * c; i++)
+      if (uopc_tensor_get(&out[0], i) != (double)(c + i + 1)) fail_msg("x[1:].reshape(-1): element %lld", (long long)i);
+    for (int64_t i = 0; i < r * (c - 1); i++)
+      if (uopc_tensor_get(&out[1], i) != (double)((i / (c - 1)) * c + i % (c - 1) + 2)) fail_msg("x[:, 1:].reshape(-1): element %lld", (long long)i);
+    for (int64_t i = 0; i < r * c; i++)
+      if (uopc_tensor_get(&out[4], i) != (double)((i % r) * c + i / r + 1)) fail_msg("x.T.flatten(0, 1): element %lld", (long long)i);
+    for (int o = 0; o < 5; o++) uopc_tensor_release(&out[o]);
+    uopc_tensor_release(&x);
+  }
+  expect_built(f, 1, "five reshapes over three shapes");
+  tj_free(f);
+}
+
 /* ---- Eager mode (23.4's tp_ API without a trace): the same rules, the same messages. */
 
 static void test_tp_slice_and_select_in_eager_mode(void **state) {
@@ -563,6 +727,10 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_view_beside_a_computed_output, reset),
       cmocka_unit_test_setup(test_tj_permute_and_squeeze_are_views, reset),
       cmocka_unit_test_setup(test_tj_flatten_unflatten_unsqueeze_and_cast, reset),
+      cmocka_unit_test_setup(test_tj_reshape_minus_one_guards_divisibility, reset),
+      cmocka_unit_test_setup(test_tj_diagonal_with_offsets, reset),
+      cmocka_unit_test_setup(test_tj_repeat_tiles_with_new_axes_and_0, reset),
+      cmocka_unit_test_setup(test_tj_reshape_is_a_view_only_without_a_copy, reset),
       cmocka_unit_test_setup(test_tp_slice_and_select_in_eager_mode, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
