@@ -81,6 +81,8 @@ if [ $harness = 1 ]; then
   python_suite harness .venv/bin/python -m harness.selfcheck --build "$build"
   # The compiler core against NumPy: 60 random graphs, 8 calls each (about 15 s, mostly gcc and NVRTC).
   python_suite core .venv/bin/python -m harness.check_core --build "$build" --graphs 60 --bindings 8
+  # tensorjit's indexing against NumPy: 60 random chains of slices, selects and reshapes (a few seconds).
+  python_suite tensorjit .venv/bin/python -m harness.check_tensorjit --build "$build" --chains 60
   if .venv/bin/python -m unittest discover -s tests/grader >"$scratch/unit" 2>&1; then
     echo "ok   the grader's own tests ($(grep -o 'Ran [0-9]* tests' "$scratch/unit"))"; passed=$((passed + 1))
   else

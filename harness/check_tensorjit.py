@@ -1,0 +1,363 @@
+"""check_tensorjit.py: tensorjit's indexing (section 23.7) against NumPy on random chains.
+
+    .venv/bin/python -m harness.check_tensorjit --build build/solutions [--seed N] [--chains N] [--only K]
+
+Each chain is a random sequence of slices (constant, negative and size-expression bounds, steps of
+either sign), selects (constant, negative and size-expression indices), reshapes (-1, and (-1, 2)),
+transposes and permutes over an input of random rank; half of them end in a relu, which a kernel
+computes by reading through the chain's index expressions (the others are views, which no kernel
+computes). Its model is a Python function that 23.4's tracer calls back through ctypes, calling
+the tp_ operations; NumPy applies the same chain to the same array, lent to C without a copy. The
+chain is compiled once (tj_compile, sizes 0 and 1 specialised or not) and called on several shapes
+of that rank, sizes 0 and 1 included, contiguous or transposed. Each output must equal NumPy's;
+an index or a reshape NumPy refuses must be refused with the matching code (UOPC_E_BOUNDS,
+UOPC_E_INVALID); an output that shares the input's storage must be one NumPy's result also shares;
+a chain of slices, selects and permutes alone (NumPy's views) must return a view; and the first
+shape called again must run an artifact already built. The last line is `N passed, N failed`,
+counting chains.
+"""
+import argparse
+import ctypes
+import random
+import traceback
+
+import numpy as np
+
+from harness import ffi
+from harness.common import Report, progress, start_check
+
+LAB = "23.7 tensorjit"
+DEFAULTS = {"chains": 40}
+INT64_MIN = -(2 ** 63)
+CALLS = 4               # shapes per chain, then the first one again
+MAX_SIZE = 6
+SITE_FILE = b"check_tensorjit.py"
+SUB, FLOORDIV = 0, 1     # tp_int_op, tp.h's order
+
+
+class TpInt(ctypes.Structure):
+  _fields_ = [("value", ctypes.c_int64), ("expr", ctypes.c_void_p)]
+
+
+class TpSite(ctypes.Structure):
+  _fields_ = [("file", ctypes.c_char_p), ("line", ctypes.c_int)]
+
+
+class TjIn(ctypes.Structure):
+  _fields_ = [("t", ctypes.c_void_p), ("i", ctypes.c_int64), ("d", ctypes.c_double)]
+
+
+class TjArg(ctypes.Structure):
+  _fields_ = [("kind", ctypes.c_int), ("tensor", ctypes.c_void_p), ("i", ctypes.c_int64), ("d", ctypes.c_double)]
+
+
+class TjOptions(ctypes.Structure):
+  _fields_ = [("name", ctypes.c_char_p), ("n_outputs", ctypes.c_int), ("arg_names", ctypes.c_void_p),
+              ("dynamic", ctypes.c_int), ("specialize_01", ctypes.c_int), ("strict_native", ctypes.c_int),
+              ("max_variants", ctypes.c_int), ("on_limit", ctypes.c_int), ("program", ctypes.c_void_p)]
+
+
+class TjCounts(ctypes.Structure):
+  _fields_ = [(name, ctypes.c_int64) for name in ("calls", "artifacts_built", "artifact_hits", "guard_failures",
+                                                 "eager_fallbacks", "limit_hits", "unkept_runs")] + [("artifacts", ctypes.c_int)]
+
+
+MODEL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(TjIn), ctypes.POINTER(ctypes.c_void_p),
+                         ctypes.c_void_p)
+P, I, I64, ERR = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ffi.Error)
+API = {
+  "tj_compile": (I, [ctypes.POINTER(P), MODEL, P, ctypes.POINTER(TjOptions), ERR]),
+  "tj_call": (I, [P, ctypes.POINTER(TjArg), I, ctypes.POINTER(ffi.UopcTensor), ERR]),
+  "tj_stats": (TjCounts, [P]),
+  "tj_free": (None, [P]),
+  "tp_status": (I, [P]),
+  "tp_size_at": (TpInt, [P, P, I, TpSite]),
+  "tp_int_const": (TpInt, [P, I64]),
+  "tp_int_op_at": (TpInt, [P, I, TpInt, TpInt, TpSite]),
+  "tp_slice_at": (P, [P, P, I, TpInt, TpInt, I64, TpSite]),
+  "tp_select_at": (P, [P, P, I, TpInt, TpSite]),
+  "tp_reshape_at": (P, [P, P, I, ctypes.POINTER(TpInt), TpSite]),
+  "tp_transpose_at": (P, [P, P, TpSite]),
+  "tp_permute_at": (P, [P, P, I, ctypes.POINTER(I), TpSite]),
+  "tp_relu_at": (P, [P, P, TpSite]),
+}
+
+
+# ---- Chains: each op is a tuple; bounds and indices are ("const", v), ("none",), ("half",) for
+# size // 2 or ("less", k) for size - k, of the axis the op works on, in the tensor it gets.
+
+def draw_bound(rng, symbolic):
+  if symbolic and rng.random() < 0.5:
+    return ("half",) if rng.random() < 0.5 else ("less", rng.randint(0, 3))
+  return ("none",) if rng.random() < 0.3 else ("const", rng.randint(-5, 5))
+
+
+def draw_chain(rng):
+  rank = rng.randint(1, 3)
+  ops, r = [], rank
+  for _ in range(rng.randint(1, 4)):
+    kind = rng.choice(["slice", "slice", "select", "reshape", "transpose", "permute"])
+    if kind == "slice":
+      symbolic = rng.random() < 0.5
+      step = rng.choice([1, 1, 2, 3]) if symbolic else rng.choice([1, 2, 3, -1, -2])
+      ops.append(("slice", rng.randrange(r), draw_bound(rng, symbolic), draw_bound(rng, symbolic), step))
+    elif kind == "select" and r >= 2:
+      index = rng.choice([("const", 0), ("const", 1), ("const", -1), ("less", 1)])
+      ops.append(("select", rng.randrange(r), index))
+      r -= 1
+    elif kind == "reshape":
+      ops.append(("reshape", rng.choice([(-1,), (-1, 2)])))
+      r = len(ops[-1][1])
+    elif kind == "transpose" and r >= 2:
+      ops.append(("transpose",))
+    elif kind == "permute" and r >= 2:
+      perm = list(range(r))
+      rng.shuffle(perm)
+      ops.append(("permute", tuple(perm)))
+  if rng.random() < 0.5:   # read through the chain by a kernel: relu of elements that are all >= 1
+    ops.append(("relu",))
+  return rank, ops
+
+
+def chain_text(ops):
+  def b(x):
+    return {"none": "", "const": lambda: str(x[1]), "half": lambda: "n//2", "less": lambda: f"n-{x[1]}"}[x[0]]() \
+      if x[0] != "none" else ""
+  parts = []
+  for op in ops:
+    if op[0] == "slice":
+      parts.append(f".slice(axis={op[1]}, {b(op[2])}:{b(op[3])}:{op[4]})")
+    elif op[0] == "select":
+      parts.append(f".select({op[1]}, {b(op[2])})")
+    elif op[0] == "reshape":
+      parts.append(f".reshape{op[1]}")
+    elif op[0] == "transpose":
+      parts.append(".transpose(-2, -1)")
+    elif op[0] == "relu":
+      parts.append(".relu()")
+    else:
+      parts.append(f".permute{op[1]}")
+  return "x" + "".join(parts)
+
+
+def bound_value(b, size):
+  return {"none": None, "const": lambda: b[1], "half": lambda: size // 2, "less": lambda: size - b[1]}[b[0]]() \
+    if b[0] != "none" else None
+
+
+def numpy_chain(x, ops):
+  """NumPy's answer: an array (a view where NumPy makes one), or the exception it raises."""
+  for op in ops:
+    if op[0] == "slice":
+      _, axis, start, stop, step = op
+      index = [slice(None)] * x.ndim
+      index[axis] = slice(bound_value(start, x.shape[axis]), bound_value(stop, x.shape[axis]), step)
+      x = x[tuple(index)]
+    elif op[0] == "select":
+      _, axis, i = op
+      index = [slice(None)] * x.ndim
+      index[axis] = bound_value(i, x.shape[axis])
+      x = x[tuple(index)]
+    elif op[0] == "reshape":
+      x = x.reshape(op[1])
+    elif op[0] == "transpose":
+      x = np.swapaxes(x, -2, -1)
+    elif op[0] == "relu":
+      x = np.maximum(x, 0)
+    else:
+      x = np.transpose(x, op[1])
+  return x
+
+
+class Tj:
+  """libtensorjit.so (and the runtime) of one build."""
+
+  def __init__(self, build):
+    self.rt = ffi.Runtime(build)
+    self.lib = ffi._load(self.rt.build / "lib" / "libtensorjit.so", API)
+
+
+def traced_model(lib, ops, failures):
+  """The chain as a tj_model: tp_ calls through ctypes. A Python error is recorded in failures
+  and returned as UOPC_E_INVALID, never raised through C."""
+  def site():
+    return TpSite(SITE_FILE, len(failures) + 1)
+
+  def bound(c, x, axis, b):
+    if b[0] == "none":
+      return TpInt(INT64_MIN, None)
+    if b[0] == "const":
+      return lib.tp_int_const(c, b[1])
+    size = lib.tp_size_at(c, x, axis, site())
+    if b[0] == "half":
+      return lib.tp_int_op_at(c, FLOORDIV, size, lib.tp_int_const(c, 2), site())
+    return lib.tp_int_op_at(c, SUB, size, lib.tp_int_const(c, b[1]), site())
+
+  def model(c, ins, outs, user):
+    try:
+      x = ins[0].t
+      for op in ops:
+        if not x:
+          break
+        if op[0] == "slice":
+          _, axis, start, stop, step = op
+          x = lib.tp_slice_at(c, x, axis, bound(c, x, axis, start), bound(c, x, axis, stop), step, site())
+        elif op[0] == "select":
+          x = lib.tp_select_at(c, x, op[1], bound(c, x, op[1], op[2]), site())
+        elif op[0] == "reshape":
+          shape = (TpInt * len(op[1]))(*[lib.tp_int_const(c, v) for v in op[1]])
+          x = lib.tp_reshape_at(c, x, len(op[1]), shape, site())
+        elif op[0] == "transpose":
+          x = lib.tp_transpose_at(c, x, site())
+        elif op[0] == "relu":
+          x = lib.tp_relu_at(c, x, site())
+        else:
+          perm = (ctypes.c_int * len(op[1]))(*op[1])
+          x = lib.tp_permute_at(c, x, len(op[1]), perm, site())
+      outs[0] = x
+      return lib.tp_status(c)
+    except Exception:   # noqa: BLE001 (reported as the chain's failure)
+      failures.append(traceback.format_exc(limit=2))
+      return 1
+  return MODEL(model)
+
+
+def to_numpy(t):
+  """A uopc_tensor's elements (f32) as a new array."""
+  shape, strides = tuple(t.shape[:t.rank]), tuple(t.strides[:t.rank])
+  if 0 in shape:
+    return np.zeros(shape, np.float32)
+  lo = t.offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+  hi = t.offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+  base = ctypes.cast(t.storage, ctypes.POINTER(ctypes.c_void_p)).contents.value
+  flat = np.ctypeslib.as_array((ctypes.c_float * (hi - lo + 1)).from_address(base + 4 * lo))
+  return np.lib.stride_tricks.as_strided(flat[t.offset - lo:], shape, [4 * s for s in strides]).copy()
+
+
+def storage_of(handle):
+  return ctypes.cast(ctypes.cast(handle, ctypes.POINTER(ffi.UopcTensor)).contents.storage, ctypes.c_void_p).value
+
+
+EXPECTED_CODE = {IndexError: "UOPC_E_BOUNDS", ValueError: "UOPC_E_INVALID"}
+
+
+def one_call(tj, f, ops, x, counts, case):
+  """Calls f on x and compares with NumPy; returns 1 when it failed."""
+  report = counts.report
+  counts.calls += 1
+  rt, lib = tj.rt, tj.lib
+  try:
+    want, refused = numpy_chain(x, ops), None
+  except (IndexError, ValueError) as e:
+    want, refused = None, e
+  out, err = ffi.UopcTensor(), ffi.Error()
+  with rt.wrap(x) as tx:
+    args = (TjArg * 1)(TjArg(1, tx, 0, 0.0))
+    status = lib.tj_call(f, args, 1, ctypes.byref(out), ctypes.byref(err))
+    try:
+      if refused is not None:
+        name = rt.error_name(status) if status else "success"
+        if name != EXPECTED_CODE[type(refused)]:
+          report.fail(case, f"NumPy refuses it ({type(refused).__name__}: {refused}); expected "
+                            f"{EXPECTED_CODE[type(refused)]}, got {name}" + (f": {err.message.decode()}" if status else ""))
+          return 1
+        counts.refused += 1
+        return 0
+      if status:
+        report.fail(case, f"expected NumPy's {want.shape} result, got {rt.error_name(status)}: {err.message.decode()}")
+        return 1
+      got = to_numpy(out)
+      if got.shape != want.shape or not np.array_equal(got, want):
+        report.fail(case, f"expected shape {want.shape} {want.ravel()[:12].tolist()}",
+                    f"got shape {got.shape} {got.ravel()[:12].tolist()}")
+        return 1
+      shared = storage_of(tx) == ctypes.cast(out.storage, ctypes.c_void_p).value
+      counts.views += shared
+      if shared and (any(op[0] == "relu" for op in ops) or (want.size and not np.shares_memory(want, x))):
+        report.fail(case, "the output shares the input's storage where NumPy's result is a copy")
+        return 1
+      if not shared and want.size and not any(op[0] in ("reshape", "relu") for op in ops):
+        report.fail(case, "NumPy's result is a view of the input; tensorjit's output is a copy")
+        return 1
+      return 0
+    finally:
+      rt.lib.uopc_tensor_release(ctypes.byref(out))
+
+
+def one_chain(tj, rng, k, counts):
+  report = counts.report
+  rank, ops = draw_chain(rng)
+  text = chain_text(ops)
+  failures = []
+  model = traced_model(tj.lib, ops, failures)
+  opts = TjOptions(specialize_01=-1 if rng.random() < 0.5 else 0)   # TJ_OFF half the time
+  f, err = ctypes.c_void_p(), ffi.Error()
+  tj.rt.check(tj.lib.tj_compile(ctypes.byref(f), model, None, ctypes.byref(opts), ctypes.byref(err)), err)
+  bad = 0
+  try:
+    shapes = [tuple(rng.randint(0, MAX_SIZE) if rng.random() < 0.25 else rng.randint(2, MAX_SIZE) for _ in range(rank))
+              for _ in range(CALLS)]
+    transposed = rank >= 2 and rng.random() < 0.3
+    for j, shape in enumerate(shapes + shapes[:1]):
+      base = np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32)
+      x = base.reshape(shape[::-1]).T if transposed else base.reshape(shape)
+      case = f"chain {k}: {text} on {shape}{' transposed' if transposed else ''} (call {j + 1})"
+      progress(case)
+      before = tj.lib.tj_stats(f).artifacts_built
+      bad += one_call(tj, f, ops, x, counts, case)
+      if failures:
+        report.fail(case, "the model raised in Python:", *failures[-1].splitlines())
+        return 1
+      if j == CALLS and tj.lib.tj_stats(f).artifacts_built != before:
+        report.fail(case, "the first shape again built another artifact; one was already built for it")
+        bad += 1
+    return 1 if bad else 0
+  finally:
+    counts.artifacts += tj.lib.tj_stats(f).artifacts_built
+    tj.lib.tj_free(f)
+
+
+def check_chains(tj, args, seed, counts):
+  rng = random.Random(seed)
+  for k in range(args.chains):
+    chain_rng = random.Random(rng.randrange(2 ** 31))
+    if args.only is not None and k != args.only:
+      continue
+    failed = one_chain(tj, chain_rng, k, counts)
+    counts.passed += 1 - failed
+    counts.failed += failed
+  return (f"{counts.passed} chains, {counts.calls} calls ({counts.refused} refused as NumPy refuses them, "
+          f"{counts.views} views of the input), {counts.artifacts} artifacts, "
+          f"{tj.rt.counter('compiler invocations')} compiler invocations")
+
+
+class Counts:
+  def __init__(self, report):
+    self.report, self.passed, self.failed = report, 0, 0
+    self.calls = self.refused = self.views = self.artifacts = 0
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description="Checks tensorjit's indexing against NumPy on random chains.")
+  ap.add_argument("--build", default="build/solutions", help="the build directory (default build/solutions)")
+  ap.add_argument("--seed", type=int, help="the random seed (default: a fresh one, printed)")
+  ap.add_argument("--chains", type=int, default=DEFAULTS["chains"], help="random chains to draw")
+  ap.add_argument("--only", type=int, help="run chain K of this seed only")
+  args = ap.parse_args(argv)
+  seed, replay = start_check(LAB, "check_tensorjit", args, DEFAULTS)
+  report = Report(LAB, replay)
+  counts = Counts(report)
+  try:
+    tj = Tj(args.build)
+  except (ffi.HarnessError, ffi.UopcError) as e:
+    print(f"FAIL lab {LAB} setup: {e}")
+    print("0 passed, 1 failed")
+    return 2
+  report.run("random chains", check_chains, tj, args, seed, counts)
+  status = report.finish()
+  print(f"{counts.passed} passed, {counts.failed + (1 if report.failed and not counts.failed else 0)} failed")
+  return status
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())
