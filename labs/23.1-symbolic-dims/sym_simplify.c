@@ -142,13 +142,32 @@ static int simplify_minmax(sym_arena *a, sym_kind kind, const sym_expr *x,
   return *out ? UOPC_OK : arena_status(a, err);
 }
 
+/* *yes = 1 when e is a multiple of k (> 0) for every binding: each term's
+ * coefficient times its dim's multiple_of, and the constant, divisible by k. */
+static int divisible(const sym_expr *e, int64_t k, int *yes, uopc_error *err) {
+  sym_linear l;
+  int rc = sym_linear_of(e, &l, err);
+  *yes = !rc && k > 0 && l.constant % k == 0;
+  for (int i = 0; *yes && i < l.count; i++) {
+    int64_t m = l.atom[i]->kind == SYM_DIM ? l.atom[i]->dim.multiple_of : 1, c = l.coef[i];
+    *yes = c % k == 0 || (m % k == 0) || (__builtin_mul_overflow(c, m, &c) ? 0 : c % k == 0);
+  }
+  return rc;
+}
+
 /* A product of simplified operands: a constant factor scales the other's
- * linear form; two non-constants make one atom, in canonical order. */
+ * linear form; two non-constants make one atom, in canonical order; and
+ * (x // k) * k is x when x is a multiple of k (a dim's multiple_of says so). */
 static int simplify_mul(sym_arena *a, const sym_expr *x, const sym_expr *y,
                         const sym_expr **out, uopc_error *err) {
   if (x->kind == SYM_CONST) { const sym_expr *t = x; x = y; y = t; }
   sym_linear l = {0}, lx;
-  int rc;
+  int rc, exact = 0;
+  if (y->kind == SYM_CONST && x->kind == SYM_FLOORDIV && x->b->kind == SYM_CONST && x->b->value == y->value &&
+      (rc = divisible(x->a, y->value, &exact, err)) == UOPC_OK && exact) {
+    *out = x->a;
+    return UOPC_OK;
+  }
   if (y->kind == SYM_CONST) {
     rc = sym_linear_of(x, &lx, err);
     if (!rc) rc = sym_linear_add(&l, &lx, y->value, err);
@@ -170,7 +189,12 @@ int sym_expr_simplify(sym_arena *a, const sym_expr *e, const sym_expr **out,
   switch (e->kind) {
   case SYM_ADD: case SYM_SUB: return combine(a, x, y, e->kind == SYM_ADD ? 1 : -1, out, err);
   case SYM_MUL: return simplify_mul(a, x, y, out, err);
-  case SYM_FLOORDIV: case SYM_MOD: return sym_simplify_divmod(a, e->kind, x, y, out, err);
+  case SYM_FLOORDIV: case SYM_MOD: {
+    int exact = 0;   /* x % k of a multiple of k (a dim's multiple_of), before the general rules */
+    if (e->kind == SYM_MOD && y->kind == SYM_CONST && (rc = divisible(x, y->value, &exact, err))) return rc;
+    if (exact) return (*out = sym_expr_const(a, 0)) ? UOPC_OK : arena_status(a, err);
+    return sym_simplify_divmod(a, e->kind, x, y, out, err);
+  }
   case SYM_MIN: case SYM_MAX: return simplify_minmax(a, e->kind, x, y, out, err);
   default: return UOPC_FAIL(err, UOPC_E_INVALID, "unknown expression kind %d", (int)e->kind);
   }

@@ -278,6 +278,24 @@ static void test_ir_reshape_rejects_counts_not_provably_equal(void **state) {
                      "reshape: (n, 4) to (m, 4): element counts n*4 and m*4 are not provably equal", NULL);
 }
 
+/* A dim's multiple_of in the simplifier: (c // 2) * 2 is c when c is a multiple of 2, and c % 2
+ * is 0, so reshaping c (a multiple of 4) to (c // 2, 2) is proved; for c without the fact it is
+ * not. (tensorjit infers -1 with a guard instead, ir_reshape_inferred, since its sizes carry none.) */
+static void test_ir_reshape_of_a_multiple_uses_the_dims_multiple_of(void **state) {
+  core *c = *state;
+  const sym_expr *even = dim_m(c, "c", 4, 64, 4), *any = dim(c, "d", 1, 64);
+  const ir_node *x = input(c, "x", UOPC_F32, 1, SHAPE(even)), *y = input(c, "y", UOPC_F32, 1, SHAPE(any));
+  expect_shape(ok_node(c, ir_reshape(c->g, x, 2, SHAPE(sym_expr_floordiv(c->a, even, cst(c, 2)), cst(c, 2))), "reshape"),
+               "(c//2, 2)", "(c) to (c // 2, 2), c a multiple of 4");
+  const sym_expr *r = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(sym_expr_simplify(c->a, sym_expr_mod(c->a, sym_expr_add(c->a, sym_expr_mul(c->a, cst(c, 3), even),
+                                                                           cst(c, 8)), cst(c, 4)), &r, &err), err);
+  if (r->kind != SYM_CONST || r->value != 0) fail_msg("(3*c + 8) %% 4 with c a multiple of 4: expected 0");
+  expect_graph_error(c, ir_reshape(c->g, y, 2, SHAPE(sym_expr_floordiv(c->a, any, cst(c, 2)), cst(c, 2))), UOPC_E_INVALID,
+                     "(d) to (d // 2, 2)", "are not provably equal", NULL);
+}
+
 static void test_ir_permute_and_transpose_move_extents(void **state) {
   core *c = *state;
   const sym_expr *n = dim(c, "n", 1, 64), *m = dim(c, "m", 1, 64);
@@ -810,6 +828,7 @@ int main(void) {
     T(test_ir_expand_rejects_fewer_axes),
     T(test_ir_reshape_accepts_provably_equal_counts),
     T(test_ir_reshape_rejects_counts_not_provably_equal),
+    T(test_ir_reshape_of_a_multiple_uses_the_dims_multiple_of),
     T(test_ir_permute_and_transpose_move_extents),
     T(test_ir_permute_rejects_a_repeated_axis),
     T(test_ir_permute_rejects_an_axis_outside_the_rank),
