@@ -11,7 +11,8 @@ the tp_ operations; NumPy applies the same chain to the same array, lent to C wi
 chain is compiled once (tj_compile, sizes 0 and 1 specialised or not) and called on several shapes
 of that rank, sizes 0 and 1 included, contiguous or transposed. Each output must equal NumPy's;
 an index or a reshape NumPy refuses must be refused with the matching code (UOPC_E_BOUNDS,
-UOPC_E_INVALID); an output that shares the input's storage must be one NumPy's result also shares;
+UOPC_E_INVALID); an output that shares the input's storage must be one NumPy's result also shares,
+at NumPy's offset and strides;
 a chain of slices, selects and permutes alone (NumPy's views) must return a view; and the first
 shape called again must run an artifact already built. The last line is `N passed, N failed`,
 counting chains.
@@ -276,6 +277,14 @@ def one_call(tj, f, ops, x, counts, case):
       if shared and (any(op[0] == "relu" for op in ops) or (want.size and not np.shares_memory(want, x))):
         report.fail(case, "the output shares the input's storage where NumPy's result is a copy")
         return 1
+      if shared and want.size:   # NumPy's view of the same memory: its offset and strides, in elements
+        offset = (want.ctypes.data - x.ctypes.data) // 4
+        strides = [s // 4 if n > 1 else None for s, n in zip(want.strides, want.shape)]
+        ours = [s if n > 1 else None for s, n in zip(out.strides[:out.rank], want.shape)]
+        if out.offset != offset or ours != strides:
+          report.fail(case, f"a view at offset {out.offset} with strides {ours}; NumPy's is at offset {offset} "
+                            f"with strides {strides} (None: an axis of 1 element, any stride)")
+          return 1
       if not shared and want.size and not any(op[0] in ("reshape", "relu") for op in ops):
         report.fail(case, "NumPy's result is a view of the input; tensorjit's output is a copy")
         return 1

@@ -166,6 +166,13 @@ tp_tensor *tp_unsqueeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
 tp_tensor *tp_squeeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
 tp_tensor *tp_flatten_at(tp_ctx *c, tp_tensor *x, int start, int end, tp_site at);
 tp_tensor *tp_unflatten_at(tp_ctx *c, tp_tensor *x, int axis, int n, const tp_int *sizes, tp_site at);
+/* tp_reshape_at that must not copy (PyTorch's view): UOPC_E_LAYOUT (in c)
+ * when the layout below the reshape is not row-major packed (a transpose,
+ * a slice of columns, a strided argument), never a silent copy. The
+ * result is a view of a compiled function's input where tensorjit returns
+ * views. */
+tp_tensor *tp_view_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, tp_site at);
+
 /* A matrix's diagonal (offset > 0: above the main one), and x tiled
  * reps[k] times along each axis (n >= x's rank counts, the first n - rank
  * of them new leading axes; 0 gives an empty axis). */

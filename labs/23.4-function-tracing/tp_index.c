@@ -267,3 +267,23 @@ tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_
   const ir_node *e = p ? ir_expand(c->g, p, 2 * n, wide) : NULL;
   return tp_made(c, e ? ir_reshape(c->g, e, n, merged) : NULL, x, at);
 }
+
+/* A reshape that must not copy (PyTorch's view): over an input, the layout below it must be packed
+ * (ir_view_layout_reshaped); a value the graph computes is packed already. */
+tp_tensor *tp_view_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, tp_site at) {
+  tp_tensor *r = tp_reshape_at(c, x, rank, shape, at);
+  if (!r) return NULL;
+  const ir_node *base = r->node;
+  while (base->op == IR_SLICE || base->op == IR_SELECT || base->op == IR_PERMUTE || base->op == IR_EXPAND ||
+         base->op == IR_RESHAPE)
+    base = base->src[0];
+  ir_layout l;
+  uopc_error why = {0};
+  int strided_value = c->mode == TP_EAGER && x->value.storage && !uopc_tensor_is_contiguous(&x->value);
+  if (strided_value || (base->op == IR_INPUT && ir_view_layout_reshaped(ir_graph_arena(c->g), r->node, &l, &why))) {
+    if (why.code && why.code != UOPC_E_INVALID) return tp_fail_with(c, at, &why), NULL;
+    return tp_fail(c, at, UOPC_E_LAYOUT, "view: this reshape needs a copy (the strides below it are not row-major"
+                   " packed, as a transpose's or a column slice's are not); tp_reshape_at copies"), NULL;
+  }
+  return r;
+}

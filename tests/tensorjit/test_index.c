@@ -688,6 +688,30 @@ static void test_tj_reshape_is_a_view_only_without_a_copy(void **state) {
   tj_free(f);
 }
 
+static int view_flat(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.view(-1), or x.T.view(-1) */
+  tp_tensor *x = user ? tp_transpose(c, in[0].t) : in[0].t;
+  out[0] = tp_view_at(c, x, 1, (tp_int[]){tp_int_const(c, -1)}, TP_HERE);
+  return tp_status(c);
+}
+
+/* x.view(-1) of a contiguous x is a view; of a transposed argument, or x.T.view(-1), it would
+ * need a copy and is UOPC_E_LAYOUT, never a silent copy. */
+static void test_tj_view_that_needs_a_copy_is_a_layout_error(void **state) {
+  (void)state;
+  tj_function *f = compile(view_flat, NULL, NULL), *g = compile(view_flat, (void *)1, NULL);
+  uopc_tensor x = matrix(3, 4, 0), t = matrix(3, 4, 1), out[1] = {{0}};
+  uopc_error err = {0};
+  uopc_tensor got = call(f, &x, "x.view(-1)");
+  if (got.storage != x.storage || got.rank != 1 || got.shape[0] != 12) fail_msg("x.view(-1): not a 12-element view of x");
+  uopc_tensor_release(&got);
+  assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&t)}, 1, out, &err), UOPC_E_LAYOUT, err);
+  assert_contains(err.message, "view: this reshape needs a copy");
+  assert_uopc_code(tj_call(g, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_LAYOUT, err);
+  assert_contains(err.message, "test_index.c:");
+  uopc_tensor_release(&x), uopc_tensor_release(&t);
+  tj_free(f), tj_free(g);
+}
+
 /* ---- Eager mode (23.4's tp_ API without a trace): the same rules, the same messages. */
 
 static void test_tp_slice_and_select_in_eager_mode(void **state) {
@@ -731,6 +755,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_diagonal_with_offsets, reset),
       cmocka_unit_test_setup(test_tj_repeat_tiles_with_new_axes_and_0, reset),
       cmocka_unit_test_setup(test_tj_reshape_is_a_view_only_without_a_copy, reset),
+      cmocka_unit_test_setup(test_tj_view_that_needs_a_copy_is_a_layout_error, reset),
       cmocka_unit_test_setup(test_tp_slice_and_select_in_eager_mode, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
