@@ -33,7 +33,7 @@ endif
 
 # A student handout has no solutions/: the reference and the targets that make things from it
 # are the instructor's, and say so instead of running the stubs or failing at the linker.
-INSTRUCTOR_ONLY := goldens check-goldens handout autograder labs check-sync gpu-check
+INSTRUCTOR_ONLY := goldens check-goldens handout handout-ref-libs autograder labs check-sync gpu-check
 ifeq ($(wildcard solutions/),)
 ifeq ($(IMPL),solutions)
 $(error IMPL=solutions runs the reference in solutions/, which a student handout does not have: run without IMPL to use your code in labs/)
@@ -118,7 +118,40 @@ lab_src = $(foreach f,$(call stage_files,$(1)),\
 # (sort: lab 23.1's folder is also sym's, and is named once)
 lab_incs = $(addprefix -I,$(sort $(foreach l,$(1) $(LAB_DEPS_$(1)),$(call stage_dir,$(l)))))
 lab_deps_links = $(foreach l,$(LAB_DEPS_$(1)),-l$(call stage_name,$(l)))
-lab_links = -l$(call stage_name,$(1)) $(call lab_deps_links,$(1))
+# A binary names every stage it uses as its own DT_NEEDED (gcc passes --as-needed, which would
+# drop those main.c never calls), so that its RUNPATH, not a library's, finds each of them.
+lab_links = -l$(call stage_name,$(1)) -Wl,--push-state,--no-as-needed $(call lab_deps_links,$(1)) -Wl,--pop-state
+
+# ---- the reference's earlier stages (a student handout) -------------------------
+# A handout ships reference/lib/: the reference's libraries of the stages with student files
+# that a later stage links (tools/handout.sh; reference/README.md). There, each stage's binaries
+# find in $(BUILD)/ref/<stage>/ links to the reference's copies of its earlier stages (never of
+# its own lab: lab 23.1's binaries keep your sym), before $(BUILD)/lib on their RUNPATH. The
+# loader maps a binary's DT_NEEDED first, from its RUNPATH, and every library that names one of
+# them later gets that copy, so the process runs on the reference's lab 23.1 and your lab 23.N.
+# OWN_STAGES=1 empties those folders: the whole stack as you wrote it (no relink needed).
+# The instructor's tree (no reference/) and the grader's scratch trees link as before.
+OWN_STAGES ?=
+REF_LIB := $(wildcard reference/lib)
+REF_MODE := $(if $(OWN_STAGES),own,reference)
+stage_lab = $(if $(filter sym,$(1)),23.1,$(1))
+ref_stages = $(strip $(if $(REF_LIB),$(foreach l,$(LAB_DEPS_$(1)),$(if $(filter-out $(call stage_lab,$(1)),$(call stage_lab,$(l))),\
+  $(if $(wildcard $(REF_LIB)/lib$(call stage_name,$(l)).so),$(l))))))
+ref_dir = $(BUILD)/ref/$(1)
+ref_stamp = $(if $(call ref_stages,$(1)),$(call ref_dir,$(1))/.$(REF_MODE))
+# $(1) a stage, $(2) the path from the binary's folder to $(BUILD) ("../", "../../")
+comma := ,
+ref_rpath = $(if $(call ref_stages,$(1)),-Wl$(comma)-rpath$(comma)'$$ORIGIN/$(2)ref/$(1)')
+# (the stamp names the mode: switching OWN_STAGES remakes the folder)
+define REF_RULES
+$(call ref_stamp,$(1)):
+	@rm -rf $(call ref_dir,$(1)) && mkdir -p $(call ref_dir,$(1)) $(if $(OWN_STAGES),,$(foreach l,$(call ref_stages,$(1)),&& ln -s ../../../../$(REF_LIB)/lib$(call stage_name,$(l)).so $(call ref_dir,$(1))/)) && touch $$@
+endef
+$(foreach l,$(STAGES),$(if $(call ref_stages,$(l)),$(eval $(call REF_RULES,$(l)))))
+# The stages whose reference tools/handout.sh ships: those with student files that a stage
+# of another lab links (sym: 23.2 to 23.5 and the core; 23.2 and 23.4: tensorjit).
+HANDOUT_REF_STAGES = $(sort $(foreach s,$(STAGES),$(foreach l,$(LAB_DEPS_$(s)),\
+  $(if $(and $(filter-out $(call stage_lab,$(s)),$(call stage_lab,$(l))),$(wildcard solutions/$(notdir $(call stage_dir,$(l))))),$(l)))))
 
 # Lab code (labs/ and solutions/ alike, in every build and in the grader's) indexes its arrays
 # under -fsanitize=bounds: an index outside an array of known size stops the program with
@@ -138,9 +171,9 @@ endef
 $(foreach l,$(STAGES),$(eval $(call STAGE_RULES,$(l))))
 
 define LAB_RULES
-$(BUILD)/bin/lab-$(1): $(call lab_dir,$(1))/main.c $(call lab_lib,$(1))
+$(BUILD)/bin/lab-$(1): $(call lab_dir,$(1))/main.c $(call lab_lib,$(1)) | $(call ref_stamp,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc -lm
+	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) $$(call ref_rpath,$(1),../) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc -lm
 endef
 $(foreach l,$(LAB_IDS),$(eval $(call LAB_RULES,$(l))))
 
@@ -162,9 +195,9 @@ $(BUILD)/tests/uopc/%: tests/uopc/%.c $(UOPC_LIB)
 
 test_dir = $(if $(filter tj,$(1)),tensorjit,$(1))
 define TEST_RULES
-$(BUILD)/tests/$(call test_dir,$(1))/%: tests/$(call test_dir,$(1))/%.c $(call lab_lib,$(1))
+$(BUILD)/tests/$(call test_dir,$(1))/%: tests/$(call test_dir,$(1))/%.c $(call lab_lib,$(1)) | $(call ref_stamp,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
+	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) $$(call ref_rpath,$(1),../../) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
 $(foreach l,$(filter-out sym,$(STAGES)),$(eval $(call TEST_RULES,$(l))))
 
@@ -199,9 +232,9 @@ lab_objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1)))
 
 # The experiment test against the lab as built (LAB_DEPS: the earlier stages).
 define STUDENT_TEST_RULES
-$(BUILD)/tests/student/$(1)/test_my_guard: $(call student_test,$(1)) $(call lab_lib,$(1))
+$(BUILD)/tests/student/$(1)/test_my_guard: $(call student_test,$(1)) $(call lab_lib,$(1)) | $(call ref_stamp,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
+	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) $$(call ref_rpath,$(1),../../../) -Wl,-rpath,'$$$$ORIGIN/../../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
 $(foreach l,$(BREAK_LABS),$(eval $(call STUDENT_TEST_RULES,$(l))))
 
@@ -212,9 +245,9 @@ $(BREAK)/$(1)-$(2)/obj/$(4:.c=.o): $(filter %/$(4),$(call lab_src,$(1)))
 	$$(call say,CC,$$<) $$(CC) $$(CFLAGS) $$(LAB_BOUNDS) -D$(3) $(call lab_incs,$(1)) -c $$< -o $$@
 $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so: $(BREAK)/$(1)-$(2)/obj/$(4:.c=.o) $(filter-out %/$(4:.c=.o),$(call lab_objs,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
 	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' -o $$@ $$(filter %.o,$$^) $(call lab_deps_links,$(1)) -luopc
-$(BREAK)/$(1)-$(2)/test_my_guard: $(call student_test,$(1)) $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so
+$(BREAK)/$(1)-$(2)/test_my_guard: $(call student_test,$(1)) $(BREAK)/$(1)-$(2)/liblab$(subst .,_,$(1)).so | $(call ref_stamp,$(1))
 	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< -L$$(dir $$@) $$(LDFLAGS) \
-	  -Wl,-rpath,'$$$$ORIGIN' -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
+	  -Wl,-rpath,'$$$$ORIGIN' $$(call ref_rpath,$(1),../../) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
 $(foreach g,$(BREAK_TABLE),$(eval $(call BREAK_RULES,$(word 1,$(subst :, ,$(g))),$(word 2,$(subst :, ,$(g))),$(word 3,$(subst :, ,$(g))),$(word 4,$(subst :, ,$(g))))))
 
@@ -236,36 +269,38 @@ TEST_BINS += $(FAULT_BINS)
 # ---- benchmarks -------------------------------------------------------------
 # bench/bench_23_N.c links lab 23.N; bench/report.py runs them and adds NumPy.
 define BENCH_RULES
-$(BUILD)/bin/bench_$(subst .,_,$(1)): bench/bench_$(subst .,_,$(1)).c $(call lab_lib,$(1))
+$(BUILD)/bin/bench_$(subst .,_,$(1)): bench/bench_$(subst .,_,$(1)).c $(call lab_lib,$(1)) | $(call ref_stamp,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
+	$$(call say,LINK,$$@) $$(CC) $$(CFLAGS) $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) $$(call ref_rpath,$(1),../) -Wl,-rpath,'$$$$ORIGIN/../lib' $(call lab_links,$(1)) -luopc
 endef
 BENCH_LABS := $(foreach l,$(LAB_IDS),$(if $(wildcard bench/bench_$(subst .,_,$(l)).c),$(l)))
 $(foreach l,$(BENCH_LABS),$(eval $(call BENCH_RULES,$(l))))
 BENCH_BINS := $(foreach l,$(BENCH_LABS),$(BUILD)/bin/bench_$(subst .,_,$(l)))
 # The compiler core alone (labs/core).
-$(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,core)
+$(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,core) | $(call ref_stamp,core)
 	@mkdir -p $(dir $@)
-	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_core
 # tensorjit (labs/tensorjit): its warm call, and its artifacts over lengths 0..64.
-$(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj)
+$(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj) | $(call ref_stamp,tj)
 	@mkdir -p $(dir $@)
-	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
 BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
 
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
 # make grade                       the student code in labs/ (IMPL=solutions: the reference)
 # make grade SUBMISSION=DIR        another tree, a lab folder or a flat upload of .c files
-#   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default build/results.json: harness/grade.py's, printed)  GRADE_FLAGS=--own-stages
+#   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default build/results.json: harness/grade.py's, printed)
+#   OWN_STAGES=1 (GRADE_FLAGS=--own-stages): the earlier stages a lab links from your files too
 # make goldens / check-goldens     the golden counter logs from solutions/ / fail when stale (CI)
 # make examples / check-examples   rewrite / check the runs the lab READMEs quote (make test checks)
 # make handout                     build/handout/uopc-labs.tar.gz, the student tree
 # make autograder                  build/autograder.zip for Gradescope
 # make test-grader                 the grader's self-check and its own tests (for `make test`)
 GRADE_ARGS = $(LABS) $(if $(SUBMISSION),--submission $(SUBMISSION),--impl $(IMPL)) \
-  $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) $(if $(RESULTS),--output $(RESULTS)) $(GRADE_FLAGS)
-.PHONY: grade goldens check-goldens examples check-examples handout autograder test-grader
+  $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) $(if $(RESULTS),--output $(RESULTS)) \
+  $(if $(OWN_STAGES),--own-stages) $(GRADE_FLAGS)
+.PHONY: grade goldens check-goldens examples check-examples handout handout-ref-libs autograder test-grader
 
 grade: setup
 	@$(PYTHON) -m harness.grade $(GRADE_ARGS)
@@ -283,7 +318,11 @@ check-examples: setup
 	@$(PYTHON) -m harness.grading.examples --check
 
 handout: setup
-	@tools/handout.sh build/handout/uopc-labs.tar.gz
+	+@MAKE="$(MAKE)" tools/handout.sh build/handout/uopc-labs.tar.gz
+
+# The libraries of build/solutions/lib that a handout ships in reference/lib (tools/handout.sh).
+handout-ref-libs:
+	@echo $(foreach l,$(HANDOUT_REF_STAGES),lib$(call stage_name,$(l)).so)
 
 autograder:
 	@autograder/bundle.sh build/autograder.zip
@@ -361,11 +400,11 @@ setup:
 
 lab-23: setup
 	@$(MAKE) --no-print-directory all
-	@IMPL=$(IMPL) tools/run-labs.sh $(BUILD) $(LAB_IDS)
+	@IMPL=$(IMPL) OWN_STAGES=$(OWN_STAGES) tools/run-labs.sh $(BUILD) $(LAB_IDS)
 
 $(addprefix lab-,$(LAB_IDS)): lab-%: setup
 	@$(MAKE) --no-print-directory $(BUILD)/bin/lab-$*
-	@IMPL=$(IMPL) tools/run-labs.sh $(BUILD) $*
+	@IMPL=$(IMPL) OWN_STAGES=$(OWN_STAGES) tools/run-labs.sh $(BUILD) $*
 
 # Any other lab-...: say which labs there are.
 lab-%:

@@ -35,6 +35,7 @@ class Check:
   applies: callable     # () -> bool: does this checkout have what the check is about?
   timeout: float        # seconds
   loads_c: bool = False  # loads the build's libraries (a sanitizer build needs its runtime preloaded)
+  stage: str = ""        # the lab whose library it loads (its earlier stages may be the reference's)
 
 
 def has_lab(lab_id):
@@ -46,7 +47,7 @@ def lab_check(lab_id, timeout=120):
   module = f"harness.check_{lab_id.replace('.', '_')}"
   return Check(f"lab {lab_id}", lambda build, seed: [sys.executable, "-m", module, "--build", build,
                                                      "--seed", str(seed)],
-               has_lab(lab_id), timeout, loads_c=True)
+               has_lab(lab_id), timeout, loads_c=True, stage=lab_id)
 
 
 CHECKS = [
@@ -67,6 +68,7 @@ def run_check(check, build, seed):
   fd, progress_path = tempfile.mkstemp(prefix="uopc-progress-")
   os.close(fd)
   extra = sanitizer_env() if check.loads_c and build.endswith("-san") else {}
+  extra.update(reference_env(build, check.stage))
   env = dict(os.environ, UOPC_CACHE_DIR=cache, **{PROGRESS_ENV: progress_path}, **extra)
   argv = check.argv(build, seed)
   try:
@@ -116,6 +118,15 @@ def sanitizer_env():
   libs = [subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
           for lib in ("libasan.so", "libubsan.so")]
   return {"LD_PRELOAD": " ".join(libs), "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"}
+
+
+def reference_env(build, stage):
+  """In a handout, LD_LIBRARY_PATH to <build>/ref/<lab>/, where the Makefile links the reference's
+  earlier stages of that lab (reference/lib): the loader searches it before a library's RUNPATH, so
+  the lab's library loaded here runs on them as its driver does. {} elsewhere, or with OWN_STAGES=1
+  (the folder is empty)."""
+  ref = ROOT / build / "ref" / stage
+  return {"LD_LIBRARY_PATH": str(ref)} if stage and any(ref.glob("*.so")) else {}
 
 
 def signal_name(number):

@@ -14,12 +14,17 @@
 # points one way, the driver's stop line is held back until after the table (with the checks
 # on): the driver's banner and lines come first, then one line that defers to the table.
 # SEED replays the grader's random draws; RUN_LABS_DRIVERS_ONLY=1 skips its checks.
+# OWN_STAGES=1 (make lab-23.N OWN_STAGES=1) grades on your own earlier stages (--own-stages).
 set -u
 build=$1; shift
 failed=0
 for id in "$@"; do
   dir=$(ls -d labs/"$id"-*/ 2>/dev/null | head -n 1)
   echo "== lab $id (${IMPL:-labs}) =="
+  # A handout's binaries of lab $id find there the reference's earlier stages (the Makefile's
+  # "reference's earlier stages"); OWN_STAGES=1 leaves the folder empty.
+  refs=$(ls "$build/ref/$id" 2>/dev/null | sed -n 's/^liblab\(23_[0-9]*\)\(_sym\)\{0,1\}\.so$/lab \1/p' | tr _ . | sort -u | paste -sd, - | sed 's/,/, /g')
+  [ -n "$refs" ] && echo "lab $id: linked with the reference's $refs (reference/lib; OWN_STAGES=1 links yours)"
   out=$("$build/bin/lab-$id" 2>&1)
   status=$?
   stopped=""   # "23.K function" of the stub the driver stopped at
@@ -45,7 +50,7 @@ for id in "$@"; do
   fi
   if [ -z "${RUN_LABS_DRIVERS_ONLY:-}" ]; then
     echo
-    .venv/bin/python -m harness.grade "$id" --check --impl "${IMPL:-labs}" ${SEED:+--seed "$SEED"}
+    .venv/bin/python -m harness.grade "$id" --check --impl "${IMPL:-labs}" ${SEED:+--seed "$SEED"} ${OWN_STAGES:+--own-stages}
     checked=$?   # 3: the checks found only stubs (an experiment test not written yet, in a worked lab)
     [ $status = 0 ] && [ $checked != 0 ] && status=$([ $checked = 3 ] && echo 3 || echo 1)
   fi

@@ -5,14 +5,16 @@ Two builds, two kinds of trust:
   TrustedBuild  in the grader's own tree, of what no student wrote: the runtime (libuopc.so), the
                 grade hook (libgradehook.so), the given objects of every lab and of the compiler
                 core (labs/core, linked in the scratch tree on that tree's lab 23.1), the reference
-                libraries of solutions/ and the held-out suites as objects. The project Makefile
+                libraries of solutions/ (in a handout, which has no solutions/: those it ships
+                built, in reference/lib) and the held-out suites as objects. The project Makefile
                 does it (make -f Makefile -f harness/grading/grade.mk), once per grade.
   Workspace     a scratch tree per lab: the instructor's headers, drivers, public suites and
                 Makefile, the lab's student files from the submission (intake.py: regular files
                 of the manifest's names only), and the trusted build's products copied in. The
                 earlier stages a lab links are the reference's libraries (or, with own_stages or
-                in a tree without solutions/, built from the submission), so one broken stage
-                cannot zero the next. Held-out suites and the reference enter only as objects.
+                in a tree with neither solutions/ nor reference/lib, built from the submission),
+                so one broken stage cannot zero the next. Held-out suites and the reference enter
+                only as objects.
 
 The scratch build runs in the sandbox as the sandbox user: the tree read-only, only build/
 writable; make's -o keeps the trusted products as they are. Tests then see the tree read-only,
@@ -124,6 +126,18 @@ def has_solutions(m):
   return (ROOT / "solutions" / Path(m.lab_dir).name).is_dir()
 
 
+# A handout's reference: the libraries of the stages a later lab links, built (tools/handout.sh).
+SHIPPED = "reference/lib"
+
+
+def reference_libs(m):
+  """[(a library of the lab in a scratch build, the reference's copy of it)]: build/solutions'
+  (made by the trusted build) where solutions/ has the lab, else those a handout ships."""
+  if has_solutions(m):
+    return [(lib, ROOT / ref) for lib, ref in zip(lab_libs(m.lab), lab_libs(m.lab, "build/solutions"))]
+  return [(lib, ROOT / SHIPPED / Path(lib).name) for lib in lab_libs(m.lab) if (ROOT / SHIPPED / Path(lib).name).is_file()]
+
+
 # ---- the grader's own build ---------------------------------------------------------------------
 
 class TrustedBuild:
@@ -159,10 +173,10 @@ class TrustedBuild:
           obj = f"{BUILD}/grade/hidden/{lab}/{Path(suite).stem}.o"
           labs.append(obj)
           products[f"hidden/{lab}/{Path(suite).stem}.o"] = ROOT / obj
-      if has_solutions(m):
-        for lib, ref in zip(lab_libs(lab), lab_libs(lab, "build/solutions")):
-          refs.append(ref)
-          products[f"reference/{lib}"] = ROOT / ref
+      for lib, ref in reference_libs(m):
+        if has_solutions(m):
+          refs.append(str(ref.relative_to(ROOT)))
+        products[f"reference/{lib}"] = ref
     ROOT.joinpath("build").mkdir(exist_ok=True)
     with open(ROOT / "build" / ".grade-lock", "w") as lock:
       fcntl.flock(lock, fcntl.LOCK_EX)     # grades run side by side (--jobs) build this once
@@ -264,12 +278,13 @@ class Workspace:
   def _stage(self, m, graded, products):
     """One stage of the tree: the reference's library and the lab's headers, or the lab's folder
     with its student files from their source and its given objects from the trusted build."""
-    reference = f"reference/{lab_lib(m.lab)}"
-    if not graded and not self.own_stages and reference in products:
-      self.notes.append(f"lab {m.lab}: the reference's library (solutions/, as built by the grader)")
+    references = [lib for lib in lab_libs(m.lab) if f"reference/{lib}" in products]
+    if not graded and not self.own_stages and references:
+      where = "solutions/, as built by the grader" if has_solutions(m) else f"{SHIPPED}, shipped with the handout"
+      self.notes.append(f"lab {m.lab}: the reference's library ({where})")
       for h in (ROOT / m.lab_dir).glob("*.h"):
         _copy(h, self.root / m.lab_dir / h.name)
-      for lib in lab_libs(m.lab):
+      for lib in references:
         self._place(products, lib, f"reference/{lib}")
       return []
     shutil.copytree(ROOT / m.lab_dir, self.root / m.lab_dir, dirs_exist_ok=True)
@@ -358,17 +373,18 @@ class Workspace:
       finally:
         rundir.close()
     trusted = [ROOT / BUILD / "lib/libuopc.so", ROOT / HOOK] + \
-              [ROOT / ref for d in self.m.deps if d not in self.screened
-               for ref in lab_libs(d, "build/solutions") if (ROOT / ref).is_file()] + \
+              [ref for d in self.m.deps if d not in self.screened
+               for _, ref in reference_libs(self.manifests[d]) if ref.is_file()] + \
               ([ROOT / obj for obj in core_objects()] if links_core(self.m) else [])
     refusals = []
     for lab in self.screened:
       m = self.manifests[lab]
-      for rel, ref in zip(lab_libs(lab), lab_libs(lab, "build/solutions")):
-        lib, reference = self.root / rel, ROOT / ref
+      references = dict(reference_libs(m))
+      for rel in lab_libs(lab):
+        lib, reference = self.root / rel, references.get(rel)
         if not lib.is_file():
           continue
-        allowed = screen.symbols(reference, "undefined") if reference.is_file() else set()
+        allowed = screen.symbols(reference, "undefined") if reference and reference.is_file() else set()
         for name in given_files(m):
           allowed |= screen.symbols(ROOT / BUILD / "obj" / m.lab_dir / f"{name[:-2]}.o", "undefined")
         refusals += [f"refused {rel}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
