@@ -132,6 +132,9 @@ lab_links = -l$(call stage_name,$(1)) -Wl,--push-state,--no-as-needed $(call lab
 # OWN_STAGES=1 empties those folders: the whole stack as you wrote it (no relink needed).
 # The instructor's tree (no reference/) and the grader's scratch trees link as before.
 OWN_STAGES ?=
+# (0 means off, as 1 means on; the recipes' scripts read the same value)
+override OWN_STAGES := $(filter-out 0,$(OWN_STAGES))
+export OWN_STAGES
 REF_LIB := $(wildcard reference/lib)
 REF_MODE := $(if $(OWN_STAGES),own,reference)
 stage_lab = $(if $(filter sym,$(1)),23.1,$(1))
