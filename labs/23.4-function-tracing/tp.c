@@ -314,21 +314,6 @@ tp_tensor *tp_where_at(tp_ctx *c, tp_tensor *cond, tp_tensor *x, tp_tensor *y, t
   return b ? made(c, ir_where(c->g, w, a, b), x, y, cond, at) : NULL;
 }
 
-tp_tensor *tp_reshape_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, tp_site at) {
-  CHECK_CTX(c);
-  const ir_node *a = operand(c, x, at);
-  if (!a) return NULL;
-  if (rank < 0 || rank > UOPC_MAX_RANK || (rank && !shape)) {
-    tp_fail(c, at, UOPC_E_INVALID, "reshape to rank %d (at most %d)", rank, UOPC_MAX_RANK);
-    return NULL;
-  }
-  for (int k = 0; k < rank; k++)
-    if (!shape[k].expr && shape[k].value == -1) return tp_reshape_infer(c, x, rank, shape, k, at);   /* tp_index.c */
-  const sym_expr *to[UOPC_MAX_RANK];
-  for (int k = 0; k < rank; k++) to[k] = int_expr(c, shape[k]);
-  return made(c, ir_reshape(c->g, a, rank, to), x, NULL, NULL, at);
-}
-
 tp_tensor *tp_from_int_at(tp_ctx *c, tp_int v, uopc_dtype dt, tp_site at) {
   CHECK_CTX(c);
   return made(c, ir_size(c->g, int_expr(c, v), dt), NULL, NULL, NULL, at);

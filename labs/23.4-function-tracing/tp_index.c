@@ -210,7 +210,7 @@ tp_tensor *tp_unflatten_at(tp_ctx *c, tp_tensor *x, int axis, int n, const tp_in
 
 /* reshape with one -1: the extent is x's element count // the others' product, and that the
  * division is exact is a guard of every call (NumPy refuses 21 elements as (-1, 2)). */
-tp_tensor *tp_reshape_infer(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, int axis, tp_site at) {
+static tp_tensor *reshape_infer(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, int axis, tp_site at) {
   const ir_node *a = tp_operand(c, x, at);
   if (!a) return NULL;
   tp_int count = tp_int_const(c, 1), known = tp_int_const(c, 1);
@@ -236,6 +236,21 @@ tp_tensor *tp_reshape_infer(tp_ctx *c, tp_tensor *x, int rank, const tp_int *sha
   const sym_expr *to[UOPC_MAX_RANK];
   for (int k = 0; k < rank; k++) to[k] = k == axis ? NULL : tp_int_expr(c, shape[k]);
   return tp_made(c, ir_reshape_inferred(c->g, a, rank, to, axis), x, at);
+}
+
+/* The same elements under a new shape; one extent may be -1. */
+tp_tensor *tp_reshape_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, tp_site at) {
+  if (!c || c->error.code) return NULL;
+  const ir_node *a = tp_operand(c, x, at);
+  if (!a) return NULL;
+  if (rank < 0 || rank > UOPC_MAX_RANK || (rank && !shape)) {
+    return tp_fail(c, at, UOPC_E_INVALID, "reshape to rank %d (at most %d)", rank, UOPC_MAX_RANK), NULL;
+  }
+  for (int k = 0; k < rank; k++)
+    if (!shape[k].expr && shape[k].value == -1) return reshape_infer(c, x, rank, shape, k, at);
+  const sym_expr *to[UOPC_MAX_RANK];
+  for (int k = 0; k < rank; k++) to[k] = tp_int_expr(c, shape[k]);
+  return tp_made(c, ir_reshape(c->g, a, rank, to), x, at);
 }
 
 tp_tensor *tp_diagonal_at(tp_ctx *c, tp_tensor *x, int64_t offset, tp_site at) {

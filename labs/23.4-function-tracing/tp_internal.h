@@ -88,8 +88,6 @@ int tp_fail_with(tp_ctx *c, tp_site at, const uopc_error *err);
 const ir_node *tp_operand(tp_ctx *c, tp_tensor *x, tp_site at);
 tp_tensor *tp_made(tp_ctx *c, const ir_node *n, tp_tensor *x, tp_site at);
 const sym_expr *tp_int_expr(tp_ctx *c, tp_int v);
-/* tp_reshape_at with shape[axis] the constant -1 (tp_index.c). */
-tp_tensor *tp_reshape_infer(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, int axis, tp_site at);
 
 /* Appends a guard (tp_guard.c calls it). Errors: UOPC_E_NOMEM. */
 int tp_guard_add(tp_ctx *c, const sym_expr *diff, tp_cmp op, int truth, tp_site at);
