@@ -226,7 +226,7 @@ int tp_region_flush(tp_ctx *c, tp_site at) {
 }
 
 int tp_break_resume(tp_ctx *c, tp_site at) {
-  c->breaks++;
+  if (!c->breaks++) c->break_at = at;
   uopc_counter_add(TP_C_BREAKS, 1);
   return tp_region_flush(c, at);
 }
@@ -259,7 +259,7 @@ static int trace(tp_compiled *f, const sym_binding *b, const uopc_tensor *const 
   int n_wrt = 0;
   for (int k = 0; k < f->n_in; k++)
     if (f->opts.grad_inputs >> k & 1u) wrt[n_wrt++] = args[k];
-  if (!c.error.code && n_wrt) tp_backward_at(&c, outs[0], wrt, n_wrt, gr, here);
+  if (!c.error.code && n_wrt) tp_backward_at(&c, outs[0], wrt, n_wrt, gr, outs[0]->at);   /* its errors name the loss's line */
   if (c.error.code) {
     *err = c.error;
     tp_ctx_fini(&c);
@@ -307,19 +307,35 @@ static int trace(tp_compiled *f, const sym_binding *b, const uopc_tensor *const 
   return run_variant(f, v, b, in, out, grads, err);
 }
 
+static int call_bound(tp_compiled *f, const sym_binding *b, const uopc_tensor *const *in, uopc_tensor *out,
+                      uopc_tensor *grads, uopc_error *err) {
+  for (int k = 0; k < f->n_variants; k++) {
+    int holds = 0;
+    int rc = tp_variant_holds(&f->variants[k], b, &holds, err);
+    if (rc) return rc;
+    if (holds) return run_variant(f, &f->variants[k], b, in, out, grads, err);
+    uopc_counter_add(TP_C_GUARD_FAILURES, 1);
+  }
+  return trace(f, b, in, out, grads, err);
+}
+
 int tp_call(tp_compiled *f, const uopc_tensor *const *in, uopc_tensor *out, uopc_tensor *grads, uopc_error *err) {
   if (!f || !out || (f->n_grads && !grads)) return UOPC_FAIL(err, UOPC_E_INVALID, "tp_call: NULL function or outputs");
   sym_binding b;
   int rc = bind_args(f, in, &b, err);
   if (rc) return rc;
-  for (int k = 0; k < f->n_variants; k++) {
-    int holds = 0;
-    rc = tp_variant_holds(&f->variants[k], &b, &holds, err);
-    if (rc) return rc;
-    if (holds) return run_variant(f, &f->variants[k], &b, in, out, grads, err);
-    uopc_counter_add(TP_C_GUARD_FAILURES, 1);
+  /* The variants take contiguous inputs: a strided argument is read through a packed copy. */
+  uopc_tensor packed[f->n_in + 1];
+  const uopc_tensor *args[f->n_in + 1];
+  memset(packed, 0, sizeof packed);
+  int n = 0;
+  for (; n < f->n_in && !rc; n++) {
+    rc = tp_contiguous(&packed[n], in[n], err);
+    args[n] = &packed[n];
   }
-  return trace(f, &b, in, out, grads, err);
+  if (!rc) rc = call_bound(f, &b, args, out, grads, err);
+  for (int k = 0; k < n; k++) uopc_tensor_release(&packed[k]);
+  return rc;
 }
 
 /* ---- One capture (tp_compile.h): trace's first half, for tensorjit. */
@@ -409,7 +425,7 @@ int tp_run_eager(tp_model model, void *user, const uopc_tensor *const *in, int n
   int n_wrt = 0;
   for (int k = 0; k < n_in; k++)
     if (grad_inputs >> k & 1u) wrt[n_wrt++] = args[k];
-  if (!c->error.code && n_wrt) tp_backward_at(c, outs[0], wrt, n_wrt, gr, here);
+  if (!c->error.code && n_wrt) tp_backward_at(c, outs[0], wrt, n_wrt, gr, outs[0]->at);
   if (c->error.code) {
     *err = c->error;
     tp_ctx_free(c);

@@ -52,8 +52,9 @@ int tp_compiled_new(tp_compiled **out, tp_model model, void *user, const tp_arg 
                     const tp_options *opts, uopc_error *err);
 void tp_compiled_free(tp_compiled *f);
 
-/* Calls the function: out[k] receive new contiguous tensors (the caller
- * releases them), and grads[j] the gradient of out[0] with respect to the
+/* Calls the function on arguments of any layout (one not contiguous is read
+ * through a packed copy: tp.h, "Arguments"): out[k] receive new contiguous
+ * tensors (the caller releases them), and grads[j] the gradient of out[0] with respect to the
  * j-th input named in grad_inputs (NULL when none are asked for).
  * Errors: UOPC_E_INVALID, UOPC_E_DTYPE, UOPC_E_BOUNDS (an argument that does
  * not fit its tp_arg), UOPC_E_LIMIT (TP_VARIANTS_MAX variants, none of whose

@@ -30,6 +30,7 @@ struct tp_tensor {
   uopc_tensor value;           /* eager, or after its region ran; storage NULL otherwise */
   int is_input;                /* an argument of the model (or a global: is_input 2) */
   int region;                  /* the region it was recorded in (tracer) */
+  tp_site at;                  /* where the model made it: its backward rule's errors name this line */
   tp_tensor *grad;             /* accumulated by tp_backward */
 };
 
@@ -57,6 +58,7 @@ struct tp_ctx {
   tp_guard *guards;            /* tracer: what this trace's branches assumed */
   int n_guards, cap_guards;
   int breaks;                  /* graph breaks in this trace */
+  tp_site break_at;            /* where the first one was */
   struct tp_region_cache *regions;   /* tracer: compiled regions by graph hash (tp_compile.c) */
   ir_graph **retired;          /* earlier regions' graphs: sizes the model holds point into them */
   int n_retired, cap_retired;
@@ -74,6 +76,11 @@ int tp_ctx_init(tp_ctx *c, tp_mode mode, uopc_error *err);
 void tp_ctx_fini(tp_ctx *c);
 /* Appends an input of c->g and the value it reads. Errors: UOPC_E_NOMEM. */
 int tp_ctx_add_input(tp_ctx *c, const ir_node *node, const uopc_tensor *value);
+/* *out = v itself (a new reference) when v is row-major contiguous, else a
+ * packed copy of it: the inputs of an eager context and of a compiled
+ * function's variants are contiguous (tp.h, "Arguments"). Errors: those of
+ * uopc_tensor_empty and uopc_tensor_copy, *out left released. */
+int tp_contiguous(uopc_tensor *out, const uopc_tensor *v, uopc_error *err);
 /* A handle for a traced model's argument (tp_compile.c). */
 tp_tensor *tp_input_handle(tp_ctx *c, const ir_node *node, const uopc_tensor *value, tp_site at);
 

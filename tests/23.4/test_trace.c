@@ -680,6 +680,115 @@ static void test_model_that_leaves_its_output_unset_is_invalid(void **state) {
   tp_compiled_free(f);
 }
 
+/* ---- Errors a model causes name its line; arguments of any layout (given code) */
+
+static int no_rule_line, loss_line, break_line;
+
+/* sum(x * sum(x)), the inner sum read as a number. */
+static int item_loss(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *s = tp_sum(c, in[0], 0u, 0);
+  break_line = __LINE__; double v = tp_item(c, s);
+  out[0] = tp_sum(c, tp_mul(c, in[0], tp_scalar(c, v)), 0u, 0);
+  return tp_status(c);
+}
+
+/* -max(x): max has no backward rule (neg's is given). */
+static int neg_max(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  no_rule_line = __LINE__; tp_tensor *m = tp_reduce_at(c, IR_MAX, in[0], 0u, 0, TP_HERE);
+  out[0] = tp_neg(c, m);
+  return tp_status(c);
+}
+
+/* x * x, a vector where a loss must be a scalar. */
+static int vector_loss(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  loss_line = __LINE__; out[0] = tp_mul(c, in[0], in[0]);
+  return tp_status(c);
+}
+
+/* A compiled function of x (n in [1, 1024]) with d out[0] / d x. */
+static tp_compiled *grad_fn(tp_model m) {
+  uopc_error err = {0};
+  sym_dim n;
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 1024, 1, &err), err);
+  tp_arg a = {"x", UOPC_F32, 1, {sym_expr_dim(arena, &n)}};
+  tp_options o = {.grad_inputs = 0x1};
+  tp_compiled *f = NULL;
+  assert_uopc_ok(tp_compiled_new(&f, m, NULL, &a, 1, 1, &o, &err), err);
+  return f;
+}
+
+/* The gradient of m on ramp(n), compiled and eager: code want, a message
+ * naming line and neither runner. */
+static void grad_error_names(tp_model m, int64_t n, int want, const int *line) {
+  tp_compiled *f = grad_fn(m);
+  uopc_tensor x = ramp(n, 1), out[1] = {{0}}, grads[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  for (int eager = 0; eager < 2; eager++) {
+    uopc_error err = {0};
+    int rc = eager ? tp_run_eager(m, NULL, in, 1, 1, 0x1, out, grads, &err) : tp_call(f, in, out, grads, &err);
+    assert_uopc_code(rc, want, err);
+    if (!strstr(err.message, site(*line)) || strstr(err.message, ":0:"))   /* *line: set when the model ran */
+      fail_msg("%s: \"%s\" should name %s, where the model made the tensor, and no runner's site (\":0:\")",
+               eager ? "tp_run_eager" : "tp_call", err.message, site(*line));
+  }
+  tp_compiled_free(f);
+  uopc_tensor_release(&x);
+}
+
+static void test_backward_without_a_rule_names_the_model_line(void **state) {
+  (void)state;
+  grad_error_names(neg_max, 5, UOPC_E_UNSUPPORTED, &no_rule_line);
+}
+
+static void test_backward_of_a_vector_loss_names_the_loss_line(void **state) {
+  (void)state;
+  grad_error_names(vector_loss, 5, UOPC_E_INVALID, &loss_line);
+}
+
+static void test_backward_across_a_break_names_the_break_line(void **state) {
+  (void)state;
+  tp_compiled *f = grad_fn(item_loss);
+  uopc_error err = {0};
+  uopc_tensor x = ramp(6, 1), out[1] = {{0}}, grads[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  assert_uopc_code(tp_call(f, in, out, grads, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "1 graph break");
+  assert_contains(err.message, site(break_line));
+  tp_compiled_free(f);
+  uopc_tensor_release(&x);
+}
+
+/* x = x0[::2] of x0 = ramp(10): a view with stride 2, read in both modes as
+ * its packed copy (x + x, exactly 2 x0[2 i]), the caller's view untouched. */
+static void test_strided_argument_is_read_like_its_copy(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(doubles, NULL, 1024, 0);
+  uopc_error err = {0};
+  uopc_tensor x0 = ramp(10, 1), x;
+  assert_uopc_ok(uopc_tensor_slice(&x, &x0, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
+  expect_int(x.strides[0], 2, "x0[::2]'s stride");
+  const uopc_tensor *in[1] = {&x};
+  uint64_t version = uopc_tensor_version(&x0);
+  for (int eager = 0; eager < 2; eager++) {
+    uopc_tensor out[1] = {{0}};
+    const char *mode = eager ? "tp_run_eager" : "tp_call";
+    int rc = eager ? tp_run_eager(doubles, NULL, in, 1, 1, 0, out, NULL, &err) : tp_call(f, in, out, NULL, &err);
+    assert_uopc_ok(rc, err);
+    expect_int(uopc_tensor_numel(&out[0]), 5, "%s of x + x, x = ramp(10)[::2]: elements", mode);
+    for (int64_t i = 0; i < 5; i++)
+      expect_close(uopc_tensor_get(&out[0], i), 2.0 * (double)(float)((double)(2 * i + 1) / 10), 0,   /* f32 doubled: exact */
+                    "%s of x + x, x = ramp(10)[::2]: out[%lld]", mode, (long long)i);
+    uopc_tensor_release(&out[0]);
+  }
+  expect_int(x.strides[0], 2, "the caller's view's stride after both calls");
+  expect_int(uopc_tensor_version(&x0), version, "x0's storage version after both calls (the copy is read, x0 never written)");
+  uopc_tensor_release(&x), uopc_tensor_release(&x0);
+  tp_compiled_free(f);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, arena_setup, arena_teardown)
 
 int main(void) {
@@ -706,6 +815,10 @@ int main(void) {
       T(test_gradient_of_an_i32_input_is_a_dtype_error),
       T(test_argument_outside_its_dim_bounds_is_rejected),
       T(test_model_that_leaves_its_output_unset_is_invalid),
+      T(test_backward_without_a_rule_names_the_model_line),
+      T(test_backward_of_a_vector_loss_names_the_loss_line),
+      T(test_backward_across_a_break_names_the_break_line),
+      T(test_strided_argument_is_read_like_its_copy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
