@@ -66,7 +66,7 @@ void tp_ctx_fini(tp_ctx *c) {
   free(c->guards);
   for (int k = 0; k < c->n_retired; k++) ir_graph_free(c->retired[k]);
   free(c->retired);
-  ir_graph_free(c->g);
+  if (!c->g_cached) ir_graph_free(c->g);   /* else the region cache's */
   memset(c, 0, sizeof *c);
 }
 
@@ -430,9 +430,12 @@ double tp_item_at(tp_ctx *c, tp_tensor *x, tp_site at) {
   if (!c || c->error.code || !operand(c, x, at)) return NAN;
   uopc_error err = {0};
   /* a capture keeps no data: an input's value would be baked into every later call */
-  if ((!x->value.storage || c->capture) && c->mode == TP_TRACE &&
-      tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err))
-    return NAN;
+  if ((!x->value.storage || c->capture) && c->mode == TP_TRACE) {
+    int breaks = c->breaks;
+    int rc = tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err);
+    uopc_counter_add(TP_C_BREAKS, c->breaks - breaks);   /* the breaks tp_on_break counted */
+    if (rc) return NAN;
+  }
   if (!x->value.storage) return tp_fail(c, at, UOPC_E_INVALID, "tp_item: the tensor has no value"), NAN;
   if (uopc_tensor_numel(&x->value) != 1)
     return tp_fail(c, at, UOPC_E_INVALID, "tp_item of a tensor of %lld elements (needs exactly 1)",

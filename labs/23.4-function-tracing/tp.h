@@ -120,9 +120,10 @@ int tp_compare_at(tp_ctx *c, tp_int a, tp_cmp op, tp_int b, tp_site at);
 /* ---- Reading data, and effects. */
 
 /* A tensor's single element as a double. Under the tracer this is a graph
- * break (student policy, tp_break.c): the region so far is compiled and
- * run, the value read, and capture resumes in a new region; in strict mode,
- * an error naming the operation and the line. NaN after an error. */
+ * break (student, tp_break.c): the region so far is closed, compiled and
+ * run, the value read, and capture resumes in a new region whose inputs are
+ * the values computed so far; in strict mode, an error naming the operation
+ * and the line. NaN after an error. */
 double tp_item_at(tp_ctx *c, tp_tensor *x, tp_site at);
 #define tp_item(c, x) tp_item_at((c), (x), TP_HERE)
 

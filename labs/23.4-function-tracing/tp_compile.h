@@ -6,7 +6,8 @@
  * running the model at all. Otherwise the model is traced again with this
  * call's arguments: the trace's guards key a new variant (a recompilation
  * after the first), its graph is lowered and compiled by the core, and the
- * call runs it. A trace that broke (tp_item) is run region by region and is
+ * call runs it. A trace that broke (tp_item) is run region by region (the
+ * student's tp_region_close and tp_on_break, tp_break.c) and is
  * never kept as a variant: its regions are compiled once each (by the hash
  * of their graphs) and every call traces again. Chapter 23.4, "A variant
  * cache over traces". */
