@@ -18,7 +18,8 @@ $(GRADE_DIR)/hidden/%.o: tests/hidden/%.c harness/grading/grade.mk
 	  && objcopy --strip-unneeded $@
 
 # In a scratch copy (GRADE_SCRATCH=1): every suite and driver links the hook first, and a
-# held-out suite links from its object (GRADE_HIDDEN holds them, outside the scratch tree).
+# held-out suite links from its object (GRADE_HIDDEN holds them, outside the scratch tree),
+# with -lm as the visible lab suites (testutil's tensor comparisons call fmax).
 ifeq ($(GRADE_SCRATCH),1)
 $(BUILD)/tests/%: private LDFLAGS += -lgradehook
 $(BUILD)/bin/%: private LDFLAGS += -lgradehook
@@ -27,7 +28,7 @@ define GRADE_HIDDEN_RULES
 $(BUILD)/tests/$(1)/hidden_%: $(GRADE_HIDDEN)/$(1)/%.o $(call lab_lib,$(1))
 	@mkdir -p $$(dir $$@)
 	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -o $$@ $$< $$(LDFLAGS) -Wl,-rpath,'$$$$ORIGIN/../../lib' \
-	  $(call lab_links,$(1)) -luopc -lcmocka -lpthread
+	  $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
 $(foreach l,$(LAB_IDS),$(eval $(call GRADE_HIDDEN_RULES,$(l))))
 endif

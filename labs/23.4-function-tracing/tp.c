@@ -66,7 +66,7 @@ void tp_ctx_fini(tp_ctx *c) {
   free(c->guards);
   for (int k = 0; k < c->n_retired; k++) ir_graph_free(c->retired[k]);
   free(c->retired);
-  ir_graph_free(c->g);
+  if (!c->g_cached) ir_graph_free(c->g);   /* else the region cache's */
   memset(c, 0, sizeof *c);
 }
 
@@ -101,6 +101,7 @@ static tp_tensor *new_handle(tp_ctx *c, const ir_node *node, tp_site at) {
   t->id = c->n_tensors;
   t->node = t->ref = node;
   t->region = c->region;
+  t->at = at;
   c->tensors[c->n_tensors++] = t;
   return t;
 }
@@ -122,6 +123,16 @@ static int stand_in(tp_ctx *c, tp_tensor *t, tp_site at) {
   return tp_ctx_add_input(c, in, &t->value) ? tp_fail(c, at, UOPC_E_NOMEM, "out of memory") : UOPC_OK;
 }
 
+int tp_contiguous(uopc_tensor *out, const uopc_tensor *v, uopc_error *err) {
+  if (uopc_tensor_is_contiguous(v)) {
+    uopc_tensor_retain(out, v);
+    return UOPC_OK;
+  }
+  int rc = uopc_tensor_empty(out, v->dtype, v->rank, v->shape, err);
+  if (!rc && (rc = uopc_tensor_copy(out, v, err))) uopc_tensor_release(out);
+  return rc;
+}
+
 tp_tensor *tp_wrap(tp_ctx *c, const uopc_tensor *v) {
   tp_site at = {"tp_wrap", 0};
   if (!c || c->error.code) return NULL;
@@ -130,7 +141,8 @@ tp_tensor *tp_wrap(tp_ctx *c, const uopc_tensor *v) {
   tp_tensor *t = new_handle(c, NULL, at);
   if (!t) return NULL;
   t->is_input = 1;
-  uopc_tensor_retain(&t->value, v);
+  uopc_error err = {0};
+  if (tp_contiguous(&t->value, v, &err)) { tp_fail_with(c, at, &err); return NULL; }
   if (stand_in(c, t, at)) return NULL;
   t->node = t->ref;
   return t;
@@ -411,9 +423,12 @@ double tp_item_at(tp_ctx *c, tp_tensor *x, tp_site at) {
   if (!c || c->error.code || !operand(c, x, at)) return NAN;
   uopc_error err = {0};
   /* a capture keeps no data: an input's value would be baked into every later call */
-  if ((!x->value.storage || c->capture) && c->mode == TP_TRACE &&
-      tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err))
-    return NAN;
+  if ((!x->value.storage || c->capture) && c->mode == TP_TRACE) {
+    int breaks = c->breaks;
+    int rc = tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err);
+    uopc_counter_add(TP_C_BREAKS, c->breaks - breaks);   /* the breaks tp_on_break counted */
+    if (rc) return NAN;
+  }
   if (!x->value.storage) return tp_fail(c, at, UOPC_E_INVALID, "tp_item: the tensor has no value"), NAN;
   if (uopc_tensor_numel(&x->value) != 1)
     return tp_fail(c, at, UOPC_E_INVALID, "tp_item of a tensor of %lld elements (needs exactly 1)",

@@ -13,9 +13,18 @@
  * under the tracer each call records a node of the graph IR with symbolic
  * shapes, and tp_compiled (tp_compile.h) compiles what was recorded. Every
  * call is a macro that passes __FILE__ and __LINE__, so an error names the
- * line of the model where it happened. Errors are kept in the context (the
- * first one wins) and every later call returns NULL: a model checks once, at
- * the end, with tp_status. Chapter 23.4, "What is captured". */
+ * line of the model where it happened; each handle keeps its line, so an
+ * error found later (a backward rule's, in tp_backward) names the line that
+ * made the tensor, and a refused gradient across a break names the break.
+ * Errors are kept in the context (the first one wins) and every later call
+ * returns NULL: a model checks once, at the end, with tp_status.
+ *
+ * Arguments: any layout. A handle's value is contiguous (row-major): an
+ * argument that is not (a slice, a transpose) is read through a packed copy
+ * made when it is wrapped (tp_wrap, tp_run_eager) or called (tp_call), one
+ * copy per call; the caller's tensor is never written. tensorjit serves a
+ * strided layout without the copy, guarded by layout (chapter 23.7).
+ * Chapter 23.4, "What is captured". */
 #ifndef TP_H
 #define TP_H
 
@@ -51,8 +60,9 @@ const uopc_error *tp_error(const tp_ctx *c);
  * owns *out (tp_ctx_free). Errors: UOPC_E_NOMEM. */
 int tp_ctx_new_eager(tp_ctx **out, uopc_error *err);
 void tp_ctx_free(tp_ctx *c);
-/* A handle for a caller's tensor in c (eager: the tensor, referenced; a
- * tracing context makes its inputs itself). NULL after an error in c. */
+/* A handle for a caller's tensor in c (eager: the tensor, referenced, or a
+ * packed copy when it is not contiguous; a tracing context makes its inputs
+ * itself). NULL after an error in c. */
 tp_tensor *tp_wrap(tp_ctx *c, const uopc_tensor *t);
 /* The handle's value as a uopc tensor (eager, or a traced handle after its
  * region ran). NULL when it has none. Borrowed. */
@@ -191,9 +201,10 @@ tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_
 /* ---- Reading data, and effects. */
 
 /* A tensor's single element as a double. Under the tracer this is a graph
- * break (student policy, tp_break.c): the region so far is compiled and
- * run, the value read, and capture resumes in a new region; in strict mode,
- * an error naming the operation and the line. NaN after an error. */
+ * break (student, tp_break.c): the region so far is closed, compiled and
+ * run, the value read, and capture resumes in a new region whose inputs are
+ * the values computed so far; in strict mode, an error naming the operation
+ * and the line. NaN after an error. */
 double tp_item_at(tp_ctx *c, tp_tensor *x, tp_site at);
 #define tp_item(c, x) tp_item_at((c), (x), TP_HERE)
 

@@ -25,8 +25,9 @@ int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_
     return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: the loss has rank %d; reduce it to a scalar first",
                    loss->ref->rank);
   if (c->breaks)
-    return tp_fail(c, at, UOPC_E_UNSUPPORTED, "tp_backward: the trace has %d graph break%s; gradients across a"
-                   " break are not captured (run eagerly, or remove the data read)", c->breaks, c->breaks == 1 ? "" : "s");
+    return tp_fail(c, at, UOPC_E_UNSUPPORTED, "tp_backward: the trace has %d graph break%s, the first at %s:%d;"
+                   " gradients across a break are not captured (run eagerly, or remove the data read)", c->breaks,
+                   c->breaks == 1 ? "" : "s", c->break_at.file ? c->break_at.file : "?", c->break_at.line);
   for (int k = 0; k < n; k++) {
     if (!wrt[k] || wrt[k]->id >= c->n_tensors || c->tensors[wrt[k]->id] != wrt[k] || !wrt[k]->is_input)
       return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: wrt[%d] is not an input of this context", k);
@@ -43,10 +44,11 @@ int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_
     tp_tensor *y = c->tensors[k];
     if (!y->grad || y->is_input || !y->src[0]) continue;
     tp_tensor *gx[3] = {NULL, NULL, NULL};
-    if (tp_vjp(c, y, y->grad, gx, at)) break;
+    /* y's rule runs at y's site: its errors, and the nodes it records, name the model's line that made y */
+    if (tp_vjp(c, y, y->grad, gx, y->at)) break;
     for (int i = 0; i < 3 && !c->error.code; i++) {
       uopc_error err = {0};
-      if (y->src[i] && gx[i]) tp_student(c, at, tp_accumulate(c, &y->src[i]->grad, gx[i], at, &err), &err);
+      if (y->src[i] && gx[i]) tp_student(c, y->at, tp_accumulate(c, &y->src[i]->grad, gx[i], y->at, &err), &err);
     }
   }
   for (int k = 0; k < n && !c->error.code; k++) grads[k] = wrt[k]->grad ? wrt[k]->grad : zeros_like(c, wrt[k], at);

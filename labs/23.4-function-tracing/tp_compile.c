@@ -152,83 +152,71 @@ static int run_variant(tp_compiled *f, tp_variant *v, const sym_binding *b, cons
   return rc;
 }
 
-/* ---- Regions (a trace that breaks). */
+/* ---- Regions (a trace that breaks): the plumbing of tp_break.c's
+ * tp_region_close and tp_on_break. */
 
-int tp_region_flush(tp_ctx *c, tp_site at) {
-  int n = 0;
-  const ir_node **outs = malloc((size_t)(c->n_tensors + 1) * sizeof *outs);
-  tp_tensor **owners = malloc((size_t)(c->n_tensors + 1) * sizeof *owners);
-  if (!outs || !owners) { free(outs); free(owners); return tp_fail(c, at, UOPC_E_NOMEM, "out of memory"); }
-  for (int k = 0; k < c->n_tensors; k++) {
-    tp_tensor *t = c->tensors[k];
-    if (t->value.storage || t->ref->op == IR_INPUT) continue;
-    outs[n] = t->ref;
-    owners[n++] = t;
+/* The region cache's program for the current graph and outs, built and
+ * added (with c->g, c->g_cached set) when it has none. */
+static int region_program(tp_ctx *c, const ir_node *const *outs, int n, exec **e, uopc_error *err) {
+  struct tp_region_cache *rcache = c->regions;
+  uint64_t hash = ir_graph_hash(c->g, outs, n);
+  for (int k = 0; k < rcache->n; k++)
+    if (rcache->items[k].hash == hash) return *e = rcache->items[k].program, UOPC_OK;
+  char entry[32];
+  snprintf(entry, sizeof entry, "tp_region%d", rcache->n);
+  int rc = exec_new(e, c->g, outs, n, entry, c->opts, err);
+  if (!rc && !grow((void **)&rcache->items, &rcache->cap, rcache->n + 1, sizeof *rcache->items)) {
+    exec_free(*e);                       /* the graph stays the context's */
+    return UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
   }
-  int rc = UOPC_OK, cached = 0;   /* cached: the region cache took c->g with the program it built */
-  if (n) {
-    struct tp_region_cache *rcache = c->regions;
-    uint64_t hash = ir_graph_hash(c->g, outs, n);
-    exec *e = NULL;
-    for (int k = 0; k < rcache->n && !e; k++)
-      if (rcache->items[k].hash == hash) e = rcache->items[k].program;
-    uopc_error err = {0};
-    if (!e) {
-      char entry[32];
-      snprintf(entry, sizeof entry, "tp_region%d", rcache->n);
-      rc = exec_new(&e, c->g, outs, n, entry, c->opts, &err);
-      if (!rc && !grow((void **)&rcache->items, &rcache->cap, rcache->n + 1, sizeof *rcache->items)) {
-        exec_free(e);
-        e = NULL;                            /* the graph stays the context's */
-        rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
-      }
-      if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, c->g, e}, cached = 1;
-    }
-    const uopc_tensor **in = malloc((size_t)(c->n_inputs + 1) * sizeof *in);
-    uopc_tensor *vals = calloc((size_t)n, sizeof *vals);
-    if (!rc && (!in || !vals)) rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
-    for (int k = 0; !rc && k < c->n_inputs; k++) in[k] = c->inputs[k].value;
-    if (!rc) rc = run_program(e, n, &c->binding, in, c->n_inputs, vals, &err);
-    for (int k = 0; !rc && k < n; k++) owners[k]->value = vals[k];
-    free(in);
-    free(vals);
-    if (rc) {
-      if (cached) c->g = NULL;               /* the cache owns it now */
-      free(outs), free(owners);
-      return tp_fail_with(c, at, &err);
-    }
-  }
-  /* A graph the cache did not take is kept to the end: sizes the model holds point into it. */
-  if (!cached && !grow((void **)&c->retired, &c->cap_retired, c->n_retired + 1, sizeof *c->retired)) rc = UOPC_E_NOMEM;
-  else if (!cached) c->retired[c->n_retired++] = c->g;
-  free(outs), free(owners);
-  if (rc) return tp_fail(c, at, rc, "out of memory");
-  /* The next region: an input for every value, with its symbolic shape. */
+  if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, c->g, *e}, c->g_cached = 1;
+  return rc;
+}
+
+int tp_region_run(tp_ctx *c, const ir_node *const *outs, int n, uopc_tensor *vals, tp_site at) {
+  if (c->error.code) return c->error.code;
+  if (n < 1 || !outs || !vals)
+    return tp_fail(c, at, UOPC_E_INVALID, "tp_region_run: %d outputs (needs 1 or more)", n);
+  exec *e = NULL;
   uopc_error err = {0};
+  /* A tracing context of its own (a test's) has no region cache: the program is built, run and freed. */
+  int rc = c->regions ? region_program(c, outs, n, &e, &err) : exec_new(&e, c->g, outs, n, "tp_region", c->opts, &err);
+  const uopc_tensor **in = rc ? NULL : malloc((size_t)(c->n_inputs + 1) * sizeof *in);
+  if (!rc && !in) rc = UOPC_FAIL(&err, UOPC_E_NOMEM, "tp: out of memory");
+  for (int k = 0; !rc && k < c->n_inputs; k++) in[k] = c->inputs[k].value;
+  if (!rc) rc = run_program(e, n, &c->binding, in, c->n_inputs, vals, &err);
+  free(in);
+  if (!c->regions) exec_free(e);
+  return rc ? tp_fail_with(c, at, &err) : UOPC_OK;
+}
+
+int tp_region_open(tp_ctx *c, tp_site at) {
+  if (c->error.code) return c->error.code;
+  /* A graph the cache did not take is kept to the end: sizes the model holds point into it. */
+  if (!c->g_cached && !grow((void **)&c->retired, &c->cap_retired, c->n_retired + 1, sizeof *c->retired))
+    return tp_fail(c, at, UOPC_E_NOMEM, "out of memory");
+  if (!c->g_cached) c->retired[c->n_retired++] = c->g;
   c->g = NULL;
-  if ((rc = ir_graph_new(&c->g, &err))) return tp_fail_with(c, at, &err);
+  c->g_cached = 0;
+  uopc_error err = {0};
+  if (ir_graph_new(&c->g, &err)) return tp_fail_with(c, at, &err);
   c->region++;
   c->n_inputs = 0;
-  for (int k = 0; k < c->n_tensors; k++) {
-    tp_tensor *t = c->tensors[k];
-    if (!t->value.storage) continue;
-    const sym_expr *shape[UOPC_MAX_RANK];
-    for (int a = 0; a < t->ref->rank; a++) shape[a] = sym_expr_copy(ir_graph_arena(c->g), t->ref->shape[a]);
-    char name[SYM_NAME_MAX];
-    snprintf(name, sizeof name, "v%d", t->id);
-    const ir_node *in = ir_input(c->g, name, t->value.dtype, t->ref->rank, shape);
-    if (!in) return tp_fail_with(c, at, ir_graph_error(c->g));
-    t->ref = t->node = in;
-    t->region = c->region;
-    if (tp_ctx_add_input(c, in, &t->value)) return tp_fail(c, at, UOPC_E_NOMEM, "out of memory");
-  }
   return UOPC_OK;
 }
 
-int tp_break_resume(tp_ctx *c, tp_site at) {
-  c->breaks++;
-  uopc_counter_add(TP_C_BREAKS, 1);
-  return tp_region_flush(c, at);
+int tp_region_read(tp_ctx *c, tp_tensor *t, tp_site at) {
+  if (c->error.code) return c->error.code;
+  if (!t || !t->value.storage) return tp_fail(c, at, UOPC_E_INVALID, "tp_region_read of a handle without a value");
+  const sym_expr *shape[UOPC_MAX_RANK];
+  for (int a = 0; a < t->ref->rank; a++) shape[a] = sym_expr_copy(ir_graph_arena(c->g), t->ref->shape[a]);
+  char name[SYM_NAME_MAX];
+  snprintf(name, sizeof name, "v%d", t->id);
+  const ir_node *in = ir_input(c->g, name, t->value.dtype, t->ref->rank, shape);
+  if (!in) return tp_fail_with(c, at, ir_graph_error(c->g));
+  t->ref = t->node = in;
+  t->region = c->region;
+  return tp_ctx_add_input(c, in, &t->value) ? tp_fail(c, at, UOPC_E_NOMEM, "out of memory") : UOPC_OK;
 }
 
 /* ---- Tracing a call. */
@@ -259,7 +247,7 @@ static int trace(tp_compiled *f, const sym_binding *b, const uopc_tensor *const 
   int n_wrt = 0;
   for (int k = 0; k < f->n_in; k++)
     if (f->opts.grad_inputs >> k & 1u) wrt[n_wrt++] = args[k];
-  if (!c.error.code && n_wrt) tp_backward_at(&c, outs[0], wrt, n_wrt, gr, here);
+  if (!c.error.code && n_wrt) tp_backward_at(&c, outs[0], wrt, n_wrt, gr, outs[0]->at);   /* its errors name the loss's line */
   if (c.error.code) {
     *err = c.error;
     tp_ctx_fini(&c);
@@ -267,7 +255,10 @@ static int trace(tp_compiled *f, const sym_binding *b, const uopc_tensor *const 
   }
   f->traced++;
   if (c.breaks) {                  /* run what is left; the trace is not kept */
-    rc = tp_region_flush(&c, here) ? c.error.code : UOPC_OK;
+    uopc_error cerr = {0};
+    rc = tp_student(&c, here, tp_region_close(&c, here, &cerr), &cerr);
+    for (int k = 0; k < f->n_out && !rc; k++)   /* a tp_region_close that left one out */
+      if (!outs[k]->value.storage) rc = tp_fail(&c, here, UOPC_E_INVALID, "output %d has no value after the last region ran", k);
     if (rc) *err = c.error;
     for (int k = 0; k < f->n_out && !rc; k++) uopc_tensor_retain(&out[k], &outs[k]->value);
     tp_ctx_fini(&c);
@@ -307,19 +298,35 @@ static int trace(tp_compiled *f, const sym_binding *b, const uopc_tensor *const 
   return run_variant(f, v, b, in, out, grads, err);
 }
 
+static int call_bound(tp_compiled *f, const sym_binding *b, const uopc_tensor *const *in, uopc_tensor *out,
+                      uopc_tensor *grads, uopc_error *err) {
+  for (int k = 0; k < f->n_variants; k++) {
+    int holds = 0;
+    int rc = tp_variant_holds(&f->variants[k], b, &holds, err);
+    if (rc) return rc;
+    if (holds) return run_variant(f, &f->variants[k], b, in, out, grads, err);
+    uopc_counter_add(TP_C_GUARD_FAILURES, 1);
+  }
+  return trace(f, b, in, out, grads, err);
+}
+
 int tp_call(tp_compiled *f, const uopc_tensor *const *in, uopc_tensor *out, uopc_tensor *grads, uopc_error *err) {
   if (!f || !out || (f->n_grads && !grads)) return UOPC_FAIL(err, UOPC_E_INVALID, "tp_call: NULL function or outputs");
   sym_binding b;
   int rc = bind_args(f, in, &b, err);
   if (rc) return rc;
-  for (int k = 0; k < f->n_variants; k++) {
-    int holds = 0;
-    rc = tp_variant_holds(&f->variants[k], &b, &holds, err);
-    if (rc) return rc;
-    if (holds) return run_variant(f, &f->variants[k], &b, in, out, grads, err);
-    uopc_counter_add(TP_C_GUARD_FAILURES, 1);
+  /* The variants take contiguous inputs: a strided argument is read through a packed copy. */
+  uopc_tensor packed[f->n_in + 1];
+  const uopc_tensor *args[f->n_in + 1];
+  memset(packed, 0, sizeof packed);
+  int n = 0;
+  for (; n < f->n_in && !rc; n++) {
+    rc = tp_contiguous(&packed[n], in[n], err);
+    args[n] = &packed[n];
   }
-  return trace(f, &b, in, out, grads, err);
+  if (!rc) rc = call_bound(f, &b, args, out, grads, err);
+  for (int k = 0; k < n; k++) uopc_tensor_release(&packed[k]);
+  return rc;
 }
 
 /* ---- One capture (tp_compile.h): trace's first half, for tensorjit. */
@@ -409,7 +416,7 @@ int tp_run_eager(tp_model model, void *user, const uopc_tensor *const *in, int n
   int n_wrt = 0;
   for (int k = 0; k < n_in; k++)
     if (grad_inputs >> k & 1u) wrt[n_wrt++] = args[k];
-  if (!c->error.code && n_wrt) tp_backward_at(c, outs[0], wrt, n_wrt, gr, here);
+  if (!c->error.code && n_wrt) tp_backward_at(c, outs[0], wrt, n_wrt, gr, outs[0]->at);
   if (c->error.code) {
     *err = c->error;
     tp_ctx_free(c);

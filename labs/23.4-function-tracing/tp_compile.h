@@ -6,7 +6,8 @@
  * running the model at all. Otherwise the model is traced again with this
  * call's arguments: the trace's guards key a new variant (a recompilation
  * after the first), its graph is lowered and compiled by the core, and the
- * call runs it. A trace that broke (tp_item) is run region by region and is
+ * call runs it. A trace that broke (tp_item) is run region by region (the
+ * student's tp_region_close and tp_on_break, tp_break.c) and is
  * never kept as a variant: its regions are compiled once each (by the hash
  * of their graphs) and every call traces again. Chapter 23.4, "A variant
  * cache over traces". */
@@ -52,8 +53,9 @@ int tp_compiled_new(tp_compiled **out, tp_model model, void *user, const tp_arg 
                     const tp_options *opts, uopc_error *err);
 void tp_compiled_free(tp_compiled *f);
 
-/* Calls the function: out[k] receive new contiguous tensors (the caller
- * releases them), and grads[j] the gradient of out[0] with respect to the
+/* Calls the function on arguments of any layout (one not contiguous is read
+ * through a packed copy: tp.h, "Arguments"): out[k] receive new contiguous
+ * tensors (the caller releases them), and grads[j] the gradient of out[0] with respect to the
  * j-th input named in grad_inputs (NULL when none are asked for).
  * Errors: UOPC_E_INVALID, UOPC_E_DTYPE, UOPC_E_BOUNDS (an argument that does
  * not fit its tp_arg), UOPC_E_LIMIT (TP_VARIANTS_MAX variants, none of whose

@@ -30,6 +30,7 @@ struct tp_tensor {
   uopc_tensor value;           /* eager, or after its region ran; storage NULL otherwise */
   int is_input;                /* an argument of the model (or a global: is_input 2) */
   int region;                  /* the region it was recorded in (tracer) */
+  tp_site at;                  /* where the model made it: its backward rule's errors name this line */
   tp_tensor *grad;             /* accumulated by tp_backward */
 };
 
@@ -57,7 +58,9 @@ struct tp_ctx {
   tp_guard *guards;            /* tracer: what this trace's branches assumed */
   int n_guards, cap_guards;
   int breaks;                  /* graph breaks in this trace */
+  tp_site break_at;            /* where the first one was */
   struct tp_region_cache *regions;   /* tracer: compiled regions by graph hash (tp_compile.c) */
+  int g_cached;                /* the region cache took g with the program it built (tp_region_run) */
   ir_graph **retired;          /* earlier regions' graphs: sizes the model holds point into them */
   int n_retired, cap_retired;
   const uopc_program_options *opts;
@@ -74,6 +77,11 @@ int tp_ctx_init(tp_ctx *c, tp_mode mode, uopc_error *err);
 void tp_ctx_fini(tp_ctx *c);
 /* Appends an input of c->g and the value it reads. Errors: UOPC_E_NOMEM. */
 int tp_ctx_add_input(tp_ctx *c, const ir_node *node, const uopc_tensor *value);
+/* *out = v itself (a new reference) when v is row-major contiguous, else a
+ * packed copy of it: the inputs of an eager context and of a compiled
+ * function's variants are contiguous (tp.h, "Arguments"). Errors: those of
+ * uopc_tensor_empty and uopc_tensor_copy, *out left released. */
+int tp_contiguous(uopc_tensor *out, const uopc_tensor *v, uopc_error *err);
 /* A handle for a traced model's argument (tp_compile.c). */
 tp_tensor *tp_input_handle(tp_ctx *c, const ir_node *node, const uopc_tensor *value, tp_site at);
 
@@ -95,13 +103,26 @@ int tp_guard_add(tp_ctx *c, const sym_expr *diff, tp_cmp op, int truth, tp_site 
 int tp_cmp_holds(int64_t v, tp_cmp op);
 const char *tp_cmp_text(tp_cmp op);
 
-/* The region so far compiled and run (tp_compile.c): every handle recorded
- * in it gets its value, and a new region starts whose inputs stand for
- * them. Errors: those of lowering, compiling and running. */
-int tp_region_flush(tp_ctx *c, tp_site at);
+/* ---- Regions of a trace that breaks (given, tp_compile.c): the plumbing
+ * around the student's tp_region_close and tp_on_break (tp_break.c). Each
+ * records its failure in c (tp_status) and returns its code. */
 
-/* A graph break: counts it and flushes the region (tp_break.c calls it). */
-int tp_break_resume(tp_ctx *c, tp_site at);
+/* The current region compiled for its n outputs outs (found in the region
+ * cache by the graph's hash, or built and added, the cache then owning c->g;
+ * a context without a cache, a test's, builds and frees it) and run on the
+ * region's inputs: vals[k] receive new tensors, which the caller owns (none
+ * on error). Errors: UOPC_E_INVALID (n < 1), those of lowering, compiling
+ * and running, UOPC_E_NOMEM. */
+int tp_region_run(tp_ctx *c, const ir_node *const *outs, int n, uopc_tensor *vals, tp_site at);
+/* The current graph retired (kept to the end: sizes the model holds point
+ * into it) and a new, empty region opened: c->region + 1, no inputs yet.
+ * Errors: UOPC_E_NOMEM. */
+int tp_region_open(tp_ctx *c, tp_site at);
+/* t (which has a value) read in the current region through a new input
+ * "v<id>" of t's symbolic shape: t->ref and t->node become it, and it is
+ * appended to c->inputs with t's value. Errors: UOPC_E_INVALID (no value),
+ * the IR builder's, UOPC_E_NOMEM. */
+int tp_region_read(tp_ctx *c, tp_tensor *t, tp_site at);
 
 /* The backward rules the lab gives (tp_grad_given.c): add, sub, neg, div,
  * exp, tanh, where, permute, expand, reshape. *done = 0 for any other op. */
@@ -122,9 +143,21 @@ int tp_student(tp_ctx *c, tp_site at, int rc, const uopc_error *err);
  * that truth depends on appended with tp_guard_add, unless the dims'
  * bounds decide the comparison for every call. */
 int tp_compare_record(tp_ctx *c, tp_int a, tp_cmp op, tp_int b, tp_site at, int *truth, uopc_error *err);
-/* tp_break.c: the policy when a traced model reads data: strict, the
- * error UOPC_E_UNSUPPORTED naming what and saying the way out (tests look
- * for "tp_where" and "without strict" in it); otherwise tp_break_resume. */
+/* tp_break.c: the region so far closed: every handle recorded in it that
+ * has no value yet is an output (the model may read any handle it holds),
+ * the region is run (tp_region_run) and each of those handles takes its
+ * value. Nothing pending: nothing is built or run. Errors: tp_region_run's
+ * (in c), UOPC_E_NOMEM. */
+int tp_region_close(tp_ctx *c, tp_site at, uopc_error *err);
+/* tp_break.c: what a traced model's read of data does (tp_item). Strict:
+ * the error UOPC_E_UNSUPPORTED naming what and saying the way out (tests
+ * look for "tp_where" and "without strict" in it), no break counted.
+ * Otherwise a graph break: counted in c->breaks (tp_item_at adds what it
+ * counted to the counter TP_C_BREAKS), the first one's site kept in
+ * c->break_at, the region closed
+ * (tp_region_close), and capture resumed in a new region (tp_region_open)
+ * whose inputs stand for every value the model may still read: after the
+ * close every handle has one, and each is read with tp_region_read. */
 int tp_on_break(tp_ctx *c, const char *what, tp_site at, uopc_error *err);
 /* tp_effect.c: UOPC_OK when effect may run in c (eager mode, or a pure
  * callback); UOPC_E_UNSUPPORTED naming the effect otherwise. */

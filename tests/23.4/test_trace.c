@@ -489,6 +489,147 @@ static void test_item_in_strict_mode_names_tp_item_and_the_line(void **state) {
   tp_compiled_free(f);
 }
 
+/* ---- tp_region_close and tp_on_break, on a tracing context of the test's
+ * own (no region cache: each region's program is built, run and freed). */
+
+/* x (4) = (1, 2, 3, 4) / 4 traced with two, a = 2 x and s = sum(a) pending. */
+typedef struct pending { tctx t; tp_tensor *two, *a, *s; } pending;
+
+static void pending_init(pending *p) {
+  tctx_init(&p->t, TP_TRACE, 1, 64, 4);
+  for (int64_t i = 0; i < 4; i++) uopc_tensor_set(&p->t.xv, i, (double)(i + 1) / 4);
+  p->two = tp_scalar(&p->t.c, 2);
+  p->a = tp_mul(&p->t.c, p->t.x, p->two);
+  p->s = tp_sum(&p->t.c, p->a, 0u, 0);
+  assert_ctx_ok(&p->t);
+}
+
+/* Each of a's four elements, 2 x, and s = sum(2 x) = 5: the values a region computed. */
+static void expect_pending_values(pending *p, const char *when) {
+  const uopc_tensor *a = tp_value(p->a), *s = tp_value(p->s), *two = tp_value(p->two);
+  expect_non_null(a, "%s: a = 2 x's value", when);
+  expect_non_null(s, "%s: s = sum(a)'s value", when);
+  expect_non_null(two, "%s: the constant 2's value (a pending handle too)", when);
+  expect_int(uopc_tensor_numel(a), 4, "%s: a = 2 x's elements", when);
+  for (int64_t i = 0; i < 4; i++) expect_close(uopc_tensor_get(a, i), (double)(i + 1) / 2, 1e-6, "%s: a[%lld]", when, (long long)i);
+  expect_close(uopc_tensor_get(s, 0), 5.0, 1e-6, "%s: s = sum(2 x) for x = (1, 2, 3, 4) / 4", when);
+  expect_close(uopc_tensor_get(two, 0), 2.0, 0, "%s: the constant 2", when);
+}
+
+static void test_region_close_gives_each_pending_handle_its_value(void **state) {
+  (void)state;
+  pending p;
+  pending_init(&p);
+  uopc_error err = {0};
+  int64_t built = uopc_counter_get("programs constructed"), breaks = uopc_counter_get(TP_C_BREAKS);
+  assert_uopc_ok(tp_region_close(&p.t.c, TP_HERE, &err), err);
+  #define WHEN "tp_region_close after two = 2, a = x * two, s = sum(a)"
+  expect_int(uopc_counter_get("programs constructed") - built, 1, WHEN ": the counter 'programs constructed' moved by (one program, every output)");
+  expect_pending_values(&p, WHEN);
+  expect_ptr(tp_value(p.t.x)->storage, p.t.xv.storage, WHEN ": x's storage (an argument already has its value: not an output)");
+  expect_int(p.t.c.breaks, 0, WHEN ": c->breaks (closing is not a break: tp_on_break counts)");
+  expect_int(uopc_counter_get(TP_C_BREAKS) - breaks, 0, WHEN ": the counter '%s' moved by", TP_C_BREAKS);
+  expect_int(p.t.c.region, 0, WHEN ": c->region (closing opens no new region)");
+  #undef WHEN
+  tctx_fini(&p.t);
+  /* The first handle of a context pending too: a constant made before any input. */
+  tp_ctx c;
+  assert_uopc_ok(tp_ctx_init(&c, TP_TRACE, &err), err);
+  tp_tensor *three = tp_scalar(&c, 3);
+  expect_int(three ? three->id : -1, 0, "the constant 3 made first in a tracing context: its handle's id");
+  assert_uopc_ok(tp_region_close(&c, TP_HERE, &err), err);
+  expect_non_null(tp_value(three), "tp_region_close of a context holding only the constant 3 (handle 0): its value");
+  expect_close(uopc_tensor_get(tp_value(three), 0), 3.0, 0, "tp_region_close of a context holding only the constant 3: its value");
+  tp_ctx_fini(&c);
+}
+
+static void test_region_close_with_nothing_pending_builds_nothing(void **state) {
+  (void)state;
+  tctx t;
+  tctx_init(&t, TP_TRACE, 1, 64, 4);
+  uopc_error err = {0};
+  int64_t built = uopc_counter_get("programs constructed");
+  assert_uopc_ok(tp_region_close(&t.c, TP_HERE, &err), err);
+  expect_int(uopc_counter_get("programs constructed") - built, 0,
+             "tp_region_close of a region holding only the argument x: the counter 'programs constructed' moved by");
+  expect_ptr(tp_value(t.x)->storage, t.xv.storage, "tp_region_close of a region holding only x: x's storage");
+  tctx_fini(&t);
+  /* Closed twice: the second close finds every handle with its value. */
+  pending p;
+  pending_init(&p);
+  assert_uopc_ok(tp_region_close(&p.t.c, TP_HERE, &err), err);
+  const uopc_tensor *a = tp_value(p.a);
+  built = uopc_counter_get("programs constructed");
+  assert_uopc_ok(tp_region_close(&p.t.c, TP_HERE, &err), err);
+  expect_int(uopc_counter_get("programs constructed") - built, 0,
+             "a second tp_region_close after a = 2 x, s = sum(a) had their values: the counter 'programs constructed' moved by");
+  expect_ptr(tp_value(p.a)->storage, a->storage, "a second tp_region_close: a's storage (the first close's value is kept)");
+  expect_pending_values(&p, "after a second tp_region_close");
+  tctx_fini(&p.t);
+}
+
+/* Every handle with a value read through an input of the current region, in
+ * the order of the handles. */
+static void expect_inputs(const tctx *t, tp_tensor *const *h, int n, const char *when) {
+  expect_int(t->c.n_inputs, n, "%s: the new region's inputs (one per handle with a value)", when);
+  for (int k = 0; k < n && k < t->c.n_inputs; k++) {
+    expect_int(h[k]->ref->op, IR_INPUT, "%s: handle %d's node's op (IR_INPUT is %d)", when, h[k]->id, IR_INPUT);
+    expect_ptr(t->c.inputs[k].node, h[k]->ref, "%s: input %d's node (handle %d reads through it)", when, k, h[k]->id);
+    expect_ptr(t->c.inputs[k].value, &h[k]->value, "%s: input %d's value (handle %d's)", when, k, h[k]->id);
+  }
+}
+
+static void test_break_counts_and_resumes_in_a_new_region(void **state) {
+  (void)state;
+  pending p;
+  pending_init(&p);
+  uopc_error err = {0};
+  int line = __LINE__; tp_site at = TP_HERE;
+  assert_uopc_ok(tp_on_break(&p.t.c, "tp_item", at, &err), err);
+  #define WHEN "the first tp_on_break after two = 2, a = x * two, s = sum(a)"
+  expect_int(p.t.c.breaks, 1, WHEN ": c->breaks");
+  expect_int(p.t.c.break_at.line, line, WHEN ": c->break_at's line in test_trace.c");
+  expect_int(p.t.c.region, 1, WHEN ": c->region");
+  expect_pending_values(&p, WHEN);
+  expect_inputs(&p.t, (tp_tensor *[]){p.t.x, p.two, p.a, p.s}, 4, WHEN);
+  #undef WHEN
+  /* The new region reads the old values: b = a + x is 3 x, and a second break keeps the first's site. */
+  tp_tensor *b = tp_add(&p.t.c, p.a, p.t.x);
+  assert_ctx_ok(&p.t);
+  assert_uopc_ok(tp_on_break(&p.t.c, "tp_item", TP_HERE, &err), err);
+  #define WHEN "a second tp_on_break after b = a + x"
+  expect_int(p.t.c.breaks, 2, WHEN ": c->breaks");
+  expect_int(p.t.c.break_at.line, line, WHEN ": c->break_at's line (the first break's)");
+  expect_int(p.t.c.region, 2, WHEN ": c->region");
+  expect_non_null(tp_value(b), WHEN ": b's value");
+  for (int64_t i = 0; i < 4; i++)
+    expect_close(uopc_tensor_get(tp_value(b), i), 3.0 * (double)(i + 1) / 4, 1e-6, WHEN ": b[%lld] = 3 x", (long long)i);
+  expect_inputs(&p.t, (tp_tensor *[]){p.t.x, p.two, p.a, p.s, b}, 5, WHEN);
+  #undef WHEN
+  tctx_fini(&p.t);
+}
+
+/* x + sum(x) * x after two reads: the argument, read after both breaks, still the call's. */
+static int reads_after_breaks(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *s = tp_sum(c, in[0], 0u, 0);
+  double v = tp_item(c, s);
+  tp_tensor *y = tp_mul(c, in[0], s);
+  double w = tp_item(c, tp_sum(c, y, 0u, 0));
+  out[0] = tp_add(c, tp_add(c, in[0], y), tp_scalar(c, (v > 0) - (w < 0)));
+  return tp_status(c);
+}
+
+static void test_break_keeps_every_earlier_value_readable(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(reads_after_breaks, NULL, 1024, 0);
+  int64_t breaks = uopc_counter_get(TP_C_BREAKS);
+  call_matches_eager(f, reads_after_breaks, NULL, 6, 1);
+  call_matches_eager(f, reads_after_breaks, NULL, 9, -1);
+  expect_int(uopc_counter_get(TP_C_BREAKS) - breaks, 4, "two tp_item reads a call, called at n = 6, 9: the counter '%s' moved by", TP_C_BREAKS);
+  tp_compiled_free(f);
+}
+
 /* ---- tp_effect_check */
 
 static void test_print_under_tracer_is_rejected_naming_the_line(void **state) {
@@ -680,6 +821,115 @@ static void test_model_that_leaves_its_output_unset_is_invalid(void **state) {
   tp_compiled_free(f);
 }
 
+/* ---- Errors a model causes name its line; arguments of any layout (given code) */
+
+static int no_rule_line, loss_line, break_line;
+
+/* sum(x * sum(x)), the inner sum read as a number. */
+static int item_loss(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *s = tp_sum(c, in[0], 0u, 0);
+  break_line = __LINE__; double v = tp_item(c, s);
+  out[0] = tp_sum(c, tp_mul(c, in[0], tp_scalar(c, v)), 0u, 0);
+  return tp_status(c);
+}
+
+/* -max(x): max has no backward rule (neg's is given). */
+static int neg_max(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  no_rule_line = __LINE__; tp_tensor *m = tp_reduce_at(c, IR_MAX, in[0], 0u, 0, TP_HERE);
+  out[0] = tp_neg(c, m);
+  return tp_status(c);
+}
+
+/* x * x, a vector where a loss must be a scalar. */
+static int vector_loss(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  loss_line = __LINE__; out[0] = tp_mul(c, in[0], in[0]);
+  return tp_status(c);
+}
+
+/* A compiled function of x (n in [1, 1024]) with d out[0] / d x. */
+static tp_compiled *grad_fn(tp_model m) {
+  uopc_error err = {0};
+  sym_dim n;
+  assert_uopc_ok(sym_dim_init(&n, "n", 1, 1024, 1, &err), err);
+  tp_arg a = {"x", UOPC_F32, 1, {sym_expr_dim(arena, &n)}};
+  tp_options o = {.grad_inputs = 0x1};
+  tp_compiled *f = NULL;
+  assert_uopc_ok(tp_compiled_new(&f, m, NULL, &a, 1, 1, &o, &err), err);
+  return f;
+}
+
+/* The gradient of m on ramp(n), compiled and eager: code want, a message
+ * naming line and neither runner. */
+static void grad_error_names(tp_model m, int64_t n, int want, const int *line) {
+  tp_compiled *f = grad_fn(m);
+  uopc_tensor x = ramp(n, 1), out[1] = {{0}}, grads[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  for (int eager = 0; eager < 2; eager++) {
+    uopc_error err = {0};
+    int rc = eager ? tp_run_eager(m, NULL, in, 1, 1, 0x1, out, grads, &err) : tp_call(f, in, out, grads, &err);
+    assert_uopc_code(rc, want, err);
+    if (!strstr(err.message, site(*line)) || strstr(err.message, ":0:"))   /* *line: set when the model ran */
+      fail_msg("%s: \"%s\" should name %s, where the model made the tensor, and no runner's site (\":0:\")",
+               eager ? "tp_run_eager" : "tp_call", err.message, site(*line));
+  }
+  tp_compiled_free(f);
+  uopc_tensor_release(&x);
+}
+
+static void test_backward_without_a_rule_names_the_model_line(void **state) {
+  (void)state;
+  grad_error_names(neg_max, 5, UOPC_E_UNSUPPORTED, &no_rule_line);
+}
+
+static void test_backward_of_a_vector_loss_names_the_loss_line(void **state) {
+  (void)state;
+  grad_error_names(vector_loss, 5, UOPC_E_INVALID, &loss_line);
+}
+
+static void test_backward_across_a_break_names_the_break_line(void **state) {
+  (void)state;
+  tp_compiled *f = grad_fn(item_loss);
+  uopc_error err = {0};
+  uopc_tensor x = ramp(6, 1), out[1] = {{0}}, grads[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  assert_uopc_code(tp_call(f, in, out, grads, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "1 graph break");
+  assert_contains(err.message, site(break_line));
+  tp_compiled_free(f);
+  uopc_tensor_release(&x);
+}
+
+/* x = x0[::2] of x0 = ramp(10): a view with stride 2, read in both modes as
+ * its packed copy (x + x, exactly 2 x0[2 i]), the caller's view untouched. */
+static void test_strided_argument_is_read_like_its_copy(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(doubles, NULL, 1024, 0);
+  uopc_error err = {0};
+  uopc_tensor x0 = ramp(10, 1), x;
+  assert_uopc_ok(uopc_tensor_slice(&x, &x0, 0, 0, UOPC_SLICE_NONE, 2, &err), err);
+  expect_int(x.strides[0], 2, "x0[::2]'s stride");
+  const uopc_tensor *in[1] = {&x};
+  uint64_t version = uopc_tensor_version(&x0);
+  for (int eager = 0; eager < 2; eager++) {
+    uopc_tensor out[1] = {{0}};
+    const char *mode = eager ? "tp_run_eager" : "tp_call";
+    int rc = eager ? tp_run_eager(doubles, NULL, in, 1, 1, 0, out, NULL, &err) : tp_call(f, in, out, NULL, &err);
+    assert_uopc_ok(rc, err);
+    expect_int(uopc_tensor_numel(&out[0]), 5, "%s of x + x, x = ramp(10)[::2]: elements", mode);
+    for (int64_t i = 0; i < 5; i++)
+      expect_close(uopc_tensor_get(&out[0], i), 2.0 * (double)(float)((double)(2 * i + 1) / 10), 0,   /* f32 doubled: exact */
+                    "%s of x + x, x = ramp(10)[::2]: out[%lld]", mode, (long long)i);
+    uopc_tensor_release(&out[0]);
+  }
+  expect_int(x.strides[0], 2, "the caller's view's stride after both calls");
+  expect_int(uopc_tensor_version(&x0), version, "x0's storage version after both calls (the copy is read, x0 never written)");
+  uopc_tensor_release(&x), uopc_tensor_release(&x0);
+  tp_compiled_free(f);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, arena_setup, arena_teardown)
 
 int main(void) {
@@ -697,6 +947,10 @@ int main(void) {
       T(test_item_under_tracer_breaks_and_matches_eager),
       T(test_item_regions_are_compiled_once),
       T(test_item_in_strict_mode_names_tp_item_and_the_line),
+      T(test_region_close_gives_each_pending_handle_its_value),
+      T(test_region_close_with_nothing_pending_builds_nothing),
+      T(test_break_counts_and_resumes_in_a_new_region),
+      T(test_break_keeps_every_earlier_value_readable),
       T(test_print_under_tracer_is_rejected_naming_the_line),
       T(test_global_under_tracer_is_rejected_naming_the_line),
       T(test_impure_callback_is_rejected_and_pure_runs_at_trace_time),
@@ -706,6 +960,10 @@ int main(void) {
       T(test_gradient_of_an_i32_input_is_a_dtype_error),
       T(test_argument_outside_its_dim_bounds_is_rejected),
       T(test_model_that_leaves_its_output_unset_is_invalid),
+      T(test_backward_without_a_rule_names_the_model_line),
+      T(test_backward_of_a_vector_loss_names_the_loss_line),
+      T(test_backward_across_a_break_names_the_break_line),
+      T(test_strided_argument_is_read_like_its_copy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
