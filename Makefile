@@ -259,13 +259,15 @@ BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
 # make grade SUBMISSION=DIR        another tree, a lab folder or a flat upload of .c files
 #   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default build/results.json: harness/grade.py's, printed)  GRADE_FLAGS=--own-stages
 # make goldens / check-goldens     the golden counter logs from solutions/ / fail when stale (CI)
-# make examples / check-examples   rewrite / check the runs the lab READMEs quote (make test checks)
+# make examples / check-examples   rewrite / check the runs the lab READMEs quote (make test checks);
+#                                  check-examples also runs check-quoted
+# make check-quoted                the counters the chapters and READMEs quote against goldens/ (no run)
 # make handout                     build/handout/uopc-labs.tar.gz, the student tree
 # make autograder                  build/autograder.zip for Gradescope
 # make test-grader                 the grader's self-check and its own tests (for `make test`)
 GRADE_ARGS = $(LABS) $(if $(SUBMISSION),--submission $(SUBMISSION),--impl $(IMPL)) \
   $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) $(if $(RESULTS),--output $(RESULTS)) $(GRADE_FLAGS)
-.PHONY: grade goldens check-goldens examples check-examples handout autograder test-grader
+.PHONY: grade goldens check-goldens examples check-examples check-quoted handout autograder test-grader
 
 grade: setup
 	@$(PYTHON) -m harness.grade $(GRADE_ARGS)
@@ -281,6 +283,10 @@ examples: setup
 
 check-examples: setup
 	@$(PYTHON) -m harness.grading.examples --check
+	@$(PYTHON) -m harness.grading.quoted
+
+check-quoted: setup
+	@$(PYTHON) -m harness.grading.quoted
 
 handout: setup
 	@tools/handout.sh build/handout/uopc-labs.tar.gz
@@ -292,6 +298,7 @@ test-grader: setup
 	@$(PYTHON) -m unittest discover -s tests/grader
 	@$(PYTHON) -m harness.grading.selfcheck
 	@$(PYTHON) -m harness.grading.examples --check
+	@$(PYTHON) -m harness.grading.quoted
 
 # ---- mutation testing (tools/mutants.py, issue #15) ----------------------------
 # make mutants LAB=23.N [SAMPLE=N] [SEED=S] [JOBS=J] [MIN=PCT]
