@@ -261,7 +261,8 @@ BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
 # make goldens / check-goldens     the golden counter logs from solutions/ / fail when stale (CI)
 # make examples / check-examples   rewrite / check the runs the lab READMEs quote (make test checks);
 #                                  check-examples also runs check-quoted
-# make check-quoted                the counters the chapters and READMEs quote against goldens/ (no run)
+# make check-quoted                the counters the chapters and READMEs quote against goldens/ (no run),
+#                                  and the .dot of tools/figures.py current
 # make handout                     build/handout/uopc-labs.tar.gz, the student tree
 # make autograder                  build/autograder.zip for Gradescope
 # make test-grader                 the grader's self-check and its own tests (for `make test`)
@@ -287,6 +288,7 @@ check-examples: setup
 
 check-quoted: setup
 	@$(PYTHON) -m harness.grading.quoted
+	@$(PYTHON) tools/figures.py --check
 
 handout: setup
 	@tools/handout.sh build/handout/uopc-labs.tar.gz
@@ -430,8 +432,10 @@ doctor:
 
 # The chapters' figures: each chapters/figures/*.dot rendered to the .svg committed beside it.
 # Needs Graphviz's dot (tools/setup.sh --figures installs Debian's graphviz); nothing else does.
+# tools/figures.py writes 23.3's and 23.4's .dot first, from the listings and goldens they draw.
 FIGURES := $(patsubst %.dot,%.svg,$(wildcard chapters/figures/*.dot))
 figures:
+	@$(PYTHON) tools/figures.py
 	@command -v dot >/dev/null || tools/setup.sh --figures
 	@$(MAKE) --no-print-directory $(FIGURES)
 chapters/figures/%.svg: chapters/figures/%.dot
