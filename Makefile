@@ -402,7 +402,8 @@ test-harness: setup
 	@$(PYTHON) -m harness.selfcheck --build $(BUILD)
 
 # Benchmarks measure the reference (as `make test` checks it) unless IMPL is given.
-# Both draw lab 23.5's latency figure into build/kv_latency.png (matplotlib, installed
+# Both draw lab 23.5's latency figure into build/kv_latency.png, and write its README table
+# from the same run into build/kv_latency.md (bench/kv_table.py) (matplotlib, installed
 # by `tools/setup.sh --plot` from bench/requirements.txt when missing); `make bench` with a
 # LAB= other than 23.5 draws no figure, so it neither installs matplotlib nor asks for one.
 KV_PLOT := build/kv_latency.png
