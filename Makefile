@@ -296,14 +296,17 @@ BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
 #   LABS="23.1 23.2"  SEED=N  LENGTHS=N  RESULTS=path (default build/results.json: harness/grade.py's, printed)
 #   OWN_STAGES=1 (GRADE_FLAGS=--own-stages): the earlier stages a lab links from your files too
 # make goldens / check-goldens     the golden counter logs from solutions/ / fail when stale (CI)
-# make examples / check-examples   rewrite / check the runs the lab READMEs quote (make test checks)
+# make examples / check-examples   rewrite / check the runs the lab READMEs quote (make test checks);
+#                                  check-examples also runs check-quoted
+# make check-quoted                the counters the chapters and READMEs quote against goldens/ (no run),
+#                                  and the .dot of tools/figures.py current
 # make handout                     build/handout/uopc-labs.tar.gz, the student tree
 # make autograder                  build/autograder.zip for Gradescope
 # make test-grader                 the grader's self-check and its own tests (for `make test`)
 GRADE_ARGS = $(LABS) $(if $(SUBMISSION),--submission $(SUBMISSION),--impl $(IMPL)) \
   $(if $(SEED),--seed $(SEED)) $(if $(LENGTHS),--lengths $(LENGTHS)) $(if $(RESULTS),--output $(RESULTS)) \
   $(if $(OWN_STAGES),--own-stages) $(GRADE_FLAGS)
-.PHONY: grade goldens check-goldens examples check-examples handout handout-ref-libs autograder test-grader
+.PHONY: grade goldens check-goldens examples check-examples check-quoted handout handout-ref-libs autograder test-grader
 
 grade: setup
 	@$(PYTHON) -m harness.grade $(GRADE_ARGS)
@@ -319,6 +322,11 @@ examples: setup
 
 check-examples: setup
 	@$(PYTHON) -m harness.grading.examples --check
+	@$(PYTHON) -m harness.grading.quoted
+
+check-quoted: setup
+	@$(PYTHON) -m harness.grading.quoted
+	@$(PYTHON) tools/figures.py --check
 
 handout: setup
 	+@MAKE="$(MAKE)" tools/handout.sh build/handout/uopc-labs.tar.gz
@@ -334,6 +342,7 @@ test-grader: setup
 	@$(PYTHON) -m unittest discover -s tests/grader
 	@$(PYTHON) -m harness.grading.selfcheck
 	@$(PYTHON) -m harness.grading.examples --check
+	@$(PYTHON) -m harness.grading.quoted
 
 # ---- mutation testing (tools/mutants.py, issue #15) ----------------------------
 # make mutants LAB=23.N [SAMPLE=N] [SEED=S] [JOBS=J] [MIN=PCT]
@@ -435,7 +444,8 @@ test-harness: setup
 	@$(PYTHON) -m harness.selfcheck --build $(BUILD)
 
 # Benchmarks measure the reference (as `make test` checks it) unless IMPL is given.
-# Both draw lab 23.5's latency figure into build/kv_latency.png (matplotlib, installed
+# Both draw lab 23.5's latency figure into build/kv_latency.png, and write its README table
+# from the same run into build/kv_latency.md (bench/kv_table.py) (matplotlib, installed
 # by `tools/setup.sh --plot` from bench/requirements.txt when missing); `make bench` with a
 # LAB= other than 23.5 draws no figure, so it neither installs matplotlib nor asks for one.
 KV_PLOT := build/kv_latency.png
@@ -465,8 +475,10 @@ doctor:
 
 # The chapters' figures: each chapters/figures/*.dot rendered to the .svg committed beside it.
 # Needs Graphviz's dot (tools/setup.sh --figures installs Debian's graphviz); nothing else does.
+# tools/figures.py writes 23.3's and 23.4's .dot first, from the listings and goldens they draw.
 FIGURES := $(patsubst %.dot,%.svg,$(wildcard chapters/figures/*.dot))
 figures:
+	@$(PYTHON) tools/figures.py
 	@command -v dot >/dev/null || tools/setup.sh --figures
 	@$(MAKE) --no-print-directory $(FIGURES)
 chapters/figures/%.svg: chapters/figures/%.dot

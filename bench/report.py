@@ -12,7 +12,8 @@ reported the same case and n, `ratio <lab> <case> n=<n> kernel/numpy=<x>`.
 The labs in INTERLEAVED are timed as their C benchmark times them: every case
 of the lab in turn, round after round, and the median of the rounds. With
 --plot and lab 23.5's lines, it draws the latency figure (bench/kv_plot.py,
-matplotlib) into that file.
+matplotlib) into that file, and writes lab 23.5's README table from the same run beside it
+(bench/kv_table.py; build/kv_latency.md for build/kv_latency.png).
 """
 import os
 import re
@@ -166,8 +167,9 @@ CPU_TIMED = {"23.5"}
 
 
 def run_binaries(build, lab=None):
-  """{(lab, case, n): ns} from every bench_* binary (or lab's), echoing what they print."""
-  found = {}
+  """({(lab, case, n): ns}, everything they printed) from every bench_* binary (or lab's),
+  echoing what they print."""
+  found, printed = {}, []
   pattern = f"bench_{lab.replace('.', '_')}" if lab else "bench*"
   binaries = sorted(p for p in (build / "bin").glob(pattern) if p.is_file() and os.access(p, os.X_OK))
   if not binaries:
@@ -179,11 +181,12 @@ def run_binaries(build, lab=None):
       print(f"note: {binary} ran past 600 s; skipped")
       continue
     print(proc.stdout, end="")
+    printed.append(proc.stdout)
     if proc.returncode != 0:
       print(f"note: {binary} exited with status {proc.returncode}: {proc.stderr.strip()[-300:]}")
     for m in BENCH_LINE.finditer(proc.stdout):
       found[(m.group(1), m.group(2), int(m.group(3)))] = float(m.group(4))
-  return found
+  return found, "".join(printed)
 
 
 def report(lab, case, n, ns, kernels):
@@ -203,7 +206,7 @@ def main(argv):
   ap.add_argument("--lab", "--only", dest="lab", help="lab 23.N's benchmark alone (e.g. 23.3)")
   ap.add_argument("--plot", help="draw lab 23.5's latency figure into this PNG")
   args = ap.parse_args(argv)
-  kernels = run_binaries(Path(args.build), args.lab)
+  kernels, printed = run_binaries(Path(args.build), args.lab)
   runs = []   # (lab, case, n)
   for (lab, case), (_, default_n, _) in CASES.items():
     if args.lab in (None, lab):
@@ -221,7 +224,18 @@ def main(argv):
     report(lab, case, n, ns, kernels)
   if args.plot:
     plot(kernels, numpy_ns, Path(args.plot))
+    write_table(printed, kernels, numpy_ns, Path(args.plot).with_suffix(".md"))
   return 0
+
+
+def write_table(printed, kernels, numpy_ns, path):
+  """Lab 23.5's README table from this run, beside its figure (bench/kv_table.py)."""
+  if not any(lab == "23.5" for (lab, _, _) in kernels):
+    return
+  import kv_table
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text("\n".join(kv_table.table(printed, kernels, numpy_ns)) + "\n")
+  print(f"table: {path}")
 
 
 def plot(kernels, numpy_ns, path):

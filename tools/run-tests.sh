@@ -91,6 +91,9 @@ if [ $harness = 1 ]; then
   python_suite grader .venv/bin/python -m harness.grading.selfcheck
   # The runs the lab READMEs quote, made again (about 20 s: three labs' visible tests).
   python_suite examples .venv/bin/python -m harness.grading.examples --check
+  # The counters the chapters and READMEs quote, against the goldens (no run: well under a second).
+  python_suite quoted .venv/bin/python -m harness.grading.quoted
+  python_suite figures .venv/bin/python tools/figures.py --check
   python_suite integrity .venv/bin/python -m harness.grading.integrity
 fi
 echo

@@ -34,6 +34,7 @@ sandboxed processes, and every verdict is made or checked by the grader from out
     verdict    PASS, FAIL, CRASH, TIMEOUT, EXITED EARLY, SKIPPED, NOT RUN and a test's Result
     goldens    make goldens / check-goldens
     examples   make examples / check-examples: the runs the lab READMEs quote, made again
+    quoted     make check-quoted: the counters the chapters and READMEs quote, against goldens/
     selfcheck  solutions full marks, stubs zero, every broken variant loses points
     integrity  adversarial submissions, each graded and held to the honest score; the
                grader's tree unchanged afterwards

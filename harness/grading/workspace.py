@@ -228,6 +228,8 @@ class Workspace:
     for suite in sorted({t.spec["suite"] for t in self.m.tests if t.kind == "cmocka"}):
       if "/hidden/" not in suite and (ROOT / suite).is_file():
         _copy(ROOT / suite, self.root / "tests" / self.m.lab / Path(suite).name)
+    for header in sorted((ROOT / "tests" / self.m.lab).glob("*.h")):   # a suite's own (semantics_digest.h)
+      _copy(header, self.root / "tests" / self.m.lab / header.name)
     self._place(products, f"{BUILD}/lib/libuopc.so")
     self._place(products, f"{BUILD}/lib/libgradehook.so")
     for rel, src in products.items():
