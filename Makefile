@@ -284,6 +284,12 @@ $(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,core) | $(call ref_st
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_core
+# Fusion's figures through the core (LOWER_FUSE): a 6-op chain against the triad, softmax and
+# layer norm, compile time.
+$(BUILD)/bin/bench_fuse: bench/bench_fuse.c $(call lab_lib,core) | $(call ref_stamp,core)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
+BENCH_BINS += $(BUILD)/bin/bench_fuse
 # tensorjit (labs/tensorjit): its warm call, and its artifacts over lengths 0..64.
 $(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj) | $(call ref_stamp,tj)
 	@mkdir -p $(dir $@)

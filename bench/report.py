@@ -113,6 +113,51 @@ def kv_step(n, capacity=4096):
   return run
 
 
+def chain6(n):
+  """((a*b + a) * 0.5 - b) ** 2 + 1 as NumPy evaluates the expression: a temporary per step."""
+  a, b = (np.random.default_rng(k).standard_normal(n).astype(np.float32) for k in range(2))
+  return lambda: ((a * b + a) * np.float32(0.5) - b) ** 2 + np.float32(1)
+
+
+def rows_case(kind, rows, cols):
+  """Row softmax or layer norm over (rows, cols), NumPy at its best: every step into a
+  preallocated buffer (out=), no temporary allocated per call."""
+  def setup(n):
+    x = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
+    e, r = np.empty_like(x), np.empty((rows, 1), np.float32)
+
+    def softmax():
+      np.max(x, axis=1, keepdims=True, out=r)
+      np.subtract(x, r, out=e)
+      np.exp(e, out=e)
+      np.sum(e, axis=1, keepdims=True, out=r)
+      np.divide(e, r, out=e)
+
+    def layernorm():
+      np.mean(x, axis=1, keepdims=True, out=r)
+      np.subtract(x, r, out=e)
+      np.mean(np.square(e), axis=1, keepdims=True, out=r)   # (np.square's one temporary)
+      np.add(r, np.float32(1e-5), out=r)
+      np.sqrt(r, out=r)
+      np.divide(e, r, out=e)
+    return softmax if kind == "softmax" else layernorm
+  return setup
+
+
+def peak_temporaries(fn):
+  """The most bytes NumPy held at once beyond what existed before one call (tracemalloc sees
+  NumPy's allocations), the result included."""
+  import tracemalloc
+  fn()
+  tracemalloc.start()
+  tracemalloc.reset_peak()
+  before = tracemalloc.get_traced_memory()[0]
+  fn()
+  peak = tracemalloc.get_traced_memory()[1] - before
+  tracemalloc.stop()
+  return peak
+
+
 # (lab, case) -> (setup(n) -> callable, default n, bytes moved per element or None)
 CASES = {
   ("23.6", "square_plus_one"): (square_plus_one, 16777216, 8),
@@ -125,6 +170,9 @@ CASES = {
   ("23.3", "shift-staged"): (shift, 16777216, 16),       # a temporary written, then copied
   ("23.5", "len-dynamic"): (kv_step, 512, None),
   ("23.5", "decode-step"): (kv_step, 512, None),
+  ("fuse", "chain6-dynamic"): (chain6, 16777216, 12),
+  **{("fuse", f"{kind}-{r}x{c}"): (rows_case(kind, r, c), r * c, None)
+     for kind in ("softmax", "layernorm") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
 }
 # lab -> rounds: timed interleaved, medians (bench_23_3.c does the same).
 INTERLEAVED = {"23.3": 15}
@@ -222,6 +270,10 @@ def main(argv):
     ns = interleaved.get((lab, case, n)) or best_ns(CASES[(lab, case)][0](n), clock)
     numpy_ns[(lab, case, n)] = ns
     report(lab, case, n, ns, kernels)
+  if args.lab in (None, "fuse") and ("fuse", "chain6-dynamic", 16777216) in numpy_ns:
+    # NumPy materialises every step; the fused program holds none (bench_fuse.c's temps line)
+    peak = peak_temporaries(chain6(16777216))
+    print(f"numpy-temps fuse chain6 n=16777216 peak_bytes={peak} (the result's {4 * 16777216} included)")
   if args.plot:
     plot(kernels, numpy_ns, Path(args.plot))
     write_table(printed, kernels, numpy_ns, Path(args.plot).with_suffix(".md"))
