@@ -4,7 +4,8 @@
 
 Each chain is a random sequence of slices (constant, negative and size-expression bounds, steps of
 either sign), selects (constant, negative and size-expression indices), reshapes (-1, and (-1, 2)),
-transposes and permutes over an input of random rank; half of them end in a relu, which a kernel
+transposes, permutes, squeezes and unsqueezes, flattens, diagonals, repeats (NumPy's tile) and casts
+to i32 and back over an input of random rank; half of them end in a relu, which a kernel
 computes by reading through the chain's index expressions (the others are views, which no kernel
 computes). Its model is a Python function that 23.4's tracer calls back through ctypes, calling
 the tp_ operations; NumPy applies the same chain to the same array, lent to C without a copy. The
@@ -13,7 +14,7 @@ of that rank, sizes 0 and 1 included, contiguous or transposed. Each output must
 an index or a reshape NumPy refuses must be refused with the matching code (UOPC_E_BOUNDS,
 UOPC_E_INVALID); an output that shares the input's storage must be one NumPy's result also shares,
 at NumPy's offset and strides;
-a chain of slices, selects and permutes alone (NumPy's views) must return a view; and the first
+a chain of slices, selects, permutes and squeezes alone (NumPy's views) must return a view; and the first
 shape called again must run an artifact already built. The last line is `N passed, N failed`,
 counting chains.
 """
@@ -81,7 +82,16 @@ API = {
   "tp_transpose_at": (P, [P, P, TpSite]),
   "tp_permute_at": (P, [P, P, I, ctypes.POINTER(I), TpSite]),
   "tp_relu_at": (P, [P, P, TpSite]),
+  "tp_unsqueeze_at": (P, [P, P, I, TpSite]),
+  "tp_squeeze_at": (P, [P, P, I, TpSite]),
+  "tp_flatten_at": (P, [P, P, I, I, TpSite]),
+  "tp_diagonal_at": (P, [P, P, I64, TpSite]),
+  "tp_repeat_at": (P, [P, P, I, ctypes.POINTER(I64), TpSite]),
+  "tp_cast_at": (P, [P, P, I, TpSite]),
 }
+UOPC_F32, UOPC_I32 = 0, 2   # uopc_dtype, tensor.h's order
+# Ops that compute a new tensor in NumPy or may in tensorjit: a chain holding one need not be a view.
+COMPUTES = ("reshape", "relu", "flatten", "diagonal", "repeat", "cast", "unsqueeze")
 
 
 # ---- Chains: each op is a tuple; bounds and indices are ("const", v), ("none",), ("half",) for
@@ -97,7 +107,8 @@ def draw_chain(rng):
   rank = rng.randint(1, 3)
   ops, r = [], rank
   for _ in range(rng.randint(1, 4)):
-    kind = rng.choice(["slice", "slice", "select", "reshape", "transpose", "permute"])
+    kind = rng.choice(["slice", "slice", "select", "reshape", "transpose", "permute", "unsqueeze", "squeeze",
+                       "flatten", "diagonal", "repeat", "cast"])
     if kind == "slice":
       symbolic = rng.random() < 0.5
       step = rng.choice([1, 1, 2, 3]) if symbolic else rng.choice([1, 2, 3, -1, -2])
@@ -115,6 +126,26 @@ def draw_chain(rng):
       perm = list(range(r))
       rng.shuffle(perm)
       ops.append(("permute", tuple(perm)))
+    elif kind == "unsqueeze" and r < 3:
+      ops.append(("unsqueeze", rng.randint(-(r + 1), r)))
+      r += 1
+    elif kind == "squeeze" and r >= 2:
+      ops.append(("squeeze", rng.randrange(r)))   # NumPy refuses an axis that is not 1: so must we
+      r -= 1
+    elif kind == "flatten" and r >= 2:
+      start = rng.randrange(r - 1)
+      end = rng.randint(start + 1, r - 1)
+      ops.append(("flatten", start, end))
+      r -= end - start
+    elif kind == "diagonal" and r == 2:
+      ops.append(("diagonal", rng.randint(-2, 2)))
+      r = 1
+    elif kind == "repeat" and r <= 3:
+      ops.append(("repeat", tuple(rng.choice([0, 1, 2, 2]) if rng.random() < 0.2 else rng.choice([1, 2])
+                                  for _ in range(r + (r < 3 and rng.random() < 0.3)))))
+      r = len(ops[-1][1])
+    elif kind == "cast":
+      ops.append(("cast",))
   if rng.random() < 0.5:   # read through the chain by a kernel: relu of elements that are all >= 1
     ops.append(("relu",))
   return rank, ops
@@ -136,6 +167,14 @@ def chain_text(ops):
       parts.append(".transpose(-2, -1)")
     elif op[0] == "relu":
       parts.append(".relu()")
+    elif op[0] in ("unsqueeze", "squeeze", "diagonal"):
+      parts.append(f".{op[0]}({op[1]})")
+    elif op[0] == "flatten":
+      parts.append(f".flatten({op[1]}, {op[2]})")
+    elif op[0] == "repeat":
+      parts.append(f".repeat{op[1]}")
+    elif op[0] == "cast":
+      parts.append(".int().float()")
     else:
       parts.append(f".permute{op[1]}")
   return "x" + "".join(parts)
@@ -165,6 +204,19 @@ def numpy_chain(x, ops):
       x = np.swapaxes(x, -2, -1)
     elif op[0] == "relu":
       x = np.maximum(x, 0)
+    elif op[0] == "unsqueeze":
+      x = np.expand_dims(x, op[1])
+    elif op[0] == "squeeze":
+      x = np.squeeze(x, op[1])
+    elif op[0] == "flatten":
+      _, start, end = op
+      x = x.reshape(x.shape[:start] + (int(np.prod(x.shape[start:end + 1])),) + x.shape[end + 1:])
+    elif op[0] == "diagonal":
+      x = np.diagonal(x, op[1])
+    elif op[0] == "repeat":
+      x = np.tile(x, op[1])
+    elif op[0] == "cast":
+      x = x.astype(np.int32).astype(np.float32)
     else:
       x = np.transpose(x, op[1])
   return x
@@ -212,6 +264,19 @@ def traced_model(lib, ops, failures):
           x = lib.tp_transpose_at(c, x, site())
         elif op[0] == "relu":
           x = lib.tp_relu_at(c, x, site())
+        elif op[0] == "unsqueeze":
+          x = lib.tp_unsqueeze_at(c, x, op[1], site())
+        elif op[0] == "squeeze":
+          x = lib.tp_squeeze_at(c, x, op[1], site())
+        elif op[0] == "flatten":
+          x = lib.tp_flatten_at(c, x, op[1], op[2], site())
+        elif op[0] == "diagonal":
+          x = lib.tp_diagonal_at(c, x, op[1], site())
+        elif op[0] == "repeat":
+          reps = (ctypes.c_int64 * len(op[1]))(*op[1])
+          x = lib.tp_repeat_at(c, x, len(op[1]), reps, site())
+        elif op[0] == "cast":
+          x = lib.tp_cast_at(c, lib.tp_cast_at(c, x, UOPC_I32, site()), UOPC_F32, site())
         else:
           perm = (ctypes.c_int * len(op[1]))(*op[1])
           x = lib.tp_permute_at(c, x, len(op[1]), perm, site())
@@ -274,7 +339,7 @@ def one_call(tj, f, ops, x, counts, case):
         return 1
       shared = storage_of(tx) == ctypes.cast(out.storage, ctypes.c_void_p).value
       counts.views += shared
-      if shared and (any(op[0] == "relu" for op in ops) or (want.size and not np.shares_memory(want, x))):
+      if shared and (any(op[0] in ("relu", "cast", "repeat") for op in ops) or (want.size and not np.shares_memory(want, x))):
         report.fail(case, "the output shares the input's storage where NumPy's result is a copy")
         return 1
       if shared and want.size:   # NumPy's view of the same memory: its offset and strides, in elements
@@ -285,7 +350,7 @@ def one_call(tj, f, ops, x, counts, case):
           report.fail(case, f"a view at offset {out.offset} with strides {ours}; NumPy's is at offset {offset} "
                             f"with strides {strides} (None: an axis of 1 element, any stride)")
           return 1
-      if not shared and want.size and not any(op[0] in ("reshape", "relu") for op in ops):
+      if not shared and want.size and not any(op[0] in COMPUTES for op in ops):
         report.fail(case, "NumPy's result is a view of the input; tensorjit's output is a copy")
         return 1
       return 0

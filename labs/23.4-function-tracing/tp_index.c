@@ -161,7 +161,9 @@ tp_tensor *tp_squeeze_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at) {
   if (c->error.code) return NULL;
   if (!one)
     return tp_fail(c, at, UOPC_E_INVALID, "squeeze of axis %d of size %lld (it must be 1)", k, (long long)n.value), NULL;
-  return tp_made(c, ir_select(c->g, a, k, sym_expr_const(ir_graph_arena(c->g), 0)), x, at);   /* a view */
+  /* a select of element 0, a view; traced, the guard (not the dims' bounds) says the axis is 1 */
+  const sym_expr *zero = sym_expr_const(ir_graph_arena(c->g), 0);
+  return tp_made(c, c->mode == TP_TRACE ? ir_select_clamped(c->g, a, k, zero) : ir_select(c->g, a, k, zero), x, at);
 }
 
 tp_tensor *tp_flatten_at(tp_ctx *c, tp_tensor *x, int start, int end, tp_site at) {
@@ -172,15 +174,11 @@ tp_tensor *tp_flatten_at(tp_ctx *c, tp_tensor *x, int start, int end, tp_site at
   int s = axis_of(c, a, start, "flatten", at), e = s >= 0 ? axis_of(c, a, end, "flatten", at) : -1;
   if (e < 0) return NULL;
   if (e < s) return tp_fail(c, at, UOPC_E_INVALID, "flatten from axis %d to axis %d (the end is before the start)", s, e), NULL;
-  sym_arena *ar = ir_graph_arena(c->g);
-  const sym_expr *shape[UOPC_MAX_RANK], *run = sym_expr_const(ar, 1);
-  int r = 0;
-  for (int d = 0; d < a->rank; d++) {
-    if (d < s || d > e) { shape[r++] = a->shape[d]; continue; }
-    run = sym_expr_mul(ar, run, a->shape[d]);
-    if (d == e) shape[r++] = run;
-  }
-  return reshaped(c, x, a, r, shape, at);
+  int sizes[UOPC_MAX_RANK], r = 0;
+  for (int d = 0; d < a->rank; d++)
+    if (d < s || d > e) sizes[r++] = 1;
+    else if (d == e) sizes[r++] = e - s + 1;
+  return tp_made(c, ir_merge_axes(c->g, a, r, sizes), x, at);
 }
 
 tp_tensor *tp_unflatten_at(tp_ctx *c, tp_tensor *x, int axis, int n, const tp_int *sizes, tp_site at) {
@@ -269,18 +267,22 @@ tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_
     return tp_fail(c, at, UOPC_E_INVALID, "repeat of a rank-%d tensor with %d counts (at least its rank, at most %d)",
                    a->rank, n, UOPC_MAX_RANK / 2), NULL;
   sym_arena *ar = ir_graph_arena(c->g);
-  const sym_expr *pairs[UOPC_MAX_RANK], *wide[UOPC_MAX_RANK], *merged[UOPC_MAX_RANK];
+  const sym_expr *pairs[UOPC_MAX_RANK], *wide[UOPC_MAX_RANK];
   for (int k = 0; k < n; k++) {
     if (reps[k] < 0 || reps[k] > (INT64_C(1) << 24))
       return tp_fail(c, at, UOPC_E_INVALID, "repeat count %d is %lld (in [0, 2^24])", k, (long long)reps[k]), NULL;
     const sym_expr *s = k < n - a->rank ? sym_expr_const(ar, 1) : a->shape[k - (n - a->rank)];
     pairs[2 * k] = sym_expr_const(ar, 1), pairs[2 * k + 1] = s;
     wide[2 * k] = sym_expr_const(ar, reps[k]), wide[2 * k + 1] = s;
-    merged[k] = sym_expr_mul(ar, wide[2 * k], s);
   }
+  int two[UOPC_MAX_RANK];
+  for (int k = 0; k < n; k++) two[k] = 2;
   const ir_node *p = ir_reshape(c->g, a, 2 * n, pairs);
   const ir_node *e = p ? ir_expand(c->g, p, 2 * n, wide) : NULL;
-  return tp_made(c, e ? ir_reshape(c->g, e, n, merged) : NULL, x, at);
+  const ir_node *m = e ? ir_merge_axes(c->g, e, n, two) : NULL;
+  /* a new tensor, as PyTorch's repeat and NumPy's tile give, even where every count is 1 and the
+   * moves alone would be a view: the cast to its own dtype is the copy */
+  return tp_made(c, m ? ir_cast(c->g, m, m->dtype) : NULL, x, at);
 }
 
 /* A reshape that must not copy (PyTorch's view): over an input, the layout below it must be packed

@@ -436,6 +436,23 @@ const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_exp
   return moved(g, IR_RESHAPE, x, rank, shape);
 }
 
+const ir_node *ir_merge_axes(ir_graph *g, const ir_node *x, int n, const int *sizes) {
+  if (!x) return NULL;
+  int total = 0;
+  for (int k = 0; k < n && sizes; k++) total += sizes[k] >= 1 ? sizes[k] : x->rank + 1;
+  if (n < 0 || n > UOPC_MAX_RANK || (n && !sizes) || total != x->rank)
+    return fail(g, UOPC_E_INVALID, "merge_axes: %d groups of a rank-%d node (each of 1 or more axes, %d in all)", n,
+                x->rank, x->rank);
+  const sym_expr *shape[UOPC_MAX_RANK];
+  for (int k = 0, axis = 0; k < n; k++) {
+    shape[k] = sym_expr_const(g->arena, 1);
+    for (int j = 0; j < sizes[k]; j++) shape[k] = sym_expr_mul(g->arena, shape[k], x->shape[axis++]);
+  }
+  /* each extent the product of its group's: the counts are equal by construction, which the
+   * simplifier need not see (it keeps 2*(n - 2) linear and (n - 2)*4 a product) */
+  return moved(g, IR_RESHAPE, x, n, shape);
+}
+
 const ir_node *ir_reshape_inferred(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape,
                                    int axis) {
   if (!x) return NULL;

@@ -103,6 +103,11 @@ const ir_node *ir_expand(ir_graph *g, const ir_node *x, int rank, const sym_expr
  * is the tensor layer's concern (uopc_tensor_reshape says UOPC_E_LAYOUT).
  * Errors: UOPC_E_INVALID (counts not provably equal). */
 const ir_node *ir_reshape(ir_graph *g, const ir_node *x, int rank, const sym_expr *const *shape);
+/* x with consecutive axes merged: group k is the next sizes[k] (>= 1) of
+ * x's axes, and its extent the product of theirs (a flatten of several
+ * groups at once; a reshape whose counts are equal by construction).
+ * Errors: UOPC_E_INVALID (groups that do not cover x's axes). */
+const ir_node *ir_merge_axes(ir_graph *g, const ir_node *x, int n, const int *sizes);
 /* The same with extent axis inferred, as NumPy's -1: x's element count
  * floor-divided by the product of the other extents, which must be proved
  * >= 1. The result never has more elements than x, so it reads only x's;
