@@ -5,7 +5,9 @@
 #include <string.h>
 #include "tp_compile.h"
 
-typedef struct tp_region_entry { uint64_t hash; ir_graph *graph; exec *program; } tp_region_entry;
+/* A region's program, keyed by what its outputs compute (hash) and by what its signature takes:
+ * every input of its graph (inputs), used or not, since the program is called with them all. */
+typedef struct tp_region_entry { uint64_t hash, inputs; int n_inputs; ir_graph *graph; exec *program; } tp_region_entry;
 struct tp_region_cache { tp_region_entry *items; int n, cap; };
 
 struct tp_compiled {
@@ -159,9 +161,16 @@ static int run_variant(tp_compiled *f, tp_variant *v, const sym_binding *b, cons
  * added (with c->g, c->g_cached set) when it has none. */
 static int region_program(tp_ctx *c, const ir_node *const *outs, int n, exec **e, uopc_error *err) {
   struct tp_region_cache *rcache = c->regions;
-  uint64_t hash = ir_graph_hash(c->g, outs, n);
+  uint64_t hash = ir_graph_hash(c->g, outs, n), inputs = 0;
+  int n_inputs = ir_graph_input_count(c->g);
+  for (int k = 0; k < n_inputs; k++) {   /* each input's name, dtype and shape, in order */
+    const ir_node *in = ir_graph_input(c->g, k);
+    inputs = (inputs ^ ir_graph_hash(c->g, &in, 1)) * 0x100000001b3ull;
+  }
+  if (!hash || (n_inputs && !inputs)) return UOPC_FAIL(err, UOPC_E_NOMEM, "tp: no memory to hash a region");
   for (int k = 0; k < rcache->n; k++)
-    if (rcache->items[k].hash == hash) return *e = rcache->items[k].program, UOPC_OK;
+    if (rcache->items[k].hash == hash && rcache->items[k].inputs == inputs && rcache->items[k].n_inputs == n_inputs)
+      return *e = rcache->items[k].program, UOPC_OK;
   char entry[32];
   snprintf(entry, sizeof entry, "tp_region%d", rcache->n);
   int rc = exec_new(e, c->g, outs, n, entry, c->opts, err);
@@ -169,7 +178,7 @@ static int region_program(tp_ctx *c, const ir_node *const *outs, int n, exec **e
     exec_free(*e);                       /* the graph stays the context's */
     return UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
   }
-  if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, c->g, *e}, c->g_cached = 1;
+  if (!rc) rcache->items[rcache->n++] = (tp_region_entry){hash, inputs, n_inputs, c->g, *e}, c->g_cached = 1;
   return rc;
 }
 

@@ -164,6 +164,17 @@ static int data_branch(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *u
   return tp_status(c);
 }
 
+/* A data branch that changes which values the next region reads: for a positive x an extra
+ * x * 3 is made (and used by nothing), then a second break, then x + 5. The last region's graph
+ * computes the same thing both ways, but reads 3 or 4 inputs (every value made so far). */
+static int branch_changes_inputs(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  if (tp_item(c, tp_sum(c, in[0], 0u, 0)) > 0) (void)tp_mul(c, in[0], tp_scalar(c, 3));
+  (void)tp_item(c, tp_sum(c, in[0], 0u, 0));
+  out[0] = tp_add(c, in[0], tp_scalar(c, 5));
+  return tp_status(c);
+}
+
 /* x * sum(x), the sum read as a number in the middle. */
 static int item_scaled(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   (void)user;
@@ -471,6 +482,15 @@ static void test_item_regions_are_compiled_once(void **state) {
   expect_int(uopc_counter_get(TP_C_BREAKS) - breaks, 4, "a data branch called at n = 10 .. 13, signs + - + -: the counter '%s' moved by", TP_C_BREAKS);
   expect_int(uopc_counter_get("programs constructed"), built,
              "a data branch, both outcomes again at n = 12, 13: the counter 'programs constructed'");
+  tp_compiled_free(f);
+}
+
+/* The regions of a data branch are cached by what their program's signature depends on too (its
+ * inputs), not only by what their outputs compute: signs +, -, + run both paths, each correct. */
+static void test_item_regions_with_other_inputs_are_other_programs(void **state) {
+  (void)state;
+  tp_compiled *f = vector_fn(branch_changes_inputs, NULL, 1024, 0);
+  for (int k = 0; k < 3; k++) call_matches_eager(f, branch_changes_inputs, NULL, 6 + k, k % 2 ? -1 : 1);
   tp_compiled_free(f);
 }
 
@@ -946,6 +966,7 @@ int main(void) {
       T(test_more_shape_outcomes_than_variants_is_a_limit_error),
       T(test_item_under_tracer_breaks_and_matches_eager),
       T(test_item_regions_are_compiled_once),
+      T(test_item_regions_with_other_inputs_are_other_programs),
       T(test_item_in_strict_mode_names_tp_item_and_the_line),
       T(test_region_close_gives_each_pending_handle_its_value),
       T(test_region_close_with_nothing_pending_builds_nothing),
