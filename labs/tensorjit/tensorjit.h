@@ -148,6 +148,20 @@ int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size,
 /* f's counts so far (artifacts: kept, over every structure). */
 tj_counts tj_stats(const tj_function *f);
 
+/* ---- Availability. */
+
+typedef enum tj_backend { TJ_BACKEND_C = 1, TJ_BACKEND_CUDA } tj_backend;
+
+/* 1 when compiled execution on backend can run in this process, else 0 with
+ * why in reason (truncated to size; reason may be NULL): no C compiler (the
+ * runtime's choice: $UOPC_CC, else gcc on PATH), the cache directory refused
+ * (its path and the fix), or, for TJ_BACKEND_CUDA, that tensorjit has no CUDA
+ * back end yet, with what the machine has (driver, GPU, NVRTC or nvcc).
+ * Asked once per back end and process (the environment as the first call
+ * finds it; thread-safe), answered from memory after. On 0, tj_call still
+ * runs: artifacts the compiler cannot build fail with its error. */
+int tj_is_available(tj_backend backend, char *reason, size_t size);
+
 /* ---- Capture only. */
 
 #define TJ_SYMBOLIC 1u   /* extents as dims, 0 and 1 constants: what tj_call would build */

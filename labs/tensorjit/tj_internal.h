@@ -100,8 +100,8 @@ struct tj_function {
   uopc_counter_id hits, eager, limit, unkept, failures;
 };
 
-/* The files form layers, each calling only those before it: tj_args.c,
- * tj_structure.c, tj_holds.c, tj_view.c, tj_explain.c,
+/* The files form layers, each calling only those before it: tj_available.c,
+ * tj_args.c, tj_structure.c, tj_holds.c, tj_view.c, tj_explain.c,
  * tj_artifact.c, tj.c, tj_graph.c. */
 
 /* ---- tj_args.c */
