@@ -72,9 +72,9 @@ static int flatten(const tj_function *f, const tj_arg *a, const char *path, int 
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': '%s' has kind %d, not a tj_kind", f->label, path, (int)a->kind);
   int k = fl->n_nodes++;
   tj_node *n = &fl->nodes[k];
-  memset(n, 0, sizeof *n);
-  n->kind = a->kind, n->depth = depth, n->n = a->n;
-  snprintf(n->path, sizeof n->path, "%s", path);
+  size_t len = strlen(path);   /* below TJ_PATH_MAX: a name or a checked path; no snprintf on the warm path */
+  *n = (tj_node){.kind = a->kind, .depth = depth, .n = a->n};
+  memcpy(n->path, path, len < TJ_PATH_MAX ? len : TJ_PATH_MAX - 1);
   fl->at[k] = a;
   if (a->kind == TJ_TENSOR) {
     if (!a->tensor || !a->tensor->storage)
@@ -107,10 +107,12 @@ static int flatten_all(const tj_function *f, const tj_arg *args, int n_args, tj_
   for (int k = 0; !rc && k < n_args; k++) {
     char name[SYM_NAME_MAX];
     const char *const *names = f->opts.arg_names;
-    if (f->fixed) snprintf(name, sizeof name, "%s", f->arg_names[k]);
-    else if (names && names[k]) snprintf(name, sizeof name, "%s", names[k]);
-    else snprintf(name, sizeof name, "a%d", k);
-    rc = flatten(f, &args[k], name, 0, fl, err);
+    if (f->fixed) rc = flatten(f, &args[k], f->arg_names[k], 0, fl, err);
+    else {   /* the names the signature will take (checked there) */
+      if (names && names[k]) snprintf(name, sizeof name, "%s", names[k]);
+      else snprintf(name, sizeof name, "a%d", k);
+      rc = flatten(f, &args[k], name, 0, fl, err);
+    }
   }
   return rc;
 }

@@ -15,6 +15,8 @@ static int same_node(const tj_node *a, const tj_node *b) {
 }
 
 tj_group *tj_group_of(const tj_function *f, const tj_flat *flat) {
+  /* without containers the structure is the signature, which tj_check_args checked: one group */
+  if (!flat->containers && f->n_groups == 1 && !f->groups[0]->containers) return f->groups[0];
   for (int k = 0; k < f->n_groups; k++) {
     const tj_group *g = f->groups[k];
     int same = g->n_nodes == flat->n_nodes;
