@@ -295,6 +295,10 @@ $(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj) | $(cal
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
 BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
+# tensorjit's availability for each back end: make doctor prints it.
+$(BUILD)/bin/tj-available: tools/tj_available.c $(call lab_lib,tj) | $(call ref_stamp,tj)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc
 
 # ---- grading (harness/grade.py; see harness/grading/) -------------------------
 # make grade                       the student code in labs/ (IMPL=solutions: the reference)
@@ -411,7 +415,7 @@ break: setup
 .PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check figures \
         clean cache-clean cache-stats labs check-sync
 
-all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS)
+all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS) $(if $(TJ_DIR),$(BUILD)/bin/tj-available)
 
 setup:
 	@tools/setup.sh

@@ -36,3 +36,8 @@ if [ -d "$cache" ]; then
 else
   line "cache directory" "$cache (not created yet; it will be made with mode 0700$shared)"
 fi
+# tensorjit's own answer (tj_is_available), from whichever build exists.
+tj=""
+for b in build/solutions build/labs; do [ -x "$b/bin/tj-available" ] && { tj="$b/bin/tj-available"; break; }; done
+if [ -n "$tj" ]; then "$tj" || true
+else line tensorjit "build first (make IMPL=solutions all): then this says whether the C and CUDA back ends can run"; fi

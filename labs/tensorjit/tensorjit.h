@@ -14,7 +14,10 @@
 #include "tp.h"
 
 #define TJ_MAX_ARGS 16        /* tagged arguments of a call */
-#define TJ_MAX_TENSORS 8      /* tensor arguments (the variant cache's GUARD_MAX_ARGS) */
+#define TJ_MAX_TENSORS 8      /* tensors of a call, containers' included (the variant cache's GUARD_MAX_ARGS) */
+#define TJ_MAX_NODES 64       /* arguments and container members of a call, all together */
+#define TJ_MAX_DEPTH 4        /* containers one inside another (a call's argument the first) */
+#define TJ_MAX_STRUCTURES 8   /* container structures a function keeps, each with its own artifacts */
 #define TJ_MAX_OUTPUTS 8
 #define TJ_MAX_VARIANTS 32    /* max_variants at most (VCACHE_MAX_VARIANTS) */
 #define TJ_DEFAULT_MAX_VARIANTS 8
@@ -29,28 +32,50 @@
 
 /* ---- Arguments. */
 
-typedef enum tj_kind { TJ_TENSOR = 1, TJ_INT, TJ_DOUBLE } tj_kind;
+typedef enum tj_kind { TJ_TENSOR = 1, TJ_INT, TJ_DOUBLE, TJ_LIST, TJ_RECORD } tj_kind;
 
-/* One argument of a call: a tensor (any layout; borrowed for the call), or
- * an int or a double (each specialised by value: an artifact is guarded on
- * it). */
+/* One argument of a call: a tensor (any layout; borrowed for the call), an
+ * int or a double (each specialised by value: an artifact is guarded on it),
+ * or a container of n arguments (borrowed): a list, or a record whose
+ * members are named by C identifiers of at most 24 characters. A container's
+ * structure (its kinds, counts, names, and its tensors' dtypes and ranks)
+ * selects a set of artifacts of its own, and its tensors are specialised on
+ * their concrete shapes; top-level tensors keep their dims. Chapter 23.7,
+ * "Containers". */
 typedef struct tj_arg {
   tj_kind kind;
   const uopc_tensor *tensor;
   int64_t i;
   double d;
+  const struct tj_arg *items;    /* a container's members */
+  int n;
+  const char *const *names;      /* a record's member names, one per item */
 } tj_arg;
 
-static inline tj_arg tj_tensor(const uopc_tensor *t) { return (tj_arg){TJ_TENSOR, t, 0, 0}; }
-static inline tj_arg tj_int(int64_t v) { return (tj_arg){TJ_INT, NULL, v, 0}; }
-static inline tj_arg tj_double(double v) { return (tj_arg){TJ_DOUBLE, NULL, 0, v}; }
+static inline tj_arg tj_tensor(const uopc_tensor *t) { return (tj_arg){TJ_TENSOR, t, 0, 0, NULL, 0, NULL}; }
+static inline tj_arg tj_int(int64_t v) { return (tj_arg){TJ_INT, NULL, v, 0, NULL, 0, NULL}; }
+static inline tj_arg tj_double(double v) { return (tj_arg){TJ_DOUBLE, NULL, 0, v, NULL, 0, NULL}; }
+static inline tj_arg tj_list(const tj_arg *items, int n) { return (tj_arg){TJ_LIST, NULL, 0, 0, items, n, NULL}; }
+static inline tj_arg tj_record(const char *const *names, const tj_arg *items, int n) {
+  return (tj_arg){TJ_RECORD, NULL, 0, 0, items, n, names};
+}
 
-/* What the model gets for argument k: a tensor's handle, or a scalar's value. */
+/* What the model gets for argument k: a tensor's handle, a scalar's value,
+ * or a container's members (in[0].items[2].t; a record's also by name), and
+ * the kind, for a model that walks a container. */
 typedef struct tj_in {
   tp_tensor *t;
   int64_t i;
   double d;
+  const struct tj_in *items;
+  int n;
+  const char *const *names;
+  tj_kind kind;
 } tj_in;
+
+/* Record member name of in; when in has none, a member with no tensor (the
+ * model's next operation on it fails, naming the model's line). */
+const tj_in *tj_member(const tj_in *in, const char *name);
 
 /* out[0 .. n_outputs) = ... from in[0 .. n_args); returns tp_status(c). */
 typedef int (*tj_model)(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user);
@@ -87,8 +112,9 @@ typedef struct tj_function tj_function;
 /* ---- Lifecycle. */
 
 /* A compiled function of model; nothing is traced until the first call,
- * which also fixes the signature (count, kinds, each tensor's dtype and
- * rank). One thread calls it at a time. The caller owns *out (tj_free).
+ * which also fixes the signature (count, kinds, each top-level tensor's
+ * dtype and rank; a container's insides are its structure, not the
+ * signature). One thread calls it at a time. The caller owns *out (tj_free).
  * Errors: UOPC_E_INVALID (an option outside its range, naming it and the
  * limit), UOPC_E_NOMEM. */
 int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *opts, uopc_error *err);
@@ -103,10 +129,12 @@ void tj_free(tj_function *f);
  * through it is a write of the input); every other output is a new
  * contiguous tensor, as is every output of a run past the limit in eager
  * mode (TJ_LIMIT_EAGER: 23.4's eager mode computes). Errors, with nothing run
- * and no output written: UOPC_E_INVALID (count, kind, a NULL tensor, rank),
- * UOPC_E_DTYPE, UOPC_E_BOUNDS (an extent past 2^24), each naming the argument;
- * UOPC_E_LIMIT (max_variants artifacts, none of whose guards hold, and
- * TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
+ * and no output written: UOPC_E_INVALID (count, kind, a NULL tensor, rank, a
+ * container's members), UOPC_E_DTYPE, UOPC_E_BOUNDS (an extent past 2^24),
+ * each naming the argument or member; UOPC_E_LIMIT (more than TJ_MAX_TENSORS
+ * tensors or TJ_MAX_NODES nodes in a call; TJ_MAX_STRUCTURES structures kept,
+ * none this call's, naming the member that differs; max_variants artifacts of
+ * the call's structure, none of whose guards hold, and TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
  * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item); the code
  * generator's with strict_native; UOPC_E_NOMEM. */
 int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, uopc_error *err);
@@ -117,8 +145,22 @@ int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, u
  * Truncates to size. Errors: those of tj_call's argument checks. */
 int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size, uopc_error *err);
 
-/* f's counts so far. */
+/* f's counts so far (artifacts: kept, over every structure). */
 tj_counts tj_stats(const tj_function *f);
+
+/* ---- Availability. */
+
+typedef enum tj_backend { TJ_BACKEND_C = 1, TJ_BACKEND_CUDA } tj_backend;
+
+/* 1 when compiled execution on backend can run in this process, else 0 with
+ * why in reason (truncated to size; reason may be NULL): no C compiler (the
+ * runtime's choice: $UOPC_CC, else gcc on PATH), the cache directory refused
+ * (its path and the fix), or, for TJ_BACKEND_CUDA, that tensorjit has no CUDA
+ * back end yet, with what the machine has (driver, GPU, NVRTC or nvcc).
+ * Asked once per back end and process (the environment as the first call
+ * finds it; thread-safe), answered from memory after. On 0, tj_call still
+ * runs: artifacts the compiler cannot build fail with its error. */
+int tj_is_available(tj_backend backend, char *reason, size_t size);
 
 /* ---- Capture only. */
 

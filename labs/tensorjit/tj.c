@@ -1,6 +1,7 @@
 /* tj.c: tensorjit's entry points (section 23.7, given code): options, the
- * signature a first call fixes, a call through the variant cache, and the
- * eager fallback past the limit. The artifacts are tj_artifact.c's, the
+ * signature a first call fixes, the group of artifacts a call's structure
+ * selects (made on its first call), a call through that group's variant
+ * cache, and the eager fallback past the limit. The artifacts are tj_artifact.c's, the
  * explanations tj_explain.c's, the arguments' check tj_args.c's (each file
  * calls only the ones below it: tj_internal.h). Chapter 23.7, "The contract". */
 #include <stdio.h>
@@ -51,7 +52,7 @@ int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *
   /* every counter in the log from the start, at zero */
   uopc_counter_slot(TJ_C_BUILT);
   f->hits = uopc_counter_slot(TJ_C_HITS);
-  uopc_counter_slot(TJ_C_GUARD_FAILURES);
+  f->failures = uopc_counter_slot(TJ_C_GUARD_FAILURES);
   f->eager = uopc_counter_slot(TJ_C_EAGER);
   f->limit = uopc_counter_slot(TJ_C_LIMIT);
   f->unkept = uopc_counter_slot(TJ_C_UNKEPT);
@@ -61,14 +62,18 @@ int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *
 
 void tj_free(tj_function *f) {
   if (!f) return;
-  if (f->fixed) vcache_fini(&f->cache);
-  for (int k = 0; k < f->n_arts; k++) free(f->arts[k].guards);
+  for (int k = 0; k < f->n_groups; k++) {
+    tj_group *g = f->groups[k];
+    vcache_fini(&g->cache);
+    for (int a = 0; a < g->n_arts; a++) free(g->arts[a].guards);
+    free(g);
+  }
   free(f);
 }
 
 tj_counts tj_stats(const tj_function *f) {
   tj_counts s = f ? f->counts : (tj_counts){0};
-  if (f) s.artifacts = f->n_arts;
+  for (int k = 0; f && k < f->n_groups; k++) s.artifacts += f->groups[k]->n_arts;
   return s;
 }
 
@@ -85,58 +90,107 @@ static int declare_signature(tj_function *f, const tj_arg *args, int n_args, uop
     else snprintf(f->arg_names[k], sizeof f->arg_names[k], "a%d", k);
     f->kinds[k] = args[k].kind;
     if (args[k].kind != TJ_TENSOR) continue;
-    if (f->n_tensors == TJ_MAX_TENSORS)
-      return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': more than %d tensor arguments (the limit)", f->label,
-                       TJ_MAX_TENSORS);
     f->dtypes[k] = args[k].tensor->dtype;
     f->ranks[k] = args[k].tensor->rank;
-    f->tensor_arg[f->n_tensors++] = k;
   }
-  if (!f->n_tensors)
-    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': a call needs at least one tensor argument", f->label);
-  vcache_options o;
-  tj_cache_options(f, &o);
-  return vcache_init(&f->cache, &o, err);
+  return UOPC_OK;
 }
 
 int tj_fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
   int rc = declare_signature(f, args, n_args, err);
   if (rc) {   /* a refused first call fixes nothing */
-    memset(&f->cache, 0, sizeof f->cache);
-    f->n_tensors = f->n_args = 0;
+    f->n_args = 0;
     return rc;
   }
   f->fixed = 1;
   return UOPC_OK;
 }
 
+/* ---- Structures: a group of artifacts each. */
+
+/* The cache's name of tensor node k: a top-level argument's own; a member's
+ * path as an identifier ("params_2_bias"), or "leaf<k>" when that is taken
+ * or too long. */
+static void input_name(tj_group *g, int k, const tj_node *n) {
+  char *out = g->inputs[k];
+  size_t j = 0;
+  for (const char *p = n->path; *p && j + 1 < SYM_NAME_MAX; p++)
+    if (*p != ']') out[j++] = *p == '[' || *p == '.' ? '_' : *p;
+  out[j] = '\0';
+  int taken = strlen(n->path) >= SYM_NAME_MAX - 8;   /* room for a dim's suffix */
+  for (int i = 0; i < k; i++) taken |= !strcmp(g->inputs[i], out);
+  if (taken && n->depth) snprintf(out, SYM_NAME_MAX, "leaf%d", k);
+}
+
+static int structure_limit(tj_function *f, const tj_flat *flat, uopc_error *err) {
+  char why[1536] = "", text[512];
+  const uopc_tensor *tensors[TJ_MAX_TENSORS];
+  guard_call call;
+  for (int k = 0; k < flat->n_tensors; k++) tensors[k] = flat->at[flat->tensor_node[k]]->tensor;
+  int rc = guard_call_init(&call, flat->n_tensors, tensors, err);
+  if (rc) return rc;
+  tj_call_text(flat, &call, text, sizeof text);
+  for (int k = 0; k < f->n_groups; k++) {
+    size_t used = strlen(why);
+    if (used + 16 >= sizeof why) break;
+    snprintf(why + used, sizeof why - used, "; structure %d: ", k + 1);
+    tj_structure_reject(f->groups[k], flat, why + strlen(why), sizeof why - strlen(why));
+  }
+  uopc_counter_bump(f->limit, 1);
+  f->counts.limit_hits++;
+  f->cur.eager = f->opts.on_limit == TJ_LIMIT_EAGER;
+  return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': structure limit reached (TJ_MAX_STRUCTURES = %d): no kept"
+                   " structure is this call's (%s)%s", f->label, TJ_MAX_STRUCTURES, text, why);
+}
+
+int tj_group_new(tj_function *f, const tj_flat *flat, tj_group **out, uopc_error *err) {
+  if (!flat->n_tensors)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': a call needs at least one tensor argument", f->label);
+  if (f->n_groups == TJ_MAX_STRUCTURES) return structure_limit(f, flat, err);
+  tj_group *g = calloc(1, sizeof *g);
+  if (!g) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory", f->label);
+  g->f = f, g->number = f->n_groups + 1;
+  g->n_nodes = flat->n_nodes, g->n_tensors = flat->n_tensors, g->containers = flat->containers;
+  memcpy(g->nodes, flat->nodes, sizeof g->nodes);
+  memcpy(g->tensor_node, flat->tensor_node, sizeof g->tensor_node);
+  for (int k = 0; k < g->n_tensors; k++) input_name(g, k, &g->nodes[g->tensor_node[k]]);
+  if (g->number == 1) snprintf(g->op, sizeof g->op, "%s", f->name);
+  else snprintf(g->op, sizeof g->op, "%.24s_s%d", f->name, g->number);   /* entries stay apart by structure */
+  vcache_options o;
+  tj_cache_options(g, &o);
+  int rc = vcache_init(&g->cache, &o, err);
+  if (rc) { free(g); return rc; }
+  f->groups[f->n_groups++] = g;
+  *out = g;
+  return UOPC_OK;
+}
+
 /* ---- The eager fallback: 23.4's eager mode on the same model. */
 
-static int run_eager(tj_function *f, const tj_arg *args, uopc_tensor *outs, uopc_error *err) {
+static int run_eager(tj_function *f, const tj_flat *flat, uopc_tensor *outs, uopc_error *err) {
   tp_ctx *c = NULL;
-  uopc_tensor packed[TJ_MAX_ARGS];
-  tj_in in[TJ_MAX_ARGS];
+  uopc_tensor packed[TJ_MAX_TENSORS];
+  tp_tensor *leaves[TJ_MAX_TENSORS] = {0};
+  tj_in in[TJ_MAX_ARGS], pool[TJ_MAX_NODES];
   tp_tensor *o[TJ_MAX_OUTPUTS] = {0};
   memset(packed, 0, sizeof packed);
-  memset(in, 0, sizeof in);
   int rc = tp_ctx_new_eager(&c, err);
-  for (int k = 0; !rc && k < f->n_args; k++) {
-    in[k].i = args[k].i, in[k].d = args[k].d;
-    if (args[k].kind != TJ_TENSOR) continue;
-    const uopc_tensor *t = args[k].tensor;
+  for (int k = 0; !rc && k < flat->n_tensors; k++) {
+    const uopc_tensor *t = flat->at[flat->tensor_node[k]]->tensor;
     if (!uopc_tensor_is_contiguous(t)) {   /* eager inputs are read as packed rows */
       rc = uopc_tensor_empty(&packed[k], t->dtype, t->rank, t->shape, err);
       if (!rc) rc = uopc_tensor_copy(&packed[k], t, err);
       t = &packed[k];
     }
-    if (!rc && !(in[k].t = tp_wrap(c, t))) rc = UOPC_FAIL(err, tp_status(c), "%s", tp_error(c)->message);
+    if (!rc && !(leaves[k] = tp_wrap(c, t))) rc = UOPC_FAIL(err, tp_status(c), "%s", tp_error(c)->message);
   }
+  if (!rc) tj_in_tree(flat, f->n_args, leaves, in, pool);
   if (!rc) f->model(c, in, o, f->user);
   if (!rc && tp_status(c)) rc = UOPC_FAIL(err, tp_status(c), "%s", tp_error(c)->message);
   for (int k = 0; !rc && k < f->opts.n_outputs; k++)
     if (!tp_value(o[k])) rc = UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': the model left output %d unset", f->label, k);
   for (int k = 0; !rc && k < f->opts.n_outputs; k++) uopc_tensor_retain(&outs[k], tp_value(o[k]));
-  for (int k = 0; k < f->n_args; k++) uopc_tensor_release(&packed[k]);
+  for (int k = 0; k < flat->n_tensors; k++) uopc_tensor_release(&packed[k]);
   tp_ctx_free(c);
   if (!rc) uopc_counter_bump(f->eager, 1), f->counts.eager_fallbacks++;
   return rc;
@@ -144,24 +198,43 @@ static int run_eager(tj_function *f, const tj_arg *args, uopc_tensor *outs, uopc
 
 /* ---- Calls. */
 
+/* The group of the call in f->cur.flat: a kept one, or a new one (a new
+ * structure fails the structure guard of every kept one: one guard failure). */
+static int choose_group(tj_function *f, int first, tj_group **g, uopc_error *err) {
+  if ((*g = tj_group_of(f, &f->cur.flat))) return UOPC_OK;
+  if (f->n_groups) uopc_counter_bump(f->failures, 1), f->counts.guard_failures++;
+  int rc = tj_group_new(f, &f->cur.flat, g, err);
+  if (rc && first) f->fixed = 0, f->n_args = 0;   /* a refused first call fixes nothing */
+  return rc;
+}
+
+/* Through g's cache: the artifact whose guards hold, a new one, or the limit's choice. */
+static int run_group(tj_function *f, tj_group *g, uopc_error *err) {
+  for (int k = 0; k < g->n_tensors; k++) f->cur.tensors[k] = f->cur.flat.at[g->tensor_node[k]]->tensor;
+  vcache_variant *v = NULL;
+  int rc = vcache_choose(&g->cache, NULL, 0, f->cur.tensors, g->n_tensors, &v, err);
+  if (!rc && !g->cache.last.built) uopc_counter_bump(f->hits, 1), f->counts.artifact_hits++;
+  if (!rc) rc = vcache_run(&g->cache, v, err);
+  else if (f->cur.eager) rc = run_eager(f, &f->cur.flat, f->cur.outs, err);
+  else if (f->cur.unkept) rc = tj_run_unkept(g, &g->cache.last.call, err);
+  return rc;
+}
+
 int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, uopc_error *err) {
   if (!f || !outs) return UOPC_FAIL(err, UOPC_E_INVALID, "tj_call: NULL function or outputs");
-  int rc = tj_check_args(f, args, n_args, err);
-  if (!rc && !f->fixed) rc = tj_fix_signature(f, args, n_args, err);
+  int rc = tj_check_args(f, args, n_args, &f->cur.flat, err), first = !f->fixed;
+  if (!rc && first) rc = tj_fix_signature(f, args, n_args, err);
   if (rc) return rc;
   f->cur.args = args;
   f->cur.eager = f->cur.unkept = 0;
-  for (int k = 0; k < f->n_tensors; k++) f->cur.tensors[k] = args[f->tensor_arg[k]].tensor;
-  vcache_variant *v = NULL;
-  rc = vcache_choose(&f->cache, NULL, 0, f->cur.tensors, f->n_tensors, &v, err);
-  if (!rc && !f->cache.last.built) uopc_counter_bump(f->hits, 1), f->counts.artifact_hits++;
-  if (!rc) rc = vcache_run(&f->cache, v, err);
-  else if (f->cur.eager) rc = run_eager(f, args, f->cur.outs, err);
-  else if (f->cur.unkept) rc = tj_run_unkept(f, &f->cache.last.call, err);
+  tj_group *g = NULL;
+  rc = choose_group(f, first, &g, err);
+  if (!rc) rc = run_group(f, g, err);
+  else if (f->cur.eager) rc = run_eager(f, &f->cur.flat, f->cur.outs, err);   /* past the structure limit */
+  f->cur.args = NULL;
   if (rc) return rc;
   f->counts.calls++;
   memcpy(outs, f->cur.outs, (size_t)f->opts.n_outputs * sizeof *outs);   /* handed over, not retained twice */
   memset(f->cur.outs, 0, (size_t)f->opts.n_outputs * sizeof *outs);
-  f->cur.args = NULL;
   return UOPC_OK;
 }

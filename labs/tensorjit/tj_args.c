@@ -1,14 +1,21 @@
 /* tj_args.c: a call's arguments checked against the function's signature
  * (section 23.7, given code): the count, each argument's kind, a tensor
  * present, and once the first call has fixed the signature, each tensor's
- * dtype and rank; every error names the argument. A call checks them before
- * anything runs, and tj_explain before it explains, so this is the lowest
- * of tensorjit's files. */
+ * dtype and rank; every error names the argument. Then the arguments
+ * flattened depth first, containers' members checked on the way (each error
+ * naming the member's path), and the model's view of them built back. A
+ * call checks them before anything runs, and tj_explain before it explains,
+ * so this is the lowest of tensorjit's files. Chapter 23.7, "Containers". */
+#include <stdio.h>
+#include <string.h>
 #include "tj_internal.h"
 
 static const char *kind_name(tj_kind k) {
-  return k == TJ_TENSOR ? "a tensor" : k == TJ_INT ? "an int" : k == TJ_DOUBLE ? "a double" : "no kind";
+  return k == TJ_TENSOR ? "a tensor" : k == TJ_INT ? "an int" : k == TJ_DOUBLE ? "a double" : k == TJ_LIST ? "a list"
+         : k == TJ_RECORD ? "a record" : "no kind";
 }
+
+static int is_kind(tj_kind k) { return k >= TJ_TENSOR && k <= TJ_RECORD; }
 
 /* Argument k against the signature: the one error that names it. */
 static int check_arg(const tj_function *f, const tj_arg *a, int k, uopc_error *err) {
@@ -16,7 +23,7 @@ static int check_arg(const tj_function *f, const tj_arg *a, int k, uopc_error *e
   if (a->kind != f->kinds[k])
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d ('%s') is %s; the function takes %s",
                      f->label, k, name, kind_name(a->kind), kind_name(f->kinds[k]));
-  if (a->kind != TJ_TENSOR) return UOPC_OK;
+  if (a->kind != TJ_TENSOR) return UOPC_OK;   /* a container's insides are its structure's */
   if (!a->tensor || !a->tensor->storage)
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d ('%s') is a NULL or released tensor", f->label,
                      k, name);
@@ -28,13 +35,120 @@ static int check_arg(const tj_function *f, const tj_arg *a, int k, uopc_error *e
   return UOPC_OK;
 }
 
-int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
+/* ---- Flattening. */
+
+static int member_name(const char *s) {
+  if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_') || strlen(s) > 24) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
+  return 1;
+}
+
+/* A container's members: present, named when a record (unique C identifiers). */
+static int check_container(const tj_function *f, const tj_arg *a, const char *path, int depth, uopc_error *err) {
+  if (depth >= TJ_MAX_DEPTH)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': '%s' nests containers %d deep; the limit is %d"
+                     " (TJ_MAX_DEPTH)", f->label, path, depth + 1, TJ_MAX_DEPTH);
+  if (a->n < 0 || (a->n > 0 && !a->items))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': '%s' has %d members%s", f->label, path, a->n,
+                     a->n < 0 ? "" : " and no items");
+  for (int k = 0; a->kind == TJ_RECORD && k < a->n; k++) {
+    if (!a->names || !member_name(a->names[k]))
+      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': member %d of record '%s' needs a name, a C identifier"
+                       " of 1 to 24 characters", f->label, k, path);
+    for (int j = 0; j < k; j++)
+      if (!strcmp(a->names[j], a->names[k]))
+        return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': record '%s' names two members '%s'", f->label, path,
+                         a->names[k]);
+  }
+  return UOPC_OK;
+}
+
+static int flatten(const tj_function *f, const tj_arg *a, const char *path, int depth, tj_flat *fl, uopc_error *err) {
+  if (fl->n_nodes == TJ_MAX_NODES)
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': '%s' is past the limit of %d arguments and members in a call"
+                     " (TJ_MAX_NODES)", f->label, path, TJ_MAX_NODES);
+  if (!is_kind(a->kind))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': '%s' has kind %d, not a tj_kind", f->label, path, (int)a->kind);
+  int k = fl->n_nodes++;
+  tj_node *n = &fl->nodes[k];
+  size_t len = strlen(path);   /* below TJ_PATH_MAX: a name or a checked path; no snprintf on the warm path */
+  *n = (tj_node){.kind = a->kind, .depth = depth, .n = a->n};
+  memcpy(n->path, path, len < TJ_PATH_MAX ? len : TJ_PATH_MAX - 1);
+  fl->at[k] = a;
+  if (a->kind == TJ_TENSOR) {
+    if (!a->tensor || !a->tensor->storage)
+      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': '%s' is a NULL or released tensor", f->label, path);
+    if (fl->n_tensors == TJ_MAX_TENSORS)
+      return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': '%s' is tensor %d of the call; the limit is %d tensors,"
+                       " containers' included (TJ_MAX_TENSORS: the variant cache's inputs)", f->label, path,
+                       TJ_MAX_TENSORS + 1, TJ_MAX_TENSORS);
+    n->dtype = a->tensor->dtype, n->rank = a->tensor->rank;
+    fl->tensor_node[fl->n_tensors++] = k;
+  }
+  if (a->kind != TJ_LIST && a->kind != TJ_RECORD) return UOPC_OK;
+  fl->containers = 1;
+  int rc = check_container(f, a, path, depth, err);
+  for (int j = 0; !rc && j < a->n; j++) {
+    char sub[TJ_PATH_MAX + 32];
+    if (a->kind == TJ_LIST) snprintf(sub, sizeof sub, "%s[%d]", path, j);
+    else snprintf(sub, sizeof sub, "%s.%s", path, a->names[j]);
+    if (strlen(sub) >= TJ_PATH_MAX)
+      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': the path '%s' is longer than %d characters", f->label,
+                       sub, TJ_PATH_MAX - 1);
+    rc = flatten(f, &a->items[j], sub, depth + 1, fl, err);
+  }
+  return rc;
+}
+
+static int flatten_all(const tj_function *f, const tj_arg *args, int n_args, tj_flat *fl, uopc_error *err) {
+  fl->n_nodes = fl->n_tensors = fl->containers = 0;
+  int rc = UOPC_OK;
+  for (int k = 0; !rc && k < n_args; k++) {
+    char name[SYM_NAME_MAX];
+    const char *const *names = f->opts.arg_names;
+    if (f->fixed) rc = flatten(f, &args[k], f->arg_names[k], 0, fl, err);
+    else {   /* the names the signature will take (checked there) */
+      if (names && names[k]) snprintf(name, sizeof name, "%s", names[k]);
+      else snprintf(name, sizeof name, "a%d", k);
+      rc = flatten(f, &args[k], name, 0, fl, err);
+    }
+  }
+  return rc;
+}
+
+static void fill(const tj_flat *fl, int *node, tp_tensor *const *leaves, int *leaf, tj_in *slot, tj_in *pool,
+                 int *used) {
+  const tj_arg *a = fl->at[(*node)++];
+  memset(slot, 0, sizeof *slot);
+  slot->i = a->i, slot->d = a->d, slot->kind = a->kind;
+  if (a->kind == TJ_TENSOR) slot->t = leaves[(*leaf)++];
+  if (a->kind != TJ_LIST && a->kind != TJ_RECORD) return;
+  tj_in *items = pool + *used;   /* a container's members side by side, so items[j] indexes them */
+  *used += a->n;
+  slot->items = items, slot->n = a->n, slot->names = a->names;
+  for (int j = 0; j < a->n; j++) fill(fl, node, leaves, leaf, &items[j], pool, used);
+}
+
+void tj_in_tree(const tj_flat *flat, int n_args, tp_tensor *const *leaves, tj_in *in, tj_in *pool) {
+  int node = 0, leaf = 0, used = 0;
+  for (int k = 0; k < n_args; k++) fill(flat, &node, leaves, &leaf, &in[k], pool, &used);
+}
+
+const tj_in *tj_member(const tj_in *in, const char *name) {
+  static const tj_in none;   /* read only: no tensor, so the model's next operation names its line */
+  for (int k = 0; in && name && in->names && k < in->n; k++)
+    if (in->names[k] && !strcmp(in->names[k], name)) return &in->items[k];
+  return &none;
+}
+
+int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, tj_flat *flat, uopc_error *err) {
   if (!args || n_args < 1 || n_args > TJ_MAX_ARGS || (f->fixed && n_args != f->n_args))
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': %d arguments; the function takes %s%d", f->label, n_args,
                      f->fixed ? "" : "1 to ", f->fixed ? f->n_args : TJ_MAX_ARGS);
   for (int k = 0; k < n_args; k++) {   /* before anything is fixed, so a bad first call fixes nothing */
     tj_kind kind = args[k].kind;
-    if (kind != TJ_TENSOR && kind != TJ_INT && kind != TJ_DOUBLE)
+    if (!is_kind(kind))
       return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d has kind %d, not a tj_kind", f->label, k,
                        (int)kind);
     const char *name = f->fixed ? f->arg_names[k] : f->opts.arg_names ? f->opts.arg_names[k] : NULL;
@@ -46,5 +160,5 @@ int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_err
     int rc = check_arg(f, &args[k], k, err);
     if (rc) return rc;
   }
-  return UOPC_OK;
+  return flatten_all(f, args, n_args, flat, err);
 }

@@ -14,26 +14,27 @@
 #include "ir_eval.h"
 #include "tj_internal.h"
 
-tj_artifact *tj_artifact_of(const tj_function *f, const vcache_variant *v) {
-  for (int k = 0; k < f->n_arts; k++)
-    if (f->arts[k].v == v) return (tj_artifact *)&f->arts[k];
-  return f->pending.v == v ? (tj_artifact *)&f->pending : NULL;
+tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v) {
+  for (int k = 0; k < g->n_arts; k++)
+    if (g->arts[k].v == v) return (tj_artifact *)&g->arts[k];
+  return g->pending.v == v ? (tj_artifact *)&g->pending : NULL;
 }
 
 /* ---- Selection and misses. */
 
-static int holds_all(tj_function *f, const vcache_variant *v, const guard_call *call, uopc_error *err) {
-  const tj_artifact *a = tj_artifact_of(f, v);
+static int holds_all(tj_group *g, const vcache_variant *v, const guard_call *call, uopc_error *err) {
+  const tj_artifact *a = tj_artifact_of(g, v);
   int failed;
   int64_t value;
-  if (!a || !vcache_variant_holds(v, call) || !tj_scalars_hold(f, a, f->cur.args, &failed)) return 0;
+  if (!a || !vcache_variant_holds(v, call) || !tj_scalars_hold(g, a, &g->f->cur.flat, &failed)) return 0;
   return tj_trace_holds(a, call, &failed, &value, err) ? -1 : failed < 0;
 }
 
 static int hook_select(void *ctx, vcache *c, const guard_call *call, int *index, uopc_error *err) {
-  tj_function *f = ctx;
+  tj_group *g = ctx;
+  tj_function *f = g->f;
   int n = vcache_n_specialised(c), k = 0, h = 0;
-  while (k < n && (h = holds_all(f, c->variants[k], call, err)) == 0) k++;
+  while (k < n && (h = holds_all(g, c->variants[k], call, err)) == 0) k++;
   if (h < 0) return err->code;
   vcache_count_checks(c, k + (k < n), k);
   f->counts.guard_failures += k;
@@ -41,14 +42,15 @@ static int hook_select(void *ctx, vcache *c, const guard_call *call, int *index,
   return UOPC_OK;
 }
 
-static int limit_error(tj_function *f, const guard_call *call, uopc_error *err) {
+static int limit_error(tj_group *g, const guard_call *call, uopc_error *err) {
+  tj_function *f = g->f;
   char text[512], why[1024] = "";
-  tj_call_text(f, call, f->cur.args, text, sizeof text);
-  for (int k = 0; k < f->n_arts; k++) {
+  tj_call_text(&f->cur.flat, call, text, sizeof text);
+  for (int k = 0; k < g->n_arts; k++) {
     size_t used = strlen(why);
     if (used + 8 >= sizeof why) break;
-    snprintf(why + used, sizeof why - used, "; %s: ", f->arts[k].v->entry);
-    int rc = tj_reject_text(f, &f->arts[k], call, f->cur.args, why + strlen(why), sizeof why - strlen(why), err);
+    snprintf(why + used, sizeof why - used, "; %s: ", g->arts[k].v->entry);
+    int rc = tj_reject_text(g, &g->arts[k], call, &f->cur.flat, why + strlen(why), sizeof why - strlen(why), err);
     if (rc) return rc;
   }
   return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': specialization limit reached (max_variants = %d): no kept"
@@ -56,26 +58,27 @@ static int limit_error(tj_function *f, const guard_call *call, uopc_error *err) 
 }
 
 static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_variant **out, uopc_error *err) {
-  tj_function *f = ctx;
+  tj_group *g = ctx;
+  tj_function *f = g->f;
   if (vcache_n_specialised(c) >= f->opts.max_variants) {
     vcache_limit_hit(c);
     uopc_counter_bump(f->limit, 1);
     f->counts.limit_hits++;
     f->cur.eager = f->opts.on_limit == TJ_LIMIT_EAGER;
     f->cur.unkept = f->opts.on_limit == TJ_LIMIT_UNKEPT;
-    return limit_error(f, call, err);
+    return limit_error(g, call, err);
   }
-  memset(&f->pending, 0, sizeof f->pending);
+  memset(&g->pending, 0, sizeof g->pending);
   int rc = vcache_build(c, call, 0, 0, out, err);
   if (rc) {
-    free(f->pending.guards);
-    memset(&f->pending, 0, sizeof f->pending);
+    free(g->pending.guards);
+    memset(&g->pending, 0, sizeof g->pending);
     return rc;
   }
-  f->pending.v = *out;
-  f->pending.number = c->last.number;
-  f->arts[f->n_arts++] = f->pending;
-  memset(&f->pending, 0, sizeof f->pending);
+  g->pending.v = *out;
+  g->pending.number = c->last.number;   /* the call of its structure's cache */
+  g->arts[g->n_arts++] = g->pending;
+  memset(&g->pending, 0, sizeof g->pending);
   f->counts.artifacts_built++;
   return UOPC_OK;
 }
@@ -96,13 +99,13 @@ static int root(const tj_sizes *s, int x) {
   return x;
 }
 
-static int new_dim(const tj_function *f, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int *out,
+static int new_dim(const tj_group *g, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int *out,
                    uopc_error *err) {
   if (spec->n_dims == SYM_BINDING_MAX)
-    return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the call needs more than %d dims (the limit)", f->label,
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the call needs more than %d dims (the limit)", g->f->label,
                      SYM_BINDING_MAX);
   char name[SYM_NAME_MAX + 16];
-  snprintf(name, sizeof name, "%s_%s%d", f->cache.names[at.arg], at.field == GUARD_SHAPE ? "" : "s", at.axis);
+  snprintf(name, sizeof name, "%s_%s%d", g->inputs[at.arg], at.field == GUARD_SHAPE ? "" : "s", at.axis);
   if (strlen(name) >= SYM_NAME_MAX) snprintf(name, sizeof name, "dim%d", spec->n_dims);
   int rc = sym_dim_init(&spec->dims[spec->n_dims], name, lo, hi, 1, err);
   if (rc) return rc;
@@ -111,39 +114,42 @@ static int new_dim(const tj_function *f, vcache_spec *spec, guard_site at, int64
   return UOPC_OK;
 }
 
-static int extent_of(const tj_function *f, const tj_sizes *s, const guard_call *call, guard_site at, int *dim_of_root,
+static int extent_of(const tj_group *g, const tj_sizes *s, const guard_call *call, guard_site at, int *dim_of_root,
                      vcache_spec *spec, vcache_extent *e, uopc_error *err) {
-  int64_t v = guard_site_value(call, at), hi = f->cache.opts.policy.max_extent;
+  const tj_function *f = g->f;
+  int64_t v = guard_site_value(call, at), hi = g->cache.opts.policy.max_extent;
   int x = at.arg * UOPC_MAX_RANK + at.axis, r = root(s, x), pin01 = f->opts.specialize_01 == TJ_ON;
   e->dim = -1;
   e->value = v;
   if (v < 0 || v > hi)
     return UOPC_FAIL(err, UOPC_E_BOUNDS, "tensorjit '%s': argument '%s' axis %d is %" PRId64 ", outside [0, %" PRId64
-                     "]", f->label, f->cache.names[at.arg], at.axis, v, hi);
-  if (f->opts.dynamic == TJ_OFF || (pin01 && v <= 1) || s->pinned[r]) return UOPC_OK;
+                     "]", f->label, g->nodes[g->tensor_node[at.arg]].path, at.axis, v, hi);
+  /* a container's tensor is specialised on its shape: the structure and its members' sizes are one key */
+  int member = g->nodes[g->tensor_node[at.arg]].depth > 0;
+  if (f->opts.dynamic == TJ_OFF || member || (pin01 && v <= 1) || s->pinned[r]) return UOPC_OK;
   if (dim_of_root[r] >= 0) { e->dim = dim_of_root[r]; return UOPC_OK; }   /* the trace needed them equal */
   int64_t lo = pin01 ? 2 : 0;
-  int rc = new_dim(f, spec, at, s->lo[r] > lo ? s->lo[r] : lo, s->hi[r] < hi ? s->hi[r] : hi, &e->dim, err);
+  int rc = new_dim(g, spec, at, s->lo[r] > lo ? s->lo[r] : lo, s->hi[r] < hi ? s->hi[r] : hi, &e->dim, err);
   if (!rc) dim_of_root[r] = e->dim;
   return rc;
 }
 
-static int spec_of(const tj_function *f, const tj_sizes *s, const guard_call *call, vcache_spec *spec,
+static int spec_of(const tj_group *g, const tj_sizes *s, const guard_call *call, vcache_spec *spec,
                    uopc_error *err) {
   int dim_of_root[TJ_MAX_TENSORS * UOPC_MAX_RANK], rc = UOPC_OK;
   memset(spec, 0, sizeof *spec);
   memset(dim_of_root, -1, sizeof dim_of_root);
-  spec->n_inputs = f->n_tensors;
-  for (int a = 0; a < f->n_tensors && !rc; a++) {
+  spec->n_inputs = g->n_tensors;
+  for (int a = 0; a < g->n_tensors && !rc; a++) {
     vcache_arg *arg = &spec->args[a];
     arg->dtype = call->args[a].dtype;
     arg->rank = call->args[a].rank;
     arg->strided = !guard_call_contiguous(call, a);   /* another layout class: never read as contiguous */
     for (int k = 0; k < arg->rank && !rc; k++)
-      rc = extent_of(f, s, call, (guard_site){a, GUARD_SHAPE, k}, dim_of_root, spec, &arg->shape[k], err);
-    int64_t lim = f->cache.opts.policy.max_stride;
+      rc = extent_of(g, s, call, (guard_site){a, GUARD_SHAPE, k}, dim_of_root, spec, &arg->shape[k], err);
+    int64_t lim = g->cache.opts.policy.max_stride;
     for (int k = 0; k < arg->rank && arg->strided && !rc; k++)
-      rc = new_dim(f, spec, (guard_site){a, GUARD_STRIDE, k}, -lim, lim, &arg->strides[k], err);
+      rc = new_dim(g, spec, (guard_site){a, GUARD_STRIDE, k}, -lim, lim, &arg->strides[k], err);
   }
   return rc;
 }
@@ -214,21 +220,16 @@ typedef struct tj_trampoline { tj_function *f; } tj_trampoline;
 /* 23.4's model signature, around tensorjit's: tensors by handle, scalars by value. */
 static int trampoline(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   tj_function *f = ((tj_trampoline *)user)->f;
-  tj_in args[TJ_MAX_ARGS];
-  memset(args, 0, sizeof args);
-  for (int k = 0, t = 0; k < f->n_args; k++) {
-    args[k].i = f->cur.args[k].i;
-    args[k].d = f->cur.args[k].d;
-    if (f->kinds[k] == TJ_TENSOR) args[k].t = in[t++];
-  }
+  tj_in args[TJ_MAX_ARGS], pool[TJ_MAX_NODES];
+  tj_in_tree(&f->cur.flat, f->n_args, in, args, pool);
   return f->model(c, args, out, f->user);
 }
 
 /* The spec's inputs as the tracer declares them, in arena ar. */
-static void declare(const tj_function *f, const vcache_spec *spec, sym_arena *ar, tp_input_decl *decl) {
+static void declare(const tj_group *g, const vcache_spec *spec, sym_arena *ar, tp_input_decl *decl) {
   for (int a = 0; a < spec->n_inputs; a++) {
     const vcache_arg *arg = &spec->args[a];
-    decl[a] = (tp_input_decl){.name = f->cache.names[a], .dtype = arg->dtype, .rank = arg->rank};
+    decl[a] = (tp_input_decl){.name = g->inputs[a], .dtype = arg->dtype, .rank = arg->rank};
     for (int k = 0; k < arg->rank; k++) {
       const vcache_extent *e = &arg->shape[k];
       decl[a].shape[k] = e->dim >= 0 ? sym_expr_dim(ar, &spec->dims[e->dim]) : sym_expr_const(ar, e->value);
@@ -237,17 +238,18 @@ static void declare(const tj_function *f, const vcache_spec *spec, sym_arena *ar
   }
 }
 
-static int capture_once(tj_function *f, const vcache_spec *spec, const guard_call *call, tp_capture *cap,
+static int capture_once(tj_group *g, const vcache_spec *spec, const guard_call *call, tp_capture *cap,
                         uopc_error *err) {
+  tj_function *f = g->f;
   sym_arena *ar = NULL;
   sym_binding b;
   tp_input_decl decl[TJ_MAX_TENSORS];
   tj_trampoline t = {f};
   int rc = sym_arena_new(&ar, err);
   tj_binding_of(spec, call, &b);
-  if (!rc) declare(f, spec, ar, decl);
+  if (!rc) declare(g, spec, ar, decl);
   if (!rc && (rc = sym_arena_error(ar)->code)) *err = *sym_arena_error(ar);
-  if (!rc) rc = tp_capture_run(cap, trampoline, &t, decl, f->cur.tensors, f->n_tensors, f->opts.n_outputs, &b, 1, err);
+  if (!rc) rc = tp_capture_run(cap, trampoline, &t, decl, f->cur.tensors, g->n_tensors, f->opts.n_outputs, &b, 1, err);
   sym_arena_free(ar);
   return rc;
 }
@@ -255,12 +257,13 @@ static int capture_once(tj_function *f, const vcache_spec *spec, const guard_cal
 /* Captures until the trace needs nothing more: each retry makes one size
  * fewer or one class's bounds narrower, and a capture under narrowed bounds
  * records no comparison they decide, so the loop ends. */
-static int capture(tj_function *f, const guard_call *call, vcache_spec *spec, tp_capture *cap, uopc_error *err) {
+static int capture(tj_group *g, const guard_call *call, vcache_spec *spec, tp_capture *cap, uopc_error *err) {
+  const tj_function *f = g->f;
   tj_sizes s;
   for (int x = 0; x < TJ_SITES; x++) s.parent[x] = x, s.pinned[x] = 0, s.lo[x] = INT64_MIN, s.hi[x] = INT64_MAX;
   for (int tries = 0; tries <= 2 * TJ_SITES; tries++) {
-    int rc = spec_of(f, &s, call, spec, err), changed = 0;
-    if (!rc) rc = capture_once(f, spec, call, cap, err);
+    int rc = spec_of(g, &s, call, spec, err), changed = 0;
+    if (!rc) rc = capture_once(g, spec, call, cap, err);
     if (rc && !cap->need_unify) return rc;
     if (rc) {
       tp_unify need = cap->need;
@@ -278,13 +281,13 @@ static int capture(tj_function *f, const guard_call *call, vcache_spec *spec, tp
 /* ---- The contract: the key. */
 
 /* Shapes, strides, dims' bounds, the scalars and the trace's comparisons. */
-static void constraints_text(const tj_function *f, const vcache_variant *v, const tj_artifact *a, char *buf,
+static void constraints_text(const tj_group *g, const vcache_variant *v, const tj_artifact *a, char *buf,
                              size_t size) {
   const vcache_spec *spec = &v->spec;
   buf[0] = '\0';
   for (int i = 0; i < spec->n_inputs; i++) {
     const vcache_arg *arg = &spec->args[i];
-    vcache_text_add(buf, size, "%s%s(", i ? " " : "", f->cache.names[i]);
+    vcache_text_add(buf, size, "%s%s(", i ? " " : "", g->inputs[i]);
     for (int k = 0; k < arg->rank; k++) {
       const vcache_extent *e = &arg->shape[k];
       if (e->dim < 0) vcache_text_add(buf, size, "%s%" PRId64, k ? "," : "", e->value);
@@ -294,9 +297,9 @@ static void constraints_text(const tj_function *f, const vcache_variant *v, cons
   }
   for (int d = 0; d < spec->n_dims; d++)
     vcache_text_add(buf, size, " %s:[%" PRId64 ",%" PRId64 "]", spec->dims[d].name, spec->dims[d].lo, spec->dims[d].hi);
-  for (int k = 0; k < f->n_args; k++)
-    if (f->kinds[k] == TJ_INT) vcache_text_add(buf, size, " %s=%" PRId64, f->arg_names[k], a->scalars[k].i);
-    else if (f->kinds[k] == TJ_DOUBLE) vcache_text_add(buf, size, " %s=%a", f->arg_names[k], a->scalars[k].d);
+  for (int k = 0; k < g->n_nodes; k++)
+    if (g->nodes[k].kind == TJ_INT) vcache_text_add(buf, size, " %s=%" PRId64, g->nodes[k].path, a->scalars[k].i);
+    else if (g->nodes[k].kind == TJ_DOUBLE) vcache_text_add(buf, size, " %s=%a", g->nodes[k].path, a->scalars[k].d);
   for (int k = 0; k < a->n_guards; k++) {
     char e[256];
     uopc_error ignore;
@@ -305,29 +308,31 @@ static void constraints_text(const tj_function *f, const vcache_variant *v, cons
   }
 }
 
-static int artifact_key(const tj_function *f, vcache_variant *v, const tj_artifact *a, uopc_error *err) {
-  spec_key_parts p = f->cache.base;
+static int artifact_key(const tj_group *g, vcache_variant *v, const tj_artifact *a, uopc_error *err) {
+  const tj_function *f = g->f;
+  spec_key_parts p = g->cache.base;
   char dtypes[1024] = "", layout[1024] = "", constraints[4096];
   p.graph_hash = ir_graph_hash(v->graph, v->outputs, f->opts.n_outputs);
   if (!p.graph_hash) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': no memory to hash the graph", f->label);
   for (int i = 0; i < v->spec.n_inputs; i++) {
-    vcache_text_add(dtypes, sizeof dtypes, "%s%s:%s", i ? " " : "", f->cache.names[i], uopc_dtype_name(v->spec.args[i].dtype));
-    vcache_text_add(layout, sizeof layout, "%s%s:%s", i ? " " : "", f->cache.names[i],
+    vcache_text_add(dtypes, sizeof dtypes, "%s%s:%s", i ? " " : "", g->inputs[i], uopc_dtype_name(v->spec.args[i].dtype));
+    vcache_text_add(layout, sizeof layout, "%s%s:%s", i ? " " : "", g->inputs[i],
         v->spec.args[i].strided ? "strided" : "contiguous");
   }
   for (int o = 0; o < f->opts.n_outputs; o++) vcache_text_add(dtypes, sizeof dtypes, " out%d:%s", o, uopc_dtype_name(v->outputs[o]->dtype));
-  constraints_text(f, v, a, constraints, sizeof constraints);
+  constraints_text(g, v, a, constraints, sizeof constraints);
   vcache_key_part(p.dtypes, dtypes);
   vcache_key_part(p.layout, layout);
   vcache_key_part(p.constraints, constraints);
   return spec_key_compose(&p, &v->key, err);
 }
 
-int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err) {
-  const vcache *c = &f->cache;
+int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err) {
+  const tj_function *f = g->f;
+  const vcache *c = &g->cache;
   tp_capture cap;
   memset(&cap, 0, sizeof cap);   /* freed on every error, also one before the first capture */
-  int rc = capture(f, call, &v->spec, &cap, err);
+  int rc = capture(g, call, &v->spec, &cap, err);
   if (rc) { tp_capture_fini(&cap); return rc; }
   v->graph = cap.graph;            /* the cache owns the graph now; tensorjit the guards */
   memcpy(v->outputs, cap.outputs, (size_t)cap.n_outputs * sizeof *v->outputs);
@@ -335,10 +340,11 @@ int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_ar
   a->n_guards = cap.n_guards;
   cap.graph = NULL, cap.guards = NULL;
   tp_capture_fini(&cap);
-  for (int k = 0; k < f->n_args; k++) a->scalars[k] = f->cur.args[k], a->scalars[k].tensor = NULL;   /* borrowed */
+  for (int k = 0; k < g->n_nodes; k++)   /* the values only: the rest is borrowed from the call */
+    a->scalars[k] = (tj_arg){.kind = g->nodes[k].kind, .i = f->cur.flat.at[k]->i, .d = f->cur.flat.at[k]->d};
   rc = vcache_spec_guards(c, &v->spec, v->outputs, &v->guards, err);
   if (!rc) rc = tj_view_plan(a, v, f->opts.n_outputs, err);
-  if (!rc) rc = artifact_key(f, v, a, err);
+  if (!rc) rc = artifact_key(g, v, a, err);
   if (rc) return rc;
   char entry[sizeof v->entry - 8];
   vcache_spec_entry(c, &v->spec, &v->key, entry, sizeof entry);
@@ -347,7 +353,7 @@ int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_ar
 }
 
 static int hook_contract(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
-  return tj_contract(ctx, &c->last.call, v, &((tj_function *)ctx)->pending, err);
+  return tj_contract(ctx, &c->last.call, v, &((tj_group *)ctx)->pending, err);
 }
 
 /* ---- Compiling and running. */
@@ -361,10 +367,11 @@ static int computed_outputs(const tj_function *f, const tj_artifact *a, const vc
 }
 
 static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_error *err) {
-  tj_function *f = ctx;
+  tj_group *g = ctx;
+  tj_function *f = g->f;
   uopc_error inner = {0};
   const ir_node *computed[TJ_MAX_OUTPUTS];
-  int n = computed_outputs(f, &f->pending, v, computed);   /* the artifact being built */
+  int n = computed_outputs(f, &g->pending, v, computed);   /* the artifact being built */
   if (!n) return UOPC_OK;   /* every output a view: nothing to compile */
   /* fused with the cost rule (a producer read by several consumers is stored once, long chains are
    * cut) and its temporaries share space where their lifetimes allow: lower_fuse.c, lower_share.c */
@@ -377,7 +384,7 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
   if (f->opts.strict_native)
     return UOPC_FAIL(err, rc, "tensorjit '%s': %s could not be generated (strict_native): %s", f->label, v->entry,
                      inner.message);
-  f->pending.interpreted = 1;      /* still guarded; the core's interpreter runs it */
+  g->pending.interpreted = 1;      /* still guarded; the core's interpreter runs it */
   return UOPC_OK;
 }
 
@@ -406,8 +413,9 @@ static int make_views(const tj_function *f, const tj_artifact *a, const sym_bind
 }
 
 static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_error *err) {
-  tj_function *f = ctx;
-  const tj_artifact *a = tj_artifact_of(f, v);
+  tj_group *g = ctx;
+  tj_function *f = g->f;
+  const tj_artifact *a = tj_artifact_of(g, v);
   sym_binding b;
   if (!a) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact (a bug)");
   tj_binding_of(&v->spec, call, &b);
@@ -415,7 +423,7 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
   int n = computed_outputs(f, a, v, computed), rc = UOPC_OK;
   if (n && a->interpreted) {
     uopc_tensor got[TJ_MAX_OUTPUTS];
-    rc = ir_eval(v->graph, computed, n, f->cur.tensors, f->n_tensors, &b, got, err);
+    rc = ir_eval(v->graph, computed, n, f->cur.tensors, g->n_tensors, &b, got, err);
     for (int k = 0, j = 0; !rc && k < f->opts.n_outputs; k++)
       if (a->view_of[k] < 0) f->cur.outs[k] = got[j++];
     if (!rc) uopc_counter_bump(f->eager, 1), f->counts.eager_fallbacks++;
@@ -424,7 +432,7 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
     int64_t dims[UOPC_SIGNATURE_MAX];
     for (int k = 0, j = 0; k < f->opts.n_outputs; k++)
       if (a->view_of[k] < 0) buffers[j++] = uopc_tensor_data(&f->cur.outs[k]);
-    for (int k = 0; k < f->n_tensors; k++) buffers[n + k] = (void *)call->data[k];
+    for (int k = 0; k < g->n_tensors; k++) buffers[n + k] = (void *)call->data[k];
     for (int d = 0; d < v->n_dims; d++) dims[d] = GUARD_AT(call, v->dim_at[d]);
     rc = exec_run_checked(v->exec, buffers, dims, err);
   }
@@ -433,15 +441,16 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
   return rc;
 }
 
-int tj_run_unkept(tj_function *f, const guard_call *call, uopc_error *err) {
+int tj_run_unkept(tj_group *g, const guard_call *call, uopc_error *err) {
+  tj_function *f = g->f;
   vcache_variant v;
-  tj_artifact *a = &f->pending;   /* found by the run as the one being built */
+  tj_artifact *a = &g->pending;   /* found by the run as the one being built */
   memset(&v, 0, sizeof v);
   memset(a, 0, sizeof *a);
   a->v = &v;
-  int rc = tj_contract(f, call, &v, a, err);
-  if (!rc) rc = hook_compile(f, &f->cache, &v, err);
-  if (!rc) rc = hook_run(f, &v, call, err);
+  int rc = tj_contract(g, call, &v, a, err);
+  if (!rc) rc = hook_compile(g, &g->cache, &v, err);
+  if (!rc) rc = hook_run(g, &v, call, err);
   exec_free(v.exec);
   guard_set_fini(&v.guards);
   ir_graph_free(v.graph);
@@ -451,12 +460,13 @@ int tj_run_unkept(tj_function *f, const guard_call *call, uopc_error *err) {
   return rc;
 }
 
-void tj_cache_options(tj_function *f, vcache_options *o) {
+void tj_cache_options(tj_group *g, vcache_options *o) {
+  const tj_function *f = g->f;
   memset(o, 0, sizeof *o);
-  o->op = f->name;
-  o->n_inputs = f->n_tensors;
-  for (int k = 0; k < f->n_tensors; k++) o->inputs[k] = f->arg_names[f->tensor_arg[k]];
-  o->ctx = f;
+  o->op = g->op;
+  o->n_inputs = g->n_tensors;
+  for (int k = 0; k < g->n_tensors; k++) o->inputs[k] = g->inputs[k];
+  o->ctx = g;
   o->hooks = (vcache_hooks){.select = hook_select, .on_miss = hook_on_miss, .contract = hook_contract,
                             .compile = hook_compile, .run = hook_run};
   o->policy.max_variants = f->opts.max_variants;

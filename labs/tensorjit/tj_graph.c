@@ -7,7 +7,8 @@
 #include "tj_internal.h"
 
 struct tj_graph {
-  tj_function *f;       /* the signature and the cache's names */
+  tj_function *f;       /* the signature */
+  tj_group *group;      /* the call's structure and the cache's names (f's) */
   vcache_variant v;     /* spec, graph, guard set: a variant never placed */
   tj_artifact a;
   codegen_text text;
@@ -35,7 +36,7 @@ static int print(tj_graph *g, uopc_error *err) {
   char guards[8192];
   size_t used = 0;
   guards[0] = '\0';
-  tj_guards_text(g->f, &g->a, "  ", guards, sizeof guards, &used);
+  tj_guards_text(g->group, &g->a, "  ", guards, sizeof guards, &used);
   int rc = codegen_printf(&g->text, err, "graph:\n");
   if (!rc) rc = ir_print_prefixed(&g->text, g->v.graph, g->v.outputs, g->f->opts.n_outputs, NULL, "  ", err);
   if (!rc) rc = codegen_printf(&g->text, err, "guards:\n%s", guards);
@@ -45,14 +46,16 @@ static int print(tj_graph *g, uopc_error *err) {
 static int capture(tj_graph *g, const tj_arg *args, int n_args, uopc_error *err) {
   tj_function *f = g->f;
   guard_call call;
-  int rc = tj_check_args(f, args, n_args, err);
+  int rc = tj_check_args(f, args, n_args, &f->cur.flat, err);
   if (!rc) rc = tj_fix_signature(f, args, n_args, err);
+  if (!rc) rc = tj_group_new(f, &f->cur.flat, &g->group, err);
   if (rc) return rc;
+  const tj_group *gr = g->group;
   f->cur.args = args;
-  for (int k = 0; k < f->n_tensors; k++) f->cur.tensors[k] = args[f->tensor_arg[k]].tensor;
-  if ((rc = guard_call_init(&call, f->n_tensors, f->cur.tensors, err))) return rc;
+  for (int k = 0; k < gr->n_tensors; k++) f->cur.tensors[k] = f->cur.flat.at[gr->tensor_node[k]]->tensor;
+  if ((rc = guard_call_init(&call, gr->n_tensors, f->cur.tensors, err))) return rc;
   g->a.v = &g->v;
-  rc = tj_contract(f, &call, &g->v, &g->a, err);
+  rc = tj_contract(g->group, &call, &g->v, &g->a, err);
   return rc ? rc : print(g, err);
 }
 

@@ -1,6 +1,6 @@
 /* tj_holds.c: whether an artifact serves a call, past what its guard set says
  * (section 23.7, given code): the scalars it was traced for, compared by
- * value, and the trace's own comparisons on sizes (23.4's guards), evaluated
+ * value (a container's too), and the trace's own comparisons on sizes (23.4's guards), evaluated
  * under the call's binding. Selection (tj_artifact.c) asks it on every call
  * and tj_explain.c asks it again to say which guard failed, so it sits below
  * both. */
@@ -9,11 +9,13 @@
 
 /* ---- What a guard set cannot say. */
 
-int tj_scalars_hold(const tj_function *f, const tj_artifact *a, const tj_arg *args, int *failed) {
-  for (int k = 0; k < f->n_args; k++) {
-    const tj_arg *s = &a->scalars[k], *x = &args[k];
+int tj_scalars_hold(const tj_group *g, const tj_artifact *a, const tj_flat *flat, int *failed) {
+  for (int k = 0; k < g->n_nodes; k++) {   /* arguments and containers' members alike */
+    const tj_arg *s = &a->scalars[k], *x = flat->at[k];
+    tj_kind kind = g->nodes[k].kind;
+    if (kind != TJ_INT && kind != TJ_DOUBLE) continue;
     /* by bits: -0.0 and 0.0 may take other branches (1/x), and a NaN equals itself */
-    int same = f->kinds[k] == TJ_TENSOR || (f->kinds[k] == TJ_INT ? s->i == x->i : !memcmp(&s->d, &x->d, sizeof s->d));
+    int same = kind == TJ_INT ? s->i == x->i : !memcmp(&s->d, &x->d, sizeof s->d);
     if (!same) { *failed = k; return 0; }
   }
   *failed = -1;

@@ -1,5 +1,7 @@
 /* tj_internal.h: what tensorjit's files share (section 23.7, given code).
- * A function is one variant cache (23.2's vcache) whose op has no outputs in
+ * A function keeps one group per structure of its calls' containers (one
+ * group when it takes none); a group is one variant cache (23.2's vcache)
+ * whose op has no outputs in
  * its calls (tensorjit makes them) and replaces the cache's steps by hooks:
  * selection also checks what a guard set cannot (scalars, the trace's
  * comparisons), the contract is a trace (23.4's tp_capture_run), the run
@@ -16,12 +18,34 @@ _Static_assert(TJ_MAX_TENSORS == GUARD_MAX_ARGS, "a call's tensors are the cache
 _Static_assert(TJ_MAX_VARIANTS == VCACHE_MAX_VARIANTS, "artifacts are the cache's variants");
 _Static_assert(TJ_MAX_OUTPUTS <= GUARD_MAX_ARGS, "a variant holds its outputs' nodes");
 
+#define TJ_PATH_MAX 64   /* "params[2].bias" */
+
+/* One node of a call's arguments, in depth-first order: the top-level
+ * arguments and, after each container, its members. */
+typedef struct tj_node {
+  tj_kind kind;
+  int n;                       /* a container's members */
+  int depth;                   /* 0: a top-level argument */
+  uopc_dtype dtype;            /* a tensor's */
+  int rank;
+  char path[TJ_PATH_MAX];      /* a top-level argument's name; "params[2].bias" */
+} tj_node;
+
+/* A call's arguments flattened: the structure, and the call's own nodes. */
+typedef struct tj_flat {
+  int n_nodes, n_tensors;
+  tj_node nodes[TJ_MAX_NODES];
+  const tj_arg *at[TJ_MAX_NODES];       /* borrowed from the call */
+  int tensor_node[TJ_MAX_TENSORS];      /* tensor k (depth-first) is node tensor_node[k] */
+  int containers;                       /* any node a container */
+} tj_flat;
+
 /* What an artifact holds beside its variant. */
 typedef struct tj_artifact {
   vcache_variant *v;         /* the cache's (it owns the graph, guards, program) */
   tp_guard *guards;          /* owned: the trace's comparisons (expressions in v->graph) */
   int n_guards;
-  tj_arg scalars[TJ_MAX_ARGS];   /* the call's, by argument (tensors unused) */
+  tj_arg scalars[TJ_MAX_NODES];  /* the call's, by node (tensors and containers unused) */
   int interpreted;           /* generation failed without strict_native: ir_eval runs it */
   int view_of[TJ_MAX_OUTPUTS];   /* output k is a view of tensor view_of[k]; -1: computed */
   ir_layout view[TJ_MAX_OUTPUTS];   /* that view's affine form (expressions in v's graph) */
@@ -29,73 +53,110 @@ typedef struct tj_artifact {
   int64_t number;            /* the call that built it */
 } tj_artifact;
 
+typedef struct tj_group tj_group;
+
 /* The call in flight (the hooks read it through the cache's ctx). */
 typedef struct tj_current {
   const tj_arg *args;
+  tj_flat flat;                       /* its nodes; scalars are read from here */
   const uopc_tensor *tensors[TJ_MAX_TENSORS];
   uopc_tensor outs[TJ_MAX_OUTPUTS];   /* the run's, handed over on success */
   int eager, unkept;                  /* the limit was hit under TJ_LIMIT_EAGER, TJ_LIMIT_UNKEPT */
 } tj_current;
+
+/* The artifacts of one structure: what the first call with it fixed. */
+struct tj_group {
+  tj_function *f;
+  int number;                         /* 1, 2, ...: for messages */
+  int n_nodes, n_tensors;
+  tj_node nodes[TJ_MAX_NODES];        /* the structure */
+  int tensor_node[TJ_MAX_TENSORS];    /* cache input k is node tensor_node[k] */
+  char inputs[TJ_MAX_TENSORS][SYM_NAME_MAX];   /* its name in the cache: "x", "params_2_bias" */
+  int containers;                     /* any node a container */
+  char op[32];                        /* the cache's op: "tj_<label>", "tj_<label>_s2", ... */
+  vcache cache;
+  tj_artifact arts[TJ_MAX_VARIANTS];
+  int n_arts;
+  tj_artifact pending;                /* the one the cache is building */
+};
 
 struct tj_function {
   tj_model model;
   void *user;
   tj_options opts;                    /* resolved: no zero defaults left */
   uopc_program_options program;
-  char name[32];                      /* the cache's op: "tj_<label>" */
+  char name[32];                      /* "tj_<label>" */
   char label[32];                     /* the user's name, for messages */
   char arg_names[TJ_MAX_ARGS][SYM_NAME_MAX];
   int fixed;                          /* the signature is fixed (the first call) */
-  int n_args, n_tensors;
-  tj_kind kinds[TJ_MAX_ARGS];
+  int n_args;
+  tj_kind kinds[TJ_MAX_ARGS];         /* the top-level signature */
   uopc_dtype dtypes[TJ_MAX_ARGS];
   int ranks[TJ_MAX_ARGS];
-  int tensor_arg[TJ_MAX_TENSORS];     /* tensor k is argument tensor_arg[k] */
-  vcache cache;
-  tj_artifact arts[TJ_MAX_VARIANTS];
-  int n_arts;
-  tj_artifact pending;                /* the one the cache is building */
+  tj_group *groups[TJ_MAX_STRUCTURES];   /* owned; in the order they were made */
+  int n_groups;
   tj_current cur;
   tj_counts counts;
-  uopc_counter_id hits, eager, limit, unkept;
+  uopc_counter_id hits, eager, limit, unkept, failures;
 };
 
-/* The files form layers, each calling only those before it: tj_args.c,
- * tj_holds.c, tj_view.c, tj_explain.c, tj_artifact.c, tj.c, tj_graph.c. */
+/* The files form layers, each calling only those before it: tj_available.c,
+ * tj_args.c, tj_structure.c, tj_holds.c, tj_view.c, tj_explain.c,
+ * tj_artifact.c, tj.c, tj_graph.c. */
 
 /* ---- tj_args.c */
 
 /* Checks args: count, kinds, tensors present and, once a call has fixed
- * the signature, each against it, naming the argument. Errors:
- * UOPC_E_INVALID, UOPC_E_DTYPE. */
-int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, uopc_error *err);
+ * the signature, each against it, naming the argument; then flattens them
+ * into *flat, checking each container's members (naming the member's path)
+ * and the limits. Errors: UOPC_E_INVALID, UOPC_E_DTYPE, UOPC_E_LIMIT
+ * (TJ_MAX_TENSORS, TJ_MAX_NODES). */
+int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, tj_flat *flat, uopc_error *err);
+
+/* The model's view of flat's arguments: in[0 .. n_args) and their members
+ * in pool (TJ_MAX_NODES of them), tensor leaf k's handle leaves[k]. */
+void tj_in_tree(const tj_flat *flat, int n_args, tp_tensor *const *leaves, tj_in *in, tj_in *pool);
+
+/* ---- tj_structure.c: which group a call's structure selects. */
+
+/* The group of f whose structure flat has; NULL when none. */
+tj_group *tj_group_of(const tj_function *f, const tj_flat *flat);
+/* Why g's structure is not flat's ("guard 'params[2].bias is a tensor'
+ * failed: this call's params[2].bias is missing"); "" when it is. */
+void tj_structure_reject(const tj_group *g, const tj_flat *flat, char *buf, size_t size);
+/* g's structure as one line: "params: list of 3; params[0]: f32 rank 2; ...". */
+void tj_structure_text(const tj_group *g, char *buf, size_t size);
 
 /* ---- tj.c */
 
-/* Fixes f's signature from args (checked by tj_check_args) and sets up its
- * cache. Errors: UOPC_E_INVALID, UOPC_E_LIMIT (tensors), vcache_init's. */
+/* Fixes f's signature from args (checked by tj_check_args), when no call
+ * has. Errors: UOPC_E_INVALID. */
 int tj_fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error *err);
+/* A new group of f for flat's structure, its cache set up; *out borrowed
+ * (f owns it). Errors: UOPC_E_LIMIT (TJ_MAX_STRUCTURES, naming why each kept
+ * one is rejected), UOPC_E_INVALID, UOPC_E_NOMEM, vcache_init's. */
+int tj_group_new(tj_function *f, const tj_flat *flat, tj_group **out, uopc_error *err);
 
 /* ---- tj_artifact.c: the cache's hooks, and its options for f. */
 
-void tj_cache_options(tj_function *f, vcache_options *o);
-/* The contract of a new artifact for call (f->cur's arguments): v's spec,
- * graph (owned by v), guard set, key and entry; a's trace guards (owned by
- * a) and scalars. Errors: the model's, the capture's, the guards'. */
-int tj_contract(tj_function *f, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err);
-/* Past the limit (TJ_LIMIT_UNKEPT): a new artifact for call, traced,
+void tj_cache_options(tj_group *g, vcache_options *o);
+/* The contract of a new artifact of g for call (f->cur's arguments): v's
+ * spec, graph (owned by v), guard set, key and entry; a's trace guards
+ * (owned by a) and scalars. Errors: the model's, the capture's, the guards'. */
+int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artifact *a, uopc_error *err);
+/* Past the limit (TJ_LIMIT_UNKEPT): a new artifact of g for call, traced,
  * compiled, run into f->cur.outs and freed; nothing is kept. Errors: those
  * of the contract, compiling and running. */
-int tj_run_unkept(tj_function *f, const guard_call *call, uopc_error *err);
-/* f's artifact for variant v; NULL when none. */
-tj_artifact *tj_artifact_of(const tj_function *f, const vcache_variant *v);
+int tj_run_unkept(tj_group *g, const guard_call *call, uopc_error *err);
+/* g's artifact for variant v; NULL when none. */
+tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v);
 
 /* ---- tj_holds.c */
 
 /* b = the spec's dims, each read at its site of call. */
 void tj_binding_of(const vcache_spec *spec, const guard_call *call, sym_binding *b);
-/* 1 when a's scalars equal args' (doubles by their bits). */
-int tj_scalars_hold(const tj_function *f, const tj_artifact *a, const tj_arg *args, int *failed);
+/* 1 when a's scalars equal the call's (flat's nodes; doubles by their bits). */
+int tj_scalars_hold(const tj_group *g, const tj_artifact *a, const tj_flat *flat, int *failed);
 /* *failed = the first trace guard of a that fails on call, or -1; *value its
  * diff's value. Errors: those of sym_expr_eval. */
 int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err);
@@ -113,16 +174,16 @@ int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym
 
 /* ---- tj_explain.c */
 
-/* "x: f32 (5, 3); scale = 3": the call, for messages. */
-void tj_call_text(const tj_function *f, const guard_call *call, const tj_arg *args, char *buf, size_t size);
+/* "x: f32 (5, 3); scale = 3": the call (its leaves), for messages. */
+void tj_call_text(const tj_flat *flat, const guard_call *call, char *buf, size_t size);
 
 /* a's guards, one a line, each after indent. */
-void tj_guards_text(const tj_function *f, const tj_artifact *a, const char *indent, char *buf, size_t size,
+void tj_guards_text(const tj_group *g, const tj_artifact *a, const char *indent, char *buf, size_t size,
                     size_t *used);
 
-/* Why artifact a rejects call with args ("guard 'x is contiguous' failed:
- * ..."); "" when it would serve it. Errors: those of guard_set_check. */
-int tj_reject_text(const tj_function *f, const tj_artifact *a, const guard_call *call, const tj_arg *args,
+/* Why artifact a rejects call with flat's values ("guard 'x is contiguous'
+ * failed: ..."); "" when it would serve it. Errors: those of guard_set_check. */
+int tj_reject_text(const tj_group *g, const tj_artifact *a, const guard_call *call, const tj_flat *flat,
                    char *buf, size_t size, uopc_error *err);
 
 #endif

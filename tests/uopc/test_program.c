@@ -1242,6 +1242,27 @@ static void test_program_rejects_a_null_or_too_long_signature(void **state) {
 
 /* $UOPC_CC naming no program fails the build with the finder's message; an empty $UOPC_CC is
  * unset, and gcc builds. The variable is restored afterwards. */
+/* uopc_program_check: what a build would refuse, found without building (no compiler spawned). */
+static void test_program_check_names_a_missing_compiler_and_an_unsafe_cache(void **state) {
+  (void)state;
+  char open_dir[PATH_MAX + 8], want[2 * PATH_MAX];
+  uopc_error err = {0};
+  int64_t before = uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS);
+  assert_uopc_ok(uopc_program_check(NULL, &err), err);
+  uopc_program_options o = {.compiler = "/nonexistent/uopc-cc"};
+  assert_uopc_code(uopc_program_check(&o, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "no C compiler: program '/nonexistent/uopc-cc' is not an executable file; install"
+                                   " gcc, or name one in UOPC_CC");
+  snprintf(open_dir, sizeof open_dir, "%s/open", testutil_cache_dir);
+  assert_int_equal(mkdir(open_dir, 0700), 0);
+  assert_int_equal(chmod(open_dir, 0777), 0);
+  o = (uopc_program_options){.cache_dir = open_dir};
+  assert_uopc_code(uopc_program_check(&o, &err), UOPC_E_UNSAFE_CACHE, err);
+  snprintf(want, sizeof want, "cache directory '%s' is writable by group or others (mode 0777", open_dir);
+  assert_contains(err.message, want);
+  expect_int(uopc_counter_get(UOPC_C_COMPILER_INVOCATIONS), before, "compiler invocations by three checks");
+}
+
 static void test_program_uopc_cc_missing_fails_and_empty_means_gcc(void **state) {
   (void)state;
   const char *old = getenv("UOPC_CC");
@@ -1329,6 +1350,7 @@ int main(void) {
     cmocka_unit_test(test_compiler_version_in_of_a_missing_file_is_empty),
     cmocka_unit_test(test_program_rejects_a_null_or_too_long_signature),
     cmocka_unit_test(test_program_uopc_cc_missing_fails_and_empty_means_gcc),
+    cmocka_unit_test(test_program_check_names_a_missing_compiler_and_an_unsafe_cache),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }

@@ -115,6 +115,20 @@ static int prepare(request *r, const char *source, const uopc_program_options *o
   return rc;
 }
 
+/* What prepare and the build would find first, without building. */
+int uopc_program_check(const uopc_program_options *opts, uopc_error *err) {
+  uopc_program_options none = {0};
+  if (!opts) opts = &none;
+  const char *cc = opts->compiler ? opts->compiler : getenv("UOPC_CC");
+  uopc_compiler found;
+  uopc_cache cache;
+  uopc_error why = {0};
+  int rc = uopc_cache_open(&cache, opts->cache_dir, err);   /* in uopc_build_run's order */
+  if (!rc && uopc_compiler_identify(cc && *cc ? cc : "gcc", &found, &why))
+    rc = UOPC_FAIL(err, why.code, "no C compiler: %s; install gcc, or name one in UOPC_CC", why.message);
+  return rc;
+}
+
 /* dlerror() is NULL after an injected failure, which no dlopen reported. */
 static const char *dlerror_or_injected(void) {
   const char *why = dlerror();

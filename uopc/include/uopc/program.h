@@ -35,6 +35,14 @@ int uopc_program_new(uopc_program **out, const char *source, const char *entry,
                      uopc_error *err);
 void uopc_program_free(uopc_program *p);
 
+/* UOPC_OK when uopc_program_new could build with opts here: the cache
+ * directory is usable (made with mode 0700 when missing, as a build makes
+ * it) and the compiler it would spawn exists (opts->compiler, else $UOPC_CC,
+ * else gcc on PATH), checked in that order. Nothing is compiled. opts may be NULL. Errors:
+ * UOPC_E_INVALID ("no C compiler: ...", naming it and the PATH searched),
+ * UOPC_E_UNSAFE_CACHE (the path and the fix), UOPC_E_IO. */
+int uopc_program_check(const uopc_program_options *opts, uopc_error *err);
+
 /* Calls the entry: args[i] points to the i-th argument's value, as in CUDA's
  * cuLaunchKernel (for a pointer parameter, args[i] is the address of the
  * pointer). Counts "calls <entry>". */
