@@ -30,7 +30,11 @@ MAX_RANK = 4
 SIZE_HI = (53, 59, 61, 67)
 SIZE_NAMES = ("n", "m", "k", "b")
 STRIDE_HI = (1000003, 3000000019)   # the second needs int64 addresses: both index widths run
-OFFSET_HI = 1000033
+# Above the farthest element 0 can be from a strided input's storage start: a call draws at most
+# 200,000 elements a node (check_core.MAX_ELEMENTS), and each of 4 axes may take every other
+# element of its storage (2**4 = 16 times as many), reversed. (1000033 was too small: 57**3
+# elements stored with two axes stepped put element 0 at 1455664, which the binder refused.)
+OFFSET_HI = 3200003
 COMPARES = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 INF = math.inf
 MAX_OUTPUTS = 4
