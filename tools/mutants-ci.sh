@@ -11,7 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 per_file=${MUTANTS_CI_PER_FILE:-1}
-# Half of each target's files a run, the half chosen by the commit (its hash's last digit: even
+# Half of each target's files a run, the half chosen by the commit (its short hash's last digit: even
 # commits the files at even places of the sorted list, odd ones the others), so that CI stays
 # under 30 minutes on 2 cores and successive commits cover every file. MUTANTS_CI_FILES=all runs
 # every file. Reproducible: the same commit draws the same mutants.
