@@ -290,10 +290,7 @@ tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_
 tp_tensor *tp_view_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, tp_site at) {
   tp_tensor *r = tp_reshape_at(c, x, rank, shape, at);
   if (!r) return NULL;
-  const ir_node *base = r->node;
-  while (base->op == IR_SLICE || base->op == IR_SELECT || base->op == IR_PERMUTE || base->op == IR_EXPAND ||
-         base->op == IR_RESHAPE)
-    base = base->src[0];
+  const ir_node *base = ir_view_base(r->node);
   ir_layout l;
   uopc_error why = {0};
   int strided_value = c->mode == TP_EAGER && x->value.storage && !uopc_tensor_is_contiguous(&x->value);

@@ -217,6 +217,9 @@ int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *e
  * every reshape for ir_view_layout, whose callers (23.3) read a reshape as
  * a value. */
 int ir_view_layout_reshaped(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err);
+/* The node below n's chain of movement nodes (slices, selects, permutes,
+ * expands, reshapes): an input when n only moves an input's elements. */
+const ir_node *ir_view_base(const ir_node *n);
 
 /* "(n, 3)" for messages; "()" for a scalar. */
 void ir_shape_format(const ir_node *n, char *buf, size_t size);

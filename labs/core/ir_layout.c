@@ -117,3 +117,10 @@ int ir_view_layout(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *e
 int ir_view_layout_reshaped(sym_arena *a, const ir_node *n, ir_layout *out, uopc_error *err) {
   return view_layout(a, n, out, 1, err);
 }
+
+const ir_node *ir_view_base(const ir_node *n) {
+  while (n && (n->op == IR_SLICE || n->op == IR_SELECT || n->op == IR_PERMUTE || n->op == IR_EXPAND ||
+               n->op == IR_RESHAPE))
+    n = n->src[0];
+  return n;
+}

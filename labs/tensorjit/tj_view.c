@@ -12,10 +12,7 @@
 int tj_view_plan(tj_artifact *a, const vcache_variant *v, int n_outputs, uopc_error *err) {
   a->n_computed = 0;
   for (int k = 0; k < n_outputs; k++) {
-    const ir_node *n = v->outputs[k], *base = n;
-    while (base->op == IR_SLICE || base->op == IR_SELECT || base->op == IR_PERMUTE || base->op == IR_EXPAND ||
-           base->op == IR_RESHAPE)
-      base = base->src[0];
+    const ir_node *n = v->outputs[k], *base = ir_view_base(n);
     a->view_of[k] = -1;
     /* in the graph's arena (v owns both); a reshape of a layout that is not packed needs a copy */
     uopc_error why = {0};
