@@ -83,6 +83,8 @@ if [ $harness = 1 ]; then
   python_suite core .venv/bin/python -m harness.check_core --build "$build" --graphs 60 --bindings 8
   # tensorjit's indexing against NumPy: 60 random chains of slices, selects and reshapes (a few seconds).
   python_suite tensorjit .venv/bin/python -m harness.check_tensorjit --build "$build" --chains 60
+  # The core's random graphs replayed through tj_compile, dynamic and static (about 20 s, mostly gcc).
+  python_suite core-tj .venv/bin/python -m harness.check_core_tj --build "$build" --graphs 24
   if .venv/bin/python -m unittest discover -s tests/grader >"$scratch/unit" 2>&1; then
     echo "ok   the grader's own tests ($(grep -o 'Ran [0-9]* tests' "$scratch/unit"))"; passed=$((passed + 1))
   else

@@ -330,7 +330,7 @@ int vcache_spec_key(const vcache *c, const vcache_spec *spec, const ir_graph *g,
 /* "<op>_fd0_fk1": the op, then per input its dtype's letter and each
  * extent (d<dim>, m<multiple>, k<constant>), s when strided, a<bytes> when
  * aligned, then _o<k>a<bytes> for an aligned output; "<op>_h<hash>" when
- * that is longer than size - 1. */
+ * that is longer than size - 1 or than the lowering takes (LOWER_ENTRY_MAX). */
 void vcache_spec_entry(const vcache *c, const vcache_spec *spec, const spec_key *key, char *entry, size_t size);
 
 /* ---- Writing keys, for ops that write their own (tensorjit's artifacts). */

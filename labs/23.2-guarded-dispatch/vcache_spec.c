@@ -247,6 +247,7 @@ static char dtype_letter(uopc_dtype dt) {
 
 void vcache_spec_entry(const vcache *c, const vcache_spec *spec, const spec_key *key, char *entry, size_t size) {
   char text[512];
+  if (size > LOWER_ENTRY_MAX + 1) size = LOWER_ENTRY_MAX + 1;   /* a longer name is one lower_program refuses */   /* a longer name is one lower_program refuses */
   snprintf(text, sizeof text, "%s", c->opts.op);
   for (int a = spec->n_outputs; a < spec->n_outputs + spec->n_inputs; a++) {
     const vcache_arg *arg = &spec->args[a];

@@ -199,9 +199,32 @@ static const ir_node *operand(tp_ctx *c, tp_tensor *x, tp_site at) {
  * capture is made again with one dim (or the constant), guarded per call.
  * Chapter 23.7, "Equal sizes are never assumed equal". */
 
+/* 1 (an error in c) when p and q are different expressions, neither a dim
+ * against a dim or a constant, that are equal in this call: the IR would
+ * call them different sizes, and the capture can make a dim one with another
+ * dim or a constant but not with an expression (a dim against n*m, or
+ * max(0, n - 3) against 0). Refused as what it is, never faked. */
+static int expression_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadcast, tp_site at) {
+  int64_t vp, vq;
+  uopc_error err;
+  if ((p->kind == SYM_DIM && q->kind == SYM_DIM) || (p->kind == SYM_DIM && q->kind == SYM_CONST) ||
+      (q->kind == SYM_DIM && p->kind == SYM_CONST) || (p->kind == SYM_CONST && q->kind == SYM_CONST))
+    return 0;
+  if (broadcast && ((p->kind == SYM_CONST && p->value == 1) || (q->kind == SYM_CONST && q->value == 1))) return 0;
+  if (sym_expr_eval(p, &c->binding, &vp, &err) || sym_expr_eval(q, &c->binding, &vq, &err) || vp != vq) return 0;
+  char tp_[96], tq[96];
+  if (sym_expr_format(p, tp_, sizeof tp_, &err)) snprintf(tp_, sizeof tp_, "(a size)");
+  if (sym_expr_format(q, tq, sizeof tq, &err)) snprintf(tq, sizeof tq, "(a size)");
+  tp_fail(c, at, UOPC_E_UNSUPPORTED, "sizes %s and %s are both %lld in this call and the operation needs them equal;"
+          " a capture makes a dim one with another dim or a constant, not with an expression (give the operation"
+          " tensors whose sizes are the same expression, e.g. by a reshape)", tp_, tq, (long long)vp);
+  return 1;
+}
+
 /* 1 with c->need set when p and q (one a dim) must be made one size; p and q
  * meet in a broadcast (a constant 1 stretches) or must be equal. */
-static int need_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadcast) {
+static int need_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadcast, tp_site at) {
+  if (p != q && expression_pair(c, p, q, broadcast, at)) return 1;
   if (p == q || (p->kind != SYM_DIM && q->kind != SYM_DIM)) return 0;
   if (p->kind != SYM_DIM) { const sym_expr *t = p; p = q; q = t; }
   if ((q->kind != SYM_DIM && q->kind != SYM_CONST) || (q->kind == SYM_DIM && !strcmp(p->dim.name, q->dim.name)))
@@ -224,10 +247,10 @@ static int need_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadc
 
 /* Checks x's and y's axes, aligned from the right; skip_last leaves the
  * last `skip_last` axes out (a matmul's). */
-static int need_any(tp_ctx *c, const ir_node *x, const ir_node *y, int skip_last, int broadcast) {
+static int need_any(tp_ctx *c, const ir_node *x, const ir_node *y, int skip_last, int broadcast, tp_site at) {
   int r = x->rank < y->rank ? x->rank : y->rank;
   for (int k = skip_last; k < r; k++)
-    if (need_pair(c, x->shape[x->rank - 1 - k], y->shape[y->rank - 1 - k], broadcast)) return 1;
+    if (need_pair(c, x->shape[x->rank - 1 - k], y->shape[y->rank - 1 - k], broadcast, at)) return 1;
   return 0;
 }
 
@@ -236,11 +259,12 @@ static int unify_stop(tp_ctx *c, const ir_node *const *src, int n, int matmul, t
   if (!c->unify || c->mode != TP_TRACE) return 0;
   int stop = 0;
   if (matmul) stop = src[0]->rank >= 2 && src[1]->rank >= 2 &&
-                     (need_pair(c, src[0]->shape[src[0]->rank - 1], src[1]->shape[src[1]->rank - 2], 0) ||
-                      need_any(c, src[0], src[1], 2, 0));
+                     (need_pair(c, src[0]->shape[src[0]->rank - 1], src[1]->shape[src[1]->rank - 2], 0, at) ||
+                      need_any(c, src[0], src[1], 2, 0, at));
   for (int i = 0; !matmul && !stop && i < n; i++)
-    for (int j = i + 1; !stop && j < n; j++) stop = need_any(c, src[i], src[j], 0, 1);
+    for (int j = i + 1; !stop && j < n; j++) stop = need_any(c, src[i], src[j], 0, 1, at);
   if (!stop) return 0;
+  if (c->error.code) return 1;   /* expression_pair said why */
   if (c->need.b[0]) tp_fail(c, at, UOPC_E_GUARD, "dims '%s' and '%s' are equal in this call and the operation needs"
                             " them equal: capture again with one dim", c->need.a, c->need.b);
   else tp_fail(c, at, UOPC_E_GUARD, "dim '%s' is %lld in this call and the operation depends on it: capture again"

@@ -45,6 +45,10 @@ typedef struct lower_nonempty {
  * tensorjit turn it on. */
 #define LOWER_FUSE 2u
 
+/* The longest entry name a program takes: a C identifier that, with the
+ * "_k<n>" of its kernels, stays inside lower_program's entry field. */
+#define LOWER_ENTRY_MAX 47
+
 typedef struct lower_program {
   char entry[64];
   lower_backend backend;

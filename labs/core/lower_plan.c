@@ -254,11 +254,11 @@ int lower_plan_check_outputs(const ir_graph *g, const ir_node *const *outputs, i
     if (!outputs[k] || ir_graph_node(g, outputs[k]->id) != outputs[k])
       return UOPC_FAIL(err, UOPC_E_INVALID, "lower: output %d is not a node of the graph", k);
   size_t len = entry ? strlen(entry) : 0;
-  int ok = len > 0 && len < 48 && (entry[0] == '_' || (entry[0] | 32) >= 'a');
+  int ok = len > 0 && len <= LOWER_ENTRY_MAX && (entry[0] == '_' || (entry[0] | 32) >= 'a');
   for (size_t i = 0; ok && i < len; i++)
     ok = entry[i] == '_' || (entry[i] >= '0' && entry[i] <= '9') || ((entry[i] | 32) >= 'a' && (entry[i] | 32) <= 'z');
-  if (!ok) return UOPC_FAIL(err, UOPC_E_INVALID, "lower: entry '%s' is not a C identifier of at most 47"
-                            " characters", entry ? entry : "(null)");
+  if (!ok) return UOPC_FAIL(err, UOPC_E_INVALID, "lower: entry '%s' is not a C identifier of at most %d"
+                            " characters", entry ? entry : "(null)", LOWER_ENTRY_MAX);
   return UOPC_OK;
 }
 

@@ -437,6 +437,68 @@ static void test_tj_matmul_contraction_is_a_guard(void **state) {
   tj_free(f);
 }
 
+static int sum_of_six(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x0 + ... + x5 */
+  (void)user;
+  tp_tensor *s = in[0].t;
+  for (int k = 1; k < 6; k++) s = tp_add(c, s, in[k].t);
+  out[0] = s;
+  return tp_status(c);
+}
+
+/* Six (a, b) inputs, one transposed: the artifact's name from its key
+ * ("tj_six_static_fk5k7_fk5k7_..._v0") passes the lowering's 47 characters
+ * and is replaced by the key's hash, dynamic or static; found by
+ * check_core_tj.py's random graphs. */
+static void test_tj_many_inputs_get_an_entry_the_lowering_takes(void **state) {
+  (void)state;
+  for (int dynamic = 0; dynamic < 2; dynamic++) {
+    tj_function *f = compile(sum_of_six, &(tj_options){.name = "six_inputs", .dynamic = dynamic ? TJ_ON : TJ_OFF});
+    uopc_tensor x[6], t = mat(7, 5), packed[6];
+    tj_arg args[6], ref[6];
+    uopc_error err = {0};
+    for (int k = 0; k < 5; k++) x[k] = mat(5, 7);
+    assert_uopc_ok(uopc_tensor_transpose(&x[5], &t, 0, 1, &err), err);   /* (5, 7), strides (1, 5) */
+    for (int k = 0; k < 6; k++) {
+      args[k] = tj_tensor(&x[k]);
+      assert_uopc_ok(uopc_tensor_empty(&packed[k], UOPC_F32, 2, x[k].shape, &err), err);
+      assert_uopc_ok(uopc_tensor_copy(&packed[k], &x[k], &err), err);
+      ref[k] = tj_tensor(&packed[k]);
+    }
+    call_ok(f, sum_of_six, args, ref, 6, dynamic ? "six inputs, dynamic" : "six inputs, static");
+    assert_counts(f, 1, 0, "six inputs");
+    for (int k = 0; k < 6; k++) uopc_tensor_release(&x[k]), uopc_tensor_release(&packed[k]);
+    uopc_tensor_release(&t);
+    tj_free(f);
+  }
+}
+
+static int flat_plus(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.reshape(a*b) + y */
+  (void)user;
+  tp_int n = tp_int_mul(c, tp_size(c, in[0].t, 0), tp_size(c, in[0].t, 1));
+  out[0] = tp_add(c, tp_reshape_at(c, in[0].t, 1, &n, TP_HERE), in[1].t);
+  return tp_status(c);
+}
+
+/* A dim the operation needs equal to an expression (y's length against a*b)
+ * is refused by the capture's stated limit, never faked or misnamed a
+ * mismatch; different lengths stay the IR's broadcast error. */
+static void test_tj_dim_equal_to_an_expression_is_refused_by_the_stated_limit(void **state) {
+  (void)state;
+  tj_function *f = compile(flat_plus, NULL);
+  uopc_tensor x = mat(3, 4), y = vec(12), z = vec(11), out[1] = {{0}};
+  uopc_error err = {0};
+  assert_int_equal(tj_call(f, (tj_arg[]){tj_tensor(&x), tj_tensor(&y)}, 2, out, &err), UOPC_E_UNSUPPORTED);
+  assert_contains(err.message, "sizes a0_0*a0_1 and a1_0 are both 12 in this call");
+  assert_contains(err.message, "not with an expression");
+  assert_null(out[0].storage);
+  err = (uopc_error){0};
+  assert_int_equal(tj_call(f, (tj_arg[]){tj_tensor(&x), tj_tensor(&z)}, 2, out, &err), UOPC_E_INVALID);
+  assert_contains(err.message, "cannot broadcast");
+  assert_counts(f, 0, 0, "refused captures");
+  uopc_tensor_release(&x), uopc_tensor_release(&y), uopc_tensor_release(&z);
+  tj_free(f);
+}
+
 static void test_tj_two_outputs(void **state) {
   (void)state;
   tj_function *f = compile(two_outputs, &(tj_options){.n_outputs = 2});
@@ -898,6 +960,8 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_out_of_memory_fails_cleanly_at_every_allocation, reset),
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
+      cmocka_unit_test_setup(test_tj_many_inputs_get_an_entry_the_lowering_takes, reset),
+      cmocka_unit_test_setup(test_tj_dim_equal_to_an_expression_is_refused_by_the_stated_limit, reset),
       cmocka_unit_test_setup(test_tj_make_graph_prints_the_trace_and_its_guards, reset),
       cmocka_unit_test_setup(test_tj_explain_prints_artifacts_guards_and_rejections, reset),
   };
