@@ -244,14 +244,14 @@ class Replay:
       for name, buf, old in zip(input_names(desc), call.buffers, kept):
         if buf.tobytes() != old.tobytes():
           return self.fail(f"{what} ({mode})", f"the call changed input '{name}' or the memory around it")
+      if status and rt.error_name(status) == "UOPC_E_UNSUPPORTED" and EXPRESSION_LIMIT in err.message.decode():
+        raise Limited(err.message.decode())   # the capture stops there, before any kernel could refuse
       if call.refused:
         if status == 0 or rt.error_name(status) != "UOPC_E_BOUNDS":
           return self.fail(f"{what} ({mode})", f"max %{call.refused[0]} reduces an empty axis (NumPy refuses it): "
                                                f"expected UOPC_E_BOUNDS, got "
                                                f"{rt.error_name(status) if status else 'success'}")
         return 0
-      if status and rt.error_name(status) == "UOPC_E_UNSUPPORTED" and EXPRESSION_LIMIT in err.message.decode():
-        raise Limited(err.message.decode())
       if status:
         return self.fail(f"{what} ({mode})", f"tj_call failed: {rt.error_name(status)}: {err.message.decode()}")
       try:

@@ -389,7 +389,28 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
 }
 
 /* The computed outputs of a (not views) under b, new and contiguous, into outs by output. */
-static int make_outputs(const tj_function *f, const tj_artifact *a, const sym_binding *b, uopc_tensor *outs,
+/* outs[k] over f's spare storage for output k when the caller has released
+ * it and it holds as many elements of dt; else new storage, kept as the
+ * spare. A kernel writes every element of its output, so stale values never
+ * show. */
+static int output_storage(tj_function *f, int k, uopc_dtype dt, int rank, const int64_t *shape, uopc_tensor *out,
+                          uopc_error *err) {
+  uopc_tensor *spare = &f->spare[k];
+  int64_t numel = 1;
+  for (int d = 0; d < rank; d++) numel *= shape[d];   /* extents checked by the guards: no overflow */
+  if (spare->storage && spare->dtype == dt && uopc_tensor_storage_refs(spare) == 1 && uopc_tensor_numel(spare) == numel) {
+    if (spare->rank == rank && !memcmp(spare->shape, shape, (size_t)rank * sizeof *shape)) {
+      uopc_tensor_retain(out, spare);   /* the same shape again: the common case, no view to make */
+      return UOPC_OK;
+    }
+    return uopc_tensor_reshape(out, spare, rank, shape, err);
+  }
+  int rc = uopc_tensor_empty(out, dt, rank, shape, err);
+  if (!rc) uopc_tensor_release(spare), uopc_tensor_retain(spare, out);
+  return rc;
+}
+
+static int make_outputs(tj_function *f, const tj_artifact *a, const sym_binding *b, uopc_tensor *outs,
                         uopc_error *err) {
   int rc = UOPC_OK, k;
   for (k = 0; k < f->opts.n_outputs && !rc; k++) {
@@ -397,7 +418,7 @@ static int make_outputs(const tj_function *f, const tj_artifact *a, const sym_bi
     int64_t shape[UOPC_MAX_RANK];
     if (a->view_of[k] >= 0) continue;
     for (int d = 0; d < n->rank && !rc; d++) rc = sym_expr_eval(n->shape[d], b, &shape[d], err);
-    if (!rc) rc = uopc_tensor_empty(&outs[k], n->dtype, n->rank, shape, err);
+    if (!rc) rc = output_storage(f, k, n->dtype, n->rank, shape, &outs[k], err);
   }
   for (int j = 0; rc && j < k; j++) uopc_tensor_release(&outs[j]);   /* a released or unset tensor: a no-op */
   return rc;

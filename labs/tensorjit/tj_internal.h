@@ -96,6 +96,11 @@ struct tj_function {
   tj_group *groups[TJ_MAX_STRUCTURES];   /* owned; in the order they were made */
   int n_groups;
   tj_current cur;
+  /* The last computed outputs' storage, one per output, kept referenced: a
+   * call whose caller has released it (this the only reference) and whose
+   * output has as many elements of the dtype takes it back instead of
+   * allocating, as a caching allocator would; freed by tj_free. */
+  uopc_tensor spare[TJ_MAX_OUTPUTS];
   tj_counts counts;
   uopc_counter_id hits, eager, limit, unkept, failures;
 };

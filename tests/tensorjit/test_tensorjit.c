@@ -472,6 +472,38 @@ static void test_tj_many_inputs_get_an_entry_the_lowering_takes(void **state) {
   }
 }
 
+/* A function keeps its last output's storage and takes it back only when the
+ * caller has released it: an output the caller still holds is never written
+ * by a later call, whatever the sizes. */
+static void test_tj_outputs_reuse_storage_only_once_released(void **state) {
+  (void)state;
+  tj_function *f = compile(affine, NULL);
+  uopc_tensor x = vec(6), y = vec(6), held[1] = {{0}}, out[1] = {{0}};
+  uopc_error err = {0};
+  for (int64_t i = 0; i < 6; i++) uopc_tensor_set(&y, i, 100.0 + (double)i);
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, held, &err), err);
+  const void *first = uopc_tensor_data(&held[0]);
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&y)}, 1, out, &err), err);
+  assert_ptr_not_equal(uopc_tensor_data(&out[0]), first);   /* held[0] is still the caller's */
+  for (int64_t i = 0; i < 6; i++) {
+    assert_float_equal(uopc_tensor_get(&held[0], i), 2 * ((double)(i + 1) / 8 - 1) + 1, 1e-6);
+    assert_float_equal(uopc_tensor_get(&out[0], i), 2 * (100.0 + (double)i) + 1, 1e-4);
+  }
+  const void *second = uopc_tensor_data(&out[0]);
+  uopc_tensor_release(&held[0]), uopc_tensor_release(&out[0]);
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+  assert_ptr_equal(uopc_tensor_data(&out[0]), second);      /* released: taken back, not allocated */
+  assert_int_equal(uopc_tensor_storage_refs(&out[0]), 2);    /* the caller's and the function's */
+  assert_float_equal(uopc_tensor_get(&out[0], 5), 2 * (6.0 / 8 - 1) + 1, 1e-6);
+  uopc_tensor_release(&out[0]);
+  uopc_tensor z = vec(9);                                    /* another size: new storage, kept instead */
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&z)}, 1, out, &err), err);
+  assert_ptr_not_equal(uopc_tensor_data(&out[0]), second);
+  assert_int_equal(out[0].shape[0], 9);
+  uopc_tensor_release(&out[0]), uopc_tensor_release(&x), uopc_tensor_release(&y), uopc_tensor_release(&z);
+  tj_free(f);
+}
+
 static int flat_plus(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.reshape(a*b) + y */
   (void)user;
   tp_int n = tp_int_mul(c, tp_size(c, in[0].t, 0), tp_size(c, in[0].t, 1));
@@ -961,6 +993,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
       cmocka_unit_test_setup(test_tj_many_inputs_get_an_entry_the_lowering_takes, reset),
+      cmocka_unit_test_setup(test_tj_outputs_reuse_storage_only_once_released, reset),
       cmocka_unit_test_setup(test_tj_dim_equal_to_an_expression_is_refused_by_the_stated_limit, reset),
       cmocka_unit_test_setup(test_tj_make_graph_prints_the_trace_and_its_guards, reset),
       cmocka_unit_test_setup(test_tj_explain_prints_artifacts_guards_and_rejections, reset),
