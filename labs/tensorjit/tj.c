@@ -64,8 +64,8 @@ void tj_free(tj_function *f) {
   if (!f) return;
   for (int k = 0; k < f->n_groups; k++) {
     tj_group *g = f->groups[k];
+    for (int a = 0; a < g->n_arts; a++) free(g->arts[a].guards), tj_callouts_free(g->arts[a].callouts);
     vcache_fini(&g->cache);
-    for (int a = 0; a < g->n_arts; a++) free(g->arts[a].guards);
     free(g);
   }
   free(f);
