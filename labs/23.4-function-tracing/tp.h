@@ -284,7 +284,8 @@ typedef struct tp_callout {
  * checked against the declaration. Under tensorjit's tracer: recorded, the
  * graph split around it (the regions before and after compiled, the
  * function run between them at every call, its outputs checked after it
- * runs). Under 23.4's tp_call: a graph break (strict: an error). Errors (in
+ * runs). Under 23.4's tp_call: a graph break (strict: an error). It has no
+ * backward rule: tp_backward through its outputs is UOPC_E_UNSUPPORTED. Errors (in
  * c): UOPC_E_INVALID (a declaration out of range, naming the field),
  * UOPC_E_LIMIT (TP_CALLOUTS_MAX), UOPC_E_DTYPE or UOPC_E_BOUNDS (an output
  * that is not what was declared, naming the call-out, the output and both

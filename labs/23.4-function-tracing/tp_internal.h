@@ -28,7 +28,7 @@ struct tp_tensor {
   const ir_node *ref;          /* how later operations read it: node, or an input standing for its value */
   tp_tensor *src[3];           /* the operands, for the backward pass */
   uopc_tensor value;           /* eager, or after its region ran; storage NULL otherwise */
-  int is_input;                /* an argument of the model (or a global: is_input 2) */
+  int is_input;                /* an argument of the model (or a global: is_input 2; a call-out's output: 3) */
   int region;                  /* the region it was recorded in (tracer) */
   tp_site at;                  /* where the model made it: its backward rule's errors name this line */
   tp_tensor *grad;             /* accumulated by tp_backward */

@@ -136,6 +136,23 @@ static int sorted_dot(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   out[0] = tp_sum(c, tp_mul(c, s[0], in[0].t), 0u, 0);
   return tp_status(c);
 }
+/* out = sort(x)[0] + sum(x): the call-out's output never meets x in one
+ * operation, so only the guards of its concrete metadata keep the
+ * artifact traced for one length from serving another. */
+static int sorted_first(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  tp_callout d = sort_fn_decl;
+  if (*(const int *)user) d.shape_fn = NULL, d.shape[0][0] = tp_size(c, in[0].t, 0).value;
+  tp_tensor *s[1] = {NULL};
+  tp_callout(c, &d, &in[0].t, 1, s);
+  out[0] = tp_add(c, tp_select(c, s[0], 0, tp_int_const(c, 0)), tp_sum(c, in[0].t, 0u, 0));
+  return tp_status(c);
+}
+static double sorted_first_ref(const uopc_tensor *x) {
+  double lo = uopc_tensor_get(x, 0), s = 0;
+  for (int64_t i = 0; i < x->shape[0]; i++) lo = fmin(lo, uopc_tensor_get(x, i)), s += uopc_tensor_get(x, i);
+  return lo + s;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -331,11 +348,27 @@ static void test_tj_callout_with_concrete_metadata_specialises_per_size(void **s
   assert_contains(text, "  x.shape[0] == 4\n");
   assert_contains(text, "  x.shape[0] == 6\n");
   assert_contains(text, "after no region: takes f32 (5); gives co0_0 f32 (5); concrete sizes, its inputs' sizes guarded, checked after each run\n");
+  uopc_tensor x7 = vec(7);
+  tj_arg args[1] = {tj_tensor(&x7)};
+  assert_uopc_ok(tj_explain(f, args, text, sizeof text, &err), err);
+  show("explain: x (7)", text);
+  assert_contains(text, "rejected: guard 'x.shape[0] == 4' failed:");
+  assert_contains(text, "  no artifact serves it: a new one would be traced and built (3 of 8 kept)\n");
+  uopc_tensor_release(&x7);
   tj_free(f);
   f = compile(sorted_dot, (void *)&by_function, "sorted_dot_fn");
   for (int k = 0; k < 6; k++) call_n(f, ns[k], NULL, sorted_dot_ref);
   expect_counts(f, 1, 5, "shape function over 4, 5, 4, 6, 5, 4");
   tj_free(f);
+  /* the guards alone keep the lengths apart here: no operation meets sort(x) with x */
+  const int *kinds[2] = {&concrete, &by_function};
+  const int64_t want[2] = {3, 1};
+  for (int m = 0; m < 2; m++) {
+    f = compile(sorted_first, (void *)kinds[m], "sorted_first");
+    for (int k = 0; k < 6; k++) call_n(f, ns[k], NULL, sorted_first_ref);
+    expect_counts(f, want[m], 6 - want[m], m ? "sorted_first, shape function" : "sorted_first, concrete");
+    tj_free(f);
+  }
 }
 
 /* Past the limit a call-out still runs between its regions: in an artifact
@@ -467,6 +500,27 @@ static void test_tp_callout_runs_eagerly_and_is_checked(void **state) {
   uopc_tensor_release(&x);
 }
 
+/* A call-out has no backward rule: a gradient through it is refused, naming
+ * its line, never a silent zero for the path through it. */
+static int cumsum_loss_tp(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *s[1] = {NULL};
+  tp_callout(c, &cumsum_decl, in, 1, s);
+  out[0] = tp_sum(c, tp_add(c, s[0], in[0]), 0u, 0);
+  return tp_status(c);
+}
+
+static void test_tp_backward_through_a_callout_is_refused(void **state) {
+  (void)state;
+  uopc_tensor x = vec(6), out[1] = {{0}}, grads[1] = {{0}};
+  const uopc_tensor *in[1] = {&x};
+  uopc_error err = {0};
+  assert_uopc_code(tp_run_eager(cumsum_loss_tp, NULL, in, 1, 1, 1u, out, grads, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "tp_backward: the loss depends on the output of a call-out (at tests/tensorjit/test_callout.c:");
+  expect_null(grads[0].storage, "no gradient");
+  uopc_tensor_release(&x);
+}
+
 /* Under 23.4's own tracer (tp_call) a call-out is a graph break: the region
  * before runs, then the function, then the rest; strict mode refuses it. */
 static void test_tp_call_breaks_the_graph_at_a_callout(void **state) {
@@ -553,6 +607,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_lying_callout_is_caught_after_it_runs, reset),
       cmocka_unit_test_setup(test_tp_callout_runs_eagerly_and_is_checked, reset),
       cmocka_unit_test_setup(test_tp_call_breaks_the_graph_at_a_callout, reset),
+      cmocka_unit_test_setup(test_tp_backward_through_a_callout_is_refused, reset),
       cmocka_unit_test_setup(test_tj_undeclared_calls_are_refused, reset),
       cmocka_unit_test_setup(test_tj_bad_callout_declarations_are_refused, reset),
   };
