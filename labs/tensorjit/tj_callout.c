@@ -12,6 +12,17 @@
 #include <string.h>
 #include "tj_internal.h"
 
+/* Call-out k's inputs that its region computes: those that are no input of
+ * the graph (an argument, an earlier call-out's output), each once. */
+static void stage_outputs(const tp_callout_rec *r, tj_stage *s) {
+  s->n_computed = 0;
+  for (int i = 0; i < r->decl.n_in; i++) {
+    int seen = r->ins[i]->op == IR_INPUT;
+    for (int j = 0; !seen && j < s->n_computed; j++) seen = s->computed[j] == r->ins[i];
+    if (!seen) s->computed[s->n_computed++] = r->ins[i];
+  }
+}
+
 int tj_callouts_take(tj_artifact *a, const tp_capture *cap, uopc_error *err) {
   a->callouts = NULL;
   if (!cap->n_callouts) return UOPC_OK;
@@ -19,6 +30,7 @@ int tj_callouts_take(tj_artifact *a, const tp_capture *cap, uopc_error *err) {
   if (!co) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit: out of memory");
   co->n = cap->n_callouts;   /* at most TP_CALLOUTS_MAX: tp_callout_at's limit */
   memcpy(co->recs, cap->callouts, (size_t)co->n * sizeof *co->recs);
+  for (int k = 0; k < co->n; k++) stage_outputs(&co->recs[k], &co->stages[k]);
   a->callouts = co;
   return UOPC_OK;
 }
@@ -35,22 +47,10 @@ void tj_callout_values_fini(tj_callout_values *vals) {
 
 /* ---- Compiling the regions before each call-out. */
 
-/* Call-out k's inputs that its region computes: those that are no input of
- * the graph (an argument, an earlier call-out's output), each once. */
-static void stage_outputs(const tp_callout_rec *r, tj_stage *s) {
-  s->n_computed = 0;
-  for (int i = 0; i < r->decl.n_in; i++) {
-    int seen = r->ins[i]->op == IR_INPUT;
-    for (int j = 0; !seen && j < s->n_computed; j++) seen = s->computed[j] == r->ins[i];
-    if (!seen) s->computed[s->n_computed++] = r->ins[i];
-  }
-}
-
 int tj_callouts_compile(const vcache *c, vcache_variant *v, tj_artifact *a, uopc_error *err) {
   tj_callouts *co = a->callouts;
   for (int k = 0; k < co->n; k++) {
     tj_stage *s = &co->stages[k];
-    stage_outputs(&co->recs[k], s);
     if (!s->n_computed) continue;
     char entry[64];
     snprintf(entry, sizeof entry, "%.56s_c%d", v->entry, k & 3);   /* k < TP_CALLOUTS_MAX */
@@ -161,7 +161,7 @@ void tj_callouts_text(const tj_artifact *a, const char *indent, char *buf, size_
   for (int k = 0; a->callouts && k < a->callouts->n; k++) {
     const tp_callout_rec *r = &a->callouts->recs[k];
     vcache_text_add(buf, size, "%scall-out '%s' (%s:%d), after %s: takes ", indent, r->decl.name,
-                    r->at.file ? r->at.file : "?", r->at.line, a->callouts->stages[k].exec ? "a compiled region" : "no region");
+                    r->at.file ? r->at.file : "?", r->at.line, a->callouts->stages[k].n_computed ? "a region" : "no region");
     for (int i = 0; i < r->decl.n_in; i++) {
       vcache_text_add(buf, size, "%s%s ", i ? ", " : "", uopc_dtype_name(r->ins[i]->dtype));
       shape_text(r->ins[i], buf, size);

@@ -203,7 +203,8 @@ int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym
 
 /* ---- tj_callout.c: the regions around a trace's call-outs. */
 
-/* a->callouts = cap's call-outs (copied; none: NULL). Errors: UOPC_E_NOMEM. */
+/* a->callouts = cap's call-outs (copied; none: NULL), each with what the
+ * region before it computes. Errors: UOPC_E_NOMEM. */
 int tj_callouts_take(tj_artifact *a, const tp_capture *cap, uopc_error *err);
 /* The program of each region before a call-out, from v's graph, planned
  * on v's spec. Errors: the core's (a region that cannot be generated is an

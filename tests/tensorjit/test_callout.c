@@ -19,6 +19,7 @@
 #include <string.h>
 #include "tensorjit.h"
 #include "tp_compile.h"
+#define TESTUTIL_FAILING_MALLOC   /* out-of-memory paths on demand: fail_next_malloc, fail_next_calloc */
 #include "testutil.h"
 
 static int setup(void **state) { return testutil_fresh_cache(state); }
@@ -321,7 +322,7 @@ static void test_tj_callout_with_a_shape_function_shares_one_artifact_across_siz
   assert_uopc_ok(tj_explain(f, NULL, text, sizeof text, &err), err);
   show("split", text);
   assert_contains(text, "  call-out 'cumsum' (tests/tensorjit/test_callout.c:");
-  assert_contains(text, "), after a compiled region: takes f32 (x_0); gives co0_0 f32 (x_0); sizes from its shape"
+  assert_contains(text, "), after a region: takes f32 (x_0); gives co0_0 f32 (x_0); sizes from its shape"
                         " function, checked after each run\n");
   assert_contains(text, "gives co0_0 f32 (0); sizes from its shape function");
   tj_free(f);
@@ -416,9 +417,9 @@ static void test_tj_two_callouts_in_one_model(void **state) {
   assert_uopc_ok(tj_explain(f, NULL, text, sizeof text, &err), err);
   show("two", text);
   assert_contains(text, "  call-out 'cumsum' (");
-  assert_contains(text, "), after a compiled region: takes f32 (x_0); gives co0_0 f32 (x_0)");
+  assert_contains(text, "), after a region: takes f32 (x_0); gives co0_0 f32 (x_0)");
   assert_contains(text, "  call-out 'rev_add' (");
-  assert_contains(text, "), after a compiled region: takes f32 (x_0), f32 (x_0); gives co1_0 f32 (x_0)");
+  assert_contains(text, "), after a region: takes f32 (x_0), f32 (x_0); gives co1_0 f32 (x_0)");
   uopc_tensor_release(&x), uopc_tensor_release(&wide);
   tj_free(f);
 }
@@ -597,6 +598,65 @@ static void test_tj_bad_callout_declarations_are_refused(void **state) {
   tj_free(f);
 }
 
+/* Capture only: tj_make_graph prints the graph, the call-out's outputs its
+ * inputs, and where it is split; nothing runs. */
+static void test_tj_make_graph_shows_the_callout(void **state) {
+  (void)state;
+  uopc_tensor x = vec(5);
+  tj_arg args[1] = {tj_tensor(&x)};
+  tj_graph *g = NULL;
+  uopc_error err = {0};
+  runs = 0;
+  assert_uopc_ok(tj_make_graph(&g, split_tj, NULL, args, 1, TJ_SYMBOLIC, &err), err);
+  show("tj_make_graph(split)", tj_graph_text(g));
+  assert_contains(tj_graph_text(g), "co0_0");
+  assert_contains(tj_graph_text(g), "  call-out 'cumsum' (tests/tensorjit/test_callout.c:");
+  assert_contains(tj_graph_text(g), "), after a region: takes f32 (a0_0); gives co0_0 f32 (a0_0); sizes from its shape"
+                                    " function, checked after each run\n");
+  expect_int(runs, 0, "call-out runs");
+  tj_graph_free(g);
+  uopc_tensor_release(&x);
+}
+
+/* ---- Out of memory. */
+
+#ifndef __SANITIZE_ADDRESS__   /* AddressSanitizer's allocator is not the one that fails when asked */
+/* The k-th malloc (or calloc) of a first call of the two-call-out model
+ * failing, for every k until the call needs fewer: each fails with an
+ * error and writes no output, and the function serves the next call. */
+static void sweep(int *next) {
+  for (int k = 1; k < 4000; k++) {
+    tj_function *f = compile(two_callouts, NULL, "two");
+    uopc_tensor x = vec(6), out[1] = {{0}};
+    uopc_error err = {0};
+    tj_arg args[1] = {tj_tensor(&x)};
+    *next = k;
+    int rc = tj_call(f, args, 1, out, &err);
+    int ran_out = *next == 0;   /* the k-th allocation was asked for */
+    *next = 0;
+    if (rc && !ran_out) fail_msg("k = %d: %s with no allocation failing: %s", k, uopc_error_name(rc), err.message);
+    if (rc) expect_null(out[0].storage, "k = %d: no output on an error", k);
+    uopc_tensor_release(&out[0]);
+    call_checked(f, &x, two_callouts_ref, NULL, "the call after");
+    uopc_tensor_release(&x);
+    tj_free(f);
+    if (!rc && !ran_out) return;   /* past the last allocation */
+  }
+  fail_msg("a first call makes more than 4000 allocations");
+}
+#endif
+
+static void test_tj_callout_out_of_memory_fails_cleanly_at_every_allocation(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("an allocator that fails when asked");
+#else
+  testutil_skip_unless_allocation_fails();
+  sweep(&fail_next_malloc);
+  sweep(&fail_next_calloc);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_tj_callout_with_a_shape_function_shares_one_artifact_across_sizes, reset),
@@ -610,6 +670,8 @@ int main(void) {
       cmocka_unit_test_setup(test_tp_backward_through_a_callout_is_refused, reset),
       cmocka_unit_test_setup(test_tj_undeclared_calls_are_refused, reset),
       cmocka_unit_test_setup(test_tj_bad_callout_declarations_are_refused, reset),
+      cmocka_unit_test_setup(test_tj_make_graph_shows_the_callout, reset),
+      cmocka_unit_test_setup(test_tj_callout_out_of_memory_fails_cleanly_at_every_allocation, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
