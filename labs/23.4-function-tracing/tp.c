@@ -64,6 +64,7 @@ void tp_ctx_fini(tp_ctx *c) {
   free(c->tensors);
   free(c->inputs);
   free(c->guards);
+  free(c->callouts);
   for (int k = 0; k < c->n_retired; k++) ir_graph_free(c->retired[k]);
   free(c->retired);
   if (!c->g_cached) ir_graph_free(c->g);   /* else the region cache's */

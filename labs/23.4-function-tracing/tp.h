@@ -242,4 +242,55 @@ tp_tensor *tp_rand_like_at(tp_ctx *c, tp_tensor *x, int has_seed, uint64_t seed,
 int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at);
 #define tp_backward(c, loss, wrt, n, grads) tp_backward_at((c), (loss), (wrt), (n), (grads), TP_HERE)
 
+/* ---- Call-outs (tp_callout.c). Chapter 23.7, "Call-outs". */
+
+#define TP_CALLOUT_MAX 4      /* inputs, and outputs, of one call-out */
+#define TP_CALLOUTS_MAX 4     /* call-outs in one trace */
+
+/* A shape as sizes: under the tracer each size is an expression of dims. */
+typedef struct tp_shape {
+  int rank;
+  tp_int size[UOPC_MAX_RANK];
+} tp_shape;
+
+/* The opaque C function: outs[0 .. n_out) receive new tensors it makes
+ * (the caller releases them, also on error) from ins (contiguous, borrowed,
+ * never written). Returns a status, err saying why. */
+typedef int (*tp_callout_fn)(const uopc_tensor *const *ins, int n_in, uopc_tensor *outs, int n_out, void *user,
+                             uopc_error *err);
+/* The outputs' sizes from the inputs' (out[k].rank is the declared rank),
+ * with tp_int arithmetic: symbolic under the tracer. Returns tp_status(c). */
+typedef int (*tp_callout_shape_fn)(tp_ctx *c, const tp_shape *in, int n_in, tp_shape *out, void *user);
+
+/* What the tracer is told about a call-out: its name (for messages), the
+ * function, and each output's dtype, rank and sizes: concrete (shape, with
+ * shape_fn NULL: a compiled function specialises on the inputs' shapes, each
+ * size a guard) or a function of the inputs' sizes (shape_fn: the artifact
+ * stays shared across sizes). The declaration is copied; its name and user
+ * must outlive every compiled function that traced it (tensorjit runs fn
+ * later, at each call). */
+typedef struct tp_callout {
+  const char *name;
+  tp_callout_fn fn;
+  void *user;                                   /* fn's and shape_fn's */
+  int n_in, n_out;                              /* 1 .. TP_CALLOUT_MAX each */
+  uopc_dtype dtype[TP_CALLOUT_MAX];
+  int rank[TP_CALLOUT_MAX];
+  int64_t shape[TP_CALLOUT_MAX][UOPC_MAX_RANK];   /* concrete metadata */
+  tp_callout_shape_fn shape_fn;                   /* or the sizes as a function */
+} tp_callout;
+
+/* outs[0 .. decl->n_out) = decl->fn(ins). Eager: called now, its outputs
+ * checked against the declaration. Under tensorjit's tracer: recorded, the
+ * graph split around it (the regions before and after compiled, the
+ * function run between them at every call, its outputs checked after it
+ * runs). Under 23.4's tp_call: a graph break (strict: an error). It has no
+ * backward rule: tp_backward through its outputs is UOPC_E_UNSUPPORTED. Errors (in
+ * c): UOPC_E_INVALID (a declaration out of range, naming the field),
+ * UOPC_E_LIMIT (TP_CALLOUTS_MAX), UOPC_E_DTYPE or UOPC_E_BOUNDS (an output
+ * that is not what was declared, naming the call-out, the output and both
+ * shapes), the function's own error, UOPC_E_UNSUPPORTED (strict). */
+int tp_callout_at(tp_ctx *c, const tp_callout *decl, tp_tensor *const *ins, int n_in, tp_tensor **outs, tp_site at);
+#define tp_callout(c, decl, ins, n_in, outs) tp_callout_at((c), (decl), (ins), (n_in), (outs), TP_HERE)
+
 #endif

@@ -42,6 +42,9 @@ int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_
   loss->grad = tp_scalar_at(c, 1, loss->ref->dtype, at);
   for (int k = last; k >= 0 && !c->error.code; k--) {
     tp_tensor *y = c->tensors[k];
+    if (y->grad && y->is_input == 3)   /* a call-out's output: its function is opaque (tp_callout.c) */
+      return tp_fail(c, at, UOPC_E_UNSUPPORTED, "tp_backward: the loss depends on the output of a call-out (at %s:%d),"
+                     " which has no backward rule", y->at.file ? y->at.file : "?", y->at.line);
     if (!y->grad || y->is_input || !y->src[0]) continue;
     tp_tensor *gx[3] = {NULL, NULL, NULL};
     /* y's rule runs at y's site: its errors, and the nodes it records, name the model's line that made y */

@@ -364,6 +364,8 @@ static int keep_capture(tp_ctx *c, tp_capture *cap, tp_tensor *const *outs, int 
   cap->n_guards = c->n_guards;
   cap->graph = c->g;           /* the guards' expressions live in its arena */
   c->g = NULL;
+  cap->callouts = c->callouts, cap->n_callouts = c->n_callouts;   /* their nodes are the graph's */
+  c->callouts = NULL, c->n_callouts = 0;
   return UOPC_OK;
 }
 
@@ -406,6 +408,7 @@ void tp_capture_fini(tp_capture *cap) {
   ir_graph_free(cap->graph);
   free(cap->outputs);
   free(cap->guards);
+  free(cap->callouts);
   memset(cap, 0, sizeof *cap);
 }
 

@@ -91,6 +91,8 @@ typedef struct tp_capture {
   int n_guards;
   int need_unify;             /* 1: the trace stopped, needing need (the error says it too) */
   tp_unify need;
+  tp_callout_rec *callouts;   /* owned: the call-outs, in order (their nodes are graph's) */
+  int n_callouts;
 } tp_capture;
 
 /* Traces model once, strictly (a graph break is an error naming the line,

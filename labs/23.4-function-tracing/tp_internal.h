@@ -28,7 +28,7 @@ struct tp_tensor {
   const ir_node *ref;          /* how later operations read it: node, or an input standing for its value */
   tp_tensor *src[3];           /* the operands, for the backward pass */
   uopc_tensor value;           /* eager, or after its region ran; storage NULL otherwise */
-  int is_input;                /* an argument of the model (or a global: is_input 2) */
+  int is_input;                /* an argument of the model (or a global: is_input 2; a call-out's output: 3) */
   int region;                  /* the region it was recorded in (tracer) */
   tp_site at;                  /* where the model made it: its backward rule's errors name this line */
   tp_tensor *grad;             /* accumulated by tp_backward */
@@ -45,6 +45,16 @@ typedef struct tp_unify {
   char a[SYM_NAME_MAX], b[SYM_NAME_MAX];
   int64_t value;
 } tp_unify;
+
+/* A call-out as a capture recorded it (tp_callout.c): the declaration
+ * (copied), the nodes of the trace's graph that compute its inputs, and the
+ * graph inputs that stand for its outputs (the later operations read them). */
+typedef struct tp_callout_rec {
+  tp_callout decl;
+  const ir_node *ins[TP_CALLOUT_MAX];
+  const ir_node *outs[TP_CALLOUT_MAX];
+  tp_site at;
+} tp_callout_rec;
 
 struct tp_ctx {
   tp_mode mode;
@@ -70,6 +80,8 @@ struct tp_ctx {
   int unify;                   /* tp_capture_run's: a broadcast of distinct sizes equal here stops the trace */
   int need_unify;              /* ... and it did, needing need */
   tp_unify need;
+  tp_callout_rec *callouts;    /* tp_capture_run's: the call-outs recorded, in order (owned) */
+  int n_callouts;
 };
 
 /* Setting a context up and down (tp.c), for tp_compile.c's tracing ones. */
@@ -102,6 +114,14 @@ int tp_guard_add(tp_ctx *c, const sym_expr *diff, tp_cmp op, int truth, tp_site 
 /* 1 when v op 0. */
 int tp_cmp_holds(int64_t v, tp_cmp op);
 const char *tp_cmp_text(tp_cmp op);
+
+/* Calls decl->fn on ins (contiguous) into outs, then checks each output
+ * against want[k] (its declared shape, evaluated for this call): dtype,
+ * rank, sizes; a strided output is packed. On error no output is left.
+ * Errors: the function's (prefixed with the call-out's name and at),
+ * UOPC_E_INVALID (an output left unset), UOPC_E_DTYPE, UOPC_E_BOUNDS. */
+int tp_callout_invoke(const tp_callout *decl, const uopc_tensor *const *ins, const int64_t (*want)[UOPC_MAX_RANK],
+                      uopc_tensor *outs, tp_site at, uopc_error *err);
 
 /* ---- Regions of a trace that breaks (given, tp_compile.c): the plumbing
  * around the student's tp_region_close and tp_on_break (tp_break.c). Each

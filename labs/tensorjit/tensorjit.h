@@ -135,7 +135,9 @@ void tj_free(tj_function *f);
  * tensors or TJ_MAX_NODES nodes in a call; TJ_MAX_STRUCTURES structures kept,
  * none this call's, naming the member that differs; max_variants artifacts of
  * the call's structure, none of whose guards hold, and TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
- * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item); the code
+ * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item); a call-out's
+ * (tp_callout_at: its function's error, or UOPC_E_DTYPE, UOPC_E_BOUNDS for
+ * an output other than declared, naming it, checked after it runs); the code
  * generator's with strict_native; UOPC_E_NOMEM. */
 int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, uopc_error *err);
 

@@ -65,8 +65,8 @@ void tj_free(tj_function *f) {
   for (int k = 0; k < TJ_MAX_OUTPUTS; k++) uopc_tensor_release(&f->spare[k]);
   for (int k = 0; k < f->n_groups; k++) {
     tj_group *g = f->groups[k];
+    for (int a = 0; a < g->n_arts; a++) free(g->arts[a].guards), tj_callouts_free(g->arts[a].callouts);
     vcache_fini(&g->cache);
-    for (int a = 0; a < g->n_arts; a++) free(g->arts[a].guards);
     free(g);
   }
   free(f);

@@ -72,6 +72,7 @@ static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_var
   int rc = vcache_build(c, call, 0, 0, out, err);
   if (rc) {
     free(g->pending.guards);
+    tj_callouts_free(g->pending.callouts);
     memset(&g->pending, 0, sizeof g->pending);
     return rc;
   }
@@ -306,6 +307,7 @@ static void constraints_text(const tj_group *g, const vcache_variant *v, const t
     if (sym_expr_format(a->guards[k].diff, e, sizeof e, &ignore)) snprintf(e, sizeof e, "?");
     vcache_text_add(buf, size, " (%s %s 0)=%d", e, tp_cmp_text(a->guards[k].op), a->guards[k].truth);
   }
+  tj_callouts_key(a, v->graph, buf, size);   /* the graph's hash does not reach a call-out's inputs */
 }
 
 static int artifact_key(const tj_group *g, vcache_variant *v, const tj_artifact *a, uopc_error *err) {
@@ -339,7 +341,9 @@ int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artif
   a->guards = cap.guards;
   a->n_guards = cap.n_guards;
   cap.graph = NULL, cap.guards = NULL;
+  rc = tj_callouts_take(a, &cap, err);
   tp_capture_fini(&cap);
+  if (rc) return rc;
   for (int k = 0; k < g->n_nodes; k++)   /* the values only: the rest is borrowed from the call */
     a->scalars[k] = (tj_arg){.kind = g->nodes[k].kind, .i = f->cur.flat.at[k]->i, .d = f->cur.flat.at[k]->d};
   rc = vcache_spec_guards(c, &v->spec, v->outputs, &v->guards, err);
@@ -372,6 +376,10 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
   uopc_error inner = {0};
   const ir_node *computed[TJ_MAX_OUTPUTS];
   int n = computed_outputs(f, &g->pending, v, computed);   /* the artifact being built */
+  if (g->pending.callouts) {   /* the regions before its call-outs */
+    int rc = tj_callouts_compile(c, v, &g->pending, err);
+    if (rc) return rc;
+  }
   if (!n) return UOPC_OK;   /* every output a view: nothing to compile */
   /* fused with the cost rule (a producer read by several consumers is stored once, long chains are
    * cut) and its temporaries share space where their lifetimes allow: lower_fuse.c, lower_share.c */
@@ -424,12 +432,44 @@ static int make_outputs(tj_function *f, const tj_artifact *a, const sym_binding 
   return rc;
 }
 
-/* The views among a's outputs, into outs by output. */
-static int make_views(const tj_function *f, const tj_artifact *a, const sym_binding *b, uopc_tensor *outs,
-                      uopc_error *err) {
+/* The views among a's outputs, into outs by output: of the call's tensors,
+ * or of the call-outs' outputs (the graph's inputs after them). */
+static int make_views(const tj_group *g, const tj_artifact *a, const sym_binding *b, const tj_callout_values *co,
+                      uopc_tensor *outs, uopc_error *err) {
   int rc = UOPC_OK;
-  for (int k = 0; k < f->opts.n_outputs && !rc; k++)
-    if (a->view_of[k] >= 0) rc = tj_view_make(a, k, f->cur.tensors[a->view_of[k]], b, &outs[k], err);
+  for (int k = 0; k < g->f->opts.n_outputs && !rc; k++) {
+    int i = a->view_of[k];
+    if (i >= 0) rc = tj_view_make(a, k, i < g->n_tensors ? g->f->cur.tensors[i] : &co->outs[i - g->n_tensors], b,
+                                  &outs[k], err);
+  }
+  return rc;
+}
+
+/* a's computed outputs into f->cur.outs: its program (or the interpreter) on
+ * the call's tensors and the call-outs' outputs co, the graph's inputs in order. */
+static int run_computed(tj_group *g, const tj_artifact *a, const vcache_variant *v, const guard_call *call,
+                        const sym_binding *b, const tj_callout_values *co, uopc_error *err) {
+  tj_function *f = g->f;
+  const ir_node *computed[TJ_MAX_OUTPUTS];
+  int n = computed_outputs(f, a, v, computed), rc = UOPC_OK;
+  if (n && a->interpreted) {
+    uopc_tensor got[TJ_MAX_OUTPUTS];
+    const uopc_tensor *ins[TJ_MAX_TENSORS + TJ_CALLOUT_VALUES];
+    for (int k = 0; k < g->n_tensors + co->n; k++) ins[k] = k < g->n_tensors ? f->cur.tensors[k] : &co->outs[k - g->n_tensors];
+    rc = ir_eval(v->graph, computed, n, ins, g->n_tensors + co->n, b, got, err);
+    for (int k = 0, j = 0; !rc && k < f->opts.n_outputs; k++)
+      if (a->view_of[k] < 0) f->cur.outs[k] = got[j++];
+    if (!rc) uopc_counter_bump(f->eager, 1), f->counts.eager_fallbacks++;
+  } else if (n && !(rc = make_outputs(f, a, b, f->cur.outs, err))) {
+    void *buffers[TJ_MAX_OUTPUTS + TJ_MAX_TENSORS + TJ_CALLOUT_VALUES];
+    int64_t dims[UOPC_SIGNATURE_MAX];
+    for (int k = 0, j = 0; k < f->opts.n_outputs; k++)
+      if (a->view_of[k] < 0) buffers[j++] = uopc_tensor_data(&f->cur.outs[k]);
+    for (int k = 0; k < g->n_tensors; k++) buffers[n + k] = (void *)call->data[k];
+    for (int q = 0; q < co->n; q++) buffers[n + g->n_tensors + q] = uopc_tensor_data(&co->outs[q]);
+    for (int d = 0; d < v->n_dims; d++) dims[d] = GUARD_AT(call, v->dim_at[d]);
+    rc = exec_run_checked(v->exec, buffers, dims, err);
+  }
   return rc;
 }
 
@@ -438,27 +478,15 @@ static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_e
   tj_function *f = g->f;
   const tj_artifact *a = tj_artifact_of(g, v);
   sym_binding b;
+  tj_callout_values co;   /* the call-outs' outputs, each after the region before it */
+  co.n = 0;
   if (!a) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact (a bug)");
   tj_binding_of(&v->spec, call, &b);
-  const ir_node *computed[TJ_MAX_OUTPUTS];
-  int n = computed_outputs(f, a, v, computed), rc = UOPC_OK;
-  if (n && a->interpreted) {
-    uopc_tensor got[TJ_MAX_OUTPUTS];
-    rc = ir_eval(v->graph, computed, n, f->cur.tensors, g->n_tensors, &b, got, err);
-    for (int k = 0, j = 0; !rc && k < f->opts.n_outputs; k++)
-      if (a->view_of[k] < 0) f->cur.outs[k] = got[j++];
-    if (!rc) uopc_counter_bump(f->eager, 1), f->counts.eager_fallbacks++;
-  } else if (n && !(rc = make_outputs(f, a, &b, f->cur.outs, err))) {
-    void *buffers[TJ_MAX_OUTPUTS + TJ_MAX_TENSORS];
-    int64_t dims[UOPC_SIGNATURE_MAX];
-    for (int k = 0, j = 0; k < f->opts.n_outputs; k++)
-      if (a->view_of[k] < 0) buffers[j++] = uopc_tensor_data(&f->cur.outs[k]);
-    for (int k = 0; k < g->n_tensors; k++) buffers[n + k] = (void *)call->data[k];
-    for (int d = 0; d < v->n_dims; d++) dims[d] = GUARD_AT(call, v->dim_at[d]);
-    rc = exec_run_checked(v->exec, buffers, dims, err);
-  }
-  if (!rc) rc = make_views(f, a, &b, f->cur.outs, err);
+  int rc = tj_callouts_run(g, a, call, &b, &co, err);
+  if (!rc) rc = run_computed(g, a, v, call, &b, &co, err);
+  if (!rc) rc = make_views(g, a, &b, &co, f->cur.outs, err);
   for (int k = 0; rc && k < f->opts.n_outputs; k++) uopc_tensor_release(&f->cur.outs[k]);
+  tj_callout_values_fini(&co);   /* a view of one holds its own reference */
   return rc;
 }
 
@@ -474,6 +502,7 @@ int tj_run_unkept(tj_group *g, const guard_call *call, uopc_error *err) {
   if (!rc) rc = hook_run(g, &v, call, err);
   exec_free(v.exec);
   guard_set_fini(&v.guards);
+  tj_callouts_free(a->callouts);
   ir_graph_free(v.graph);
   free(a->guards);
   memset(a, 0, sizeof *a);

@@ -89,6 +89,7 @@ static void describe(const tj_group *g, int k, char *buf, size_t size, size_t *u
   append(buf, size, used, "artifact %d: %s (built by call %" PRId64 ", %s), %" PRId64 " call%s\n", k + 1, v->entry,
          a->number, !a->n_computed ? "views only, no kernel" : a->interpreted ? "interpreted" : "compiled", v->calls, v->calls == 1 ? "" : "s");
   tj_guards_text(g, a, "  ", buf, size, used);
+  if (*used + 1 < size) tj_callouts_text(a, "  ", buf, size), *used = strlen(buf);   /* what runs between its regions */
 }
 
 void tj_guards_text(const tj_group *g, const tj_artifact *a, const char *indent, char *buf, size_t size,

@@ -19,6 +19,7 @@ void tj_graph_free(tj_graph *g) {
   ir_graph_free(g->v.graph);
   guard_set_fini(&g->v.guards);
   free(g->a.guards);
+  tj_callouts_free(g->a.callouts);
   codegen_text_fini(&g->text);
   tj_free(g->f);
   free(g);
@@ -37,6 +38,7 @@ static int print(tj_graph *g, uopc_error *err) {
   size_t used = 0;
   guards[0] = '\0';
   tj_guards_text(g->group, &g->a, "  ", guards, sizeof guards, &used);
+  tj_callouts_text(&g->a, "  ", guards, sizeof guards);   /* where the graph is split */
   int rc = codegen_printf(&g->text, err, "graph:\n");
   if (!rc) rc = ir_print_prefixed(&g->text, g->v.graph, g->v.outputs, g->f->opts.n_outputs, NULL, "  ", err);
   if (!rc) rc = codegen_printf(&g->text, err, "guards:\n%s", guards);

@@ -40,6 +40,34 @@ typedef struct tj_flat {
   int containers;                       /* any node a container */
 } tj_flat;
 
+/* ---- Call-outs: an artifact's regions around them (tj_callout.c). */
+
+#define TJ_CALLOUT_VALUES (TP_CALLOUTS_MAX * TP_CALLOUT_MAX)   /* call-out outputs of one artifact */
+_Static_assert(TP_CALLOUTS_MAX <= 4, "a region's entry names its call-out by one digit (tj_callout.c)");
+
+/* The region before call-out k: a program computing its inputs that are not
+ * values already (an argument, an earlier call-out's output), read from every
+ * input of the graph and its own dims (dim_at: their sites in a call). */
+typedef struct tj_stage {
+  exec *exec;                                /* owned; NULL when it computes nothing */
+  const ir_node *computed[TP_CALLOUT_MAX];   /* its outputs, distinct */
+  int n_computed;
+  int n_dims;
+  uint32_t dim_at[UOPC_SIGNATURE_MAX];
+} tj_stage;
+
+typedef struct tj_callouts {
+  int n;
+  tp_callout_rec recs[TP_CALLOUTS_MAX];      /* the capture's (nodes in the variant's graph) */
+  tj_stage stages[TP_CALLOUTS_MAX];
+} tj_callouts;
+
+/* A call's call-out outputs: graph input n_tensors + q is outs[q]. */
+typedef struct tj_callout_values {
+  int n;
+  uopc_tensor outs[TJ_CALLOUT_VALUES];       /* owned */
+} tj_callout_values;
+
 /* What an artifact holds beside its variant. */
 typedef struct tj_artifact {
   vcache_variant *v;         /* the cache's (it owns the graph, guards, program) */
@@ -51,6 +79,7 @@ typedef struct tj_artifact {
   ir_layout view[TJ_MAX_OUTPUTS];   /* that view's affine form (expressions in v's graph) */
   int n_computed;            /* outputs a kernel (or the interpreter) computes */
   int64_t number;            /* the call that built it */
+  tj_callouts *callouts;     /* owned; NULL when the trace called none */
 } tj_artifact;
 
 typedef struct tj_group tj_group;
@@ -106,8 +135,8 @@ struct tj_function {
 };
 
 /* The files form layers, each calling only those before it: tj_available.c,
- * tj_args.c, tj_structure.c, tj_holds.c, tj_view.c, tj_explain.c,
- * tj_artifact.c, tj.c, tj_graph.c. */
+ * tj_args.c, tj_structure.c, tj_holds.c, tj_view.c, tj_callout.c,
+ * tj_explain.c, tj_artifact.c, tj.c, tj_graph.c. */
 
 /* ---- tj_args.c */
 
@@ -176,6 +205,28 @@ int tj_view_plan(tj_artifact *a, const vcache_variant *v, int n_outputs, uopc_er
  * base's storage, retained. Errors: those of sym_expr_eval. */
 int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
                  uopc_error *err);
+
+/* ---- tj_callout.c: the regions around a trace's call-outs. */
+
+/* a->callouts = cap's call-outs (copied; none: NULL), each with what the
+ * region before it computes. Errors: UOPC_E_NOMEM. */
+int tj_callouts_take(tj_artifact *a, const tp_capture *cap, uopc_error *err);
+/* The program of each region before a call-out, from v's graph, planned
+ * on v's spec. Errors: the core's (a region that cannot be generated is an
+ * error: only the last region may be interpreted), vcache_plan_run's. */
+int tj_callouts_compile(const vcache *c, vcache_variant *v, tj_artifact *a, uopc_error *err);
+/* Runs a's call-outs in order on call under b, each after the region that
+ * computes its inputs: their outputs, checked against the declarations, into
+ * *vals (the caller finis it, also on error). Errors: the regions', the
+ * call-outs' (the function's, UOPC_E_DTYPE and UOPC_E_BOUNDS naming it). */
+int tj_callouts_run(const tj_group *g, const tj_artifact *a, const guard_call *call, const sym_binding *b,
+                    tj_callout_values *vals, uopc_error *err);
+void tj_callout_values_fini(tj_callout_values *vals);
+void tj_callouts_free(tj_callouts *co);
+/* Appends each call-out's line (after indent) to buf; for the key, its
+ * name, metadata kind and inputs' hash. */
+void tj_callouts_text(const tj_artifact *a, const char *indent, char *buf, size_t size);
+void tj_callouts_key(const tj_artifact *a, const ir_graph *graph, char *buf, size_t size);
 
 /* ---- tj_explain.c */
 

@@ -34,3 +34,15 @@ $(BTJG)/test_tensorjit: tests/tensorjit/test_tensorjit.c $(BTJG)/liblab23_4.so $
 	$(call broken_test_link,tj) -lm
 BROKEN_BINS += $(if $(TJ_DIR),$(BTJG)/test_tensorjit)
 BROKEN_GIVEN_EXPECT += $(if $(TJ_DIR),$(BTJG)/test_tensorjit:test_tj_branch_on_size_guards_both_outcomes)
+
+# tp_callout.c (given code of 23.4's tracer) without the guards of concrete
+# metadata: the artifact traced for length 4, its call-out declared (4),
+# then serves length 5, where the call-out returns (5): the check after it
+# runs refuses the call, and the case counting one artifact per length fails.
+BTJO := $(BROKEN)/tensorjit-callout-no-input-guard
+$(BTJO)/liblab23_4.so: $(B234_DEPS)
+	$(call say,LINK,$@) $(call b234_lib,-DTP_CALLOUT_NO_INPUT_GUARD)
+$(BTJO)/test_callout: tests/tensorjit/test_callout.c $(BTJO)/liblab23_4.so $(call lab_lib,tj)
+	$(call broken_test_link,tj) -lm
+BROKEN_BINS += $(if $(TJ_DIR),$(BTJO)/test_callout)
+BROKEN_GIVEN_EXPECT += $(if $(TJ_DIR),$(BTJO)/test_callout:test_tj_callout_with_concrete_metadata_specialises_per_size)
