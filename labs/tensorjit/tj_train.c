@@ -1,0 +1,212 @@
+/* tj_train.c: a forward that saves, and a backward run later (section 23.7,
+ * given code). The backward is a second compiled function of f, made on the
+ * first saving call: its model runs f's model and then 23.4's reverse mode
+ * seeded by the incoming gradients (tp_backward_seeded_at), so its artifacts
+ * are ordinary tensorjit artifacts over (the saved arguments, the incoming
+ * gradients) with the same contract: every size a dim, 0 and 1 pinned, a
+ * gradient's dims made one with its output's by a guard. A record holds
+ * packed copies of the call's tensors, so its sizes and values are its own.
+ * Chapter 23.7, "Training". */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tj_internal.h"
+
+struct tj_train {
+  tj_function *backward;                      /* owned */
+  char names[TJ_MAX_ARGS][SYM_NAME_MAX];      /* its arguments' names: f's, then d_out0, d_out1, ... */
+  const char *name_of[TJ_MAX_ARGS];
+  int64_t live, peak;                         /* bytes of f's saved records */
+  uopc_counter_id peak_counter;
+};
+
+struct tj_saved {
+  tj_function *f;
+  int n_args;
+  tj_arg args[TJ_MAX_ARGS];                   /* the call's, each tensor one of copies[] */
+  uopc_tensor copies[TJ_MAX_ARGS];            /* owned, packed */
+  int n_outputs;
+  uopc_tensor shapes[TJ_MAX_OUTPUTS];         /* the outputs' dtypes and shapes (no storage) */
+  int64_t bytes;
+};
+
+static void train_release(struct tj_train *t) {
+  if (!t) return;
+  tj_free(t->backward);
+  free(t);
+}
+
+/* ---- The backward's model. */
+
+/* in: f's arguments, then one incoming gradient per output of f; out: the
+ * gradients of f's grad_args, in argument order. */
+static int backward_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  const tj_function *f = user;
+  tp_tensor *y[TJ_MAX_OUTPUTS] = {0}, *seeds[TJ_MAX_OUTPUTS], *wrt[TJ_MAX_ARGS];
+  int n_out = f->opts.n_outputs, n = 0;
+  if (f->model(c, in, y, f->user)) return tp_status(c);
+  for (int k = 0; k < n_out; k++) seeds[k] = in[f->n_args + k].t;
+  for (int k = 0; k < f->n_args; k++)
+    if (f->opts.grad_args >> k & 1u) wrt[n++] = in[k].t;
+  tp_backward_seeded_at(c, y, seeds, n_out, wrt, n, out, (tp_site){"tj_backward", 0});
+  return tp_status(c);
+}
+
+/* ---- Checks. */
+
+static int count_grads(unsigned bits) { return __builtin_popcount(bits); }
+
+static int check_saving(const tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
+  unsigned bits = f->opts.grad_args;
+  if (!bits) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': tj_call_saving needs grad_args (which arguments"
+                              " get gradients); it is 0", f->label);
+  if (n_args < 1 || n_args > TJ_MAX_ARGS || !args || bits >> n_args)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': grad_args 0x%x names arguments past the call's %d",
+                     f->label, bits, n_args);
+  int n_tensors = 0;
+  for (int k = 0; k < n_args; k++) {
+    if (args[k].kind == TJ_LIST || args[k].kind == TJ_RECORD)
+      return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tensorjit '%s': argument %d is a container; a call that saves takes"
+                       " tensors, ints and doubles", f->label, k);
+    n_tensors += args[k].kind == TJ_TENSOR;
+    int is_float = args[k].kind == TJ_TENSOR && args[k].tensor && uopc_dtype_is_float(args[k].tensor->dtype);
+    if ((bits >> k & 1u) && !is_float)
+      return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': grad_args bit %d names argument %d, which is not a f32"
+                       " or f64 tensor", f->label, k, k);
+  }
+  int n_out = f->opts.n_outputs;
+  if (n_args + n_out > TJ_MAX_ARGS || n_tensors + n_out > TJ_MAX_TENSORS || count_grads(bits) > TJ_MAX_OUTPUTS)
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the backward takes %d arguments (%d tensors) and makes %d"
+                     " gradients: at most %d, %d and %d", f->label, n_args + n_out, n_tensors + n_out,
+                     count_grads(bits), TJ_MAX_ARGS, TJ_MAX_TENSORS, TJ_MAX_OUTPUTS);
+  return UOPC_OK;
+}
+
+/* ---- The backward function, made once f's signature is fixed. */
+
+static int train_new(tj_function *f, uopc_error *err) {
+  struct tj_train *t = calloc(1, sizeof *t);
+  if (!t) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory", f->label);
+  int n = f->n_args;
+  for (int k = 0; k < n + f->opts.n_outputs; k++) {
+    if (k < n) snprintf(t->names[k], sizeof t->names[k], "%s", f->arg_names[k]);
+    else snprintf(t->names[k], sizeof t->names[k], "d_out%d", k - n);
+    t->name_of[k] = t->names[k];
+  }
+  char name[32];
+  snprintf(name, sizeof name, "%.20s_bwd", f->label);
+  tj_options o = f->opts;
+  o.name = name, o.n_outputs = count_grads(f->opts.grad_args), o.arg_names = t->name_of, o.grad_args = 0;
+  int rc = tj_compile(&t->backward, backward_model, f, &o, err);
+  if (rc) { free(t); return rc; }
+  t->peak_counter = uopc_counter_slot(TJ_C_SAVED_PEAK);
+  f->train = t, f->train_release = train_release;
+  return UOPC_OK;
+}
+
+/* ---- Records. */
+
+static void account(tj_function *f, int64_t delta) {
+  struct tj_train *t = f->train;
+  t->live += delta;
+  if (t->live > t->peak) uopc_counter_bump(t->peak_counter, t->live - t->peak), t->peak = t->live;
+}
+
+static int saved_new(tj_function *f, const tj_arg *args, int n_args, const uopc_tensor *outs, tj_saved **out,
+                     uopc_error *err) {
+  tj_saved *s = calloc(1, sizeof *s);
+  if (!s) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory for a saved record", f->label);
+  s->f = f, s->n_args = n_args, s->n_outputs = f->opts.n_outputs;
+  int rc = UOPC_OK;
+  for (int k = 0; k < n_args && !rc; k++) {
+    s->args[k] = args[k];
+    if (args[k].kind != TJ_TENSOR) continue;
+    const uopc_tensor *x = args[k].tensor;
+    rc = uopc_tensor_empty(&s->copies[k], x->dtype, x->rank, x->shape, err);
+    if (!rc) rc = uopc_tensor_copy(&s->copies[k], x, err);
+    s->args[k].tensor = &s->copies[k];
+    s->bytes += uopc_tensor_numel(x) * (int64_t)uopc_dtype_size(x->dtype);
+  }
+  for (int k = 0; k < s->n_outputs; k++) {   /* the geometry only: the record keeps no output */
+    s->shapes[k].dtype = outs[k].dtype, s->shapes[k].rank = outs[k].rank;
+    memcpy(s->shapes[k].shape, outs[k].shape, sizeof outs[k].shape);
+  }
+  if (rc) { s->bytes = 0, s->f = NULL, tj_saved_free(s); return rc; }
+  account(f, s->bytes);
+  *out = s;
+  return UOPC_OK;
+}
+
+void tj_saved_free(tj_saved *s) {
+  if (!s) return;
+  for (int k = 0; k < s->n_args; k++) uopc_tensor_release(&s->copies[k]);
+  if (s->f && s->f->train) account(s->f, -s->bytes);
+  free(s);
+}
+
+int tj_call_saving(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, tj_saved **saved,
+                   uopc_error *err) {
+  if (!f || !outs || !saved) return UOPC_FAIL(err, UOPC_E_INVALID, "tj_call_saving: NULL function, outputs or record");
+  int rc = check_saving(f, args, n_args, err), ran = 0;
+  if (!rc) rc = tj_call(f, args, n_args, outs, err), ran = !rc;   /* checks the arguments, fixes the signature */
+  if (!rc && !f->train) rc = train_new(f, err);
+  if (!rc) rc = saved_new(f, args, n_args, outs, saved, err);
+  for (int k = 0; rc && ran && k < f->opts.n_outputs; k++) uopc_tensor_release(&outs[k]);   /* nothing written */
+  return rc;
+}
+
+/* ---- The backward. */
+
+static void shape_text(const uopc_tensor *t, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "%s (", uopc_dtype_name(t->dtype));
+  for (int d = 0; d < t->rank && used < size; d++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, d ? ", " : "", t->shape[d]);
+  if (used < size) snprintf(buf + used, size - used, "%s)", t->rank == 1 ? "," : "");
+}
+
+static int check_gradient(const tj_function *f, const tj_saved *s, const uopc_tensor *g, int k, uopc_error *err) {
+  const uopc_tensor *want = &s->shapes[k];
+  char need[96], got[96];
+  shape_text(want, need, sizeof need);
+  if (!g || !g->storage)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': grad_outputs[%d] is NULL; output %d needs a %s gradient",
+                     f->label, k, k, need);
+  shape_text(g, got, sizeof got);
+  int same = g->rank == want->rank;
+  for (int d = 0; same && d < g->rank; d++) same = g->shape[d] == want->shape[d];
+  if (g->dtype != want->dtype)
+    return UOPC_FAIL(err, UOPC_E_DTYPE, "tensorjit '%s': grad_outputs[%d] is %s; output %d is %s", f->label, k, got,
+                     k, need);
+  if (!same)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': grad_outputs[%d] is %s; output %d of the saved call is %s",
+                     f->label, k, got, k, need);
+  return UOPC_OK;
+}
+
+int tj_backward(tj_function *f, const tj_saved *s, const uopc_tensor *const *grad_outputs, uopc_tensor *grads,
+                uopc_error *err) {
+  if (!f || !s || !grad_outputs || !grads)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tj_backward: NULL function, record, incoming gradients or gradients");
+  if (s->f != f || !f->train)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': tj_backward of a record another function saved",
+                     f->label);
+  tj_arg args[TJ_MAX_ARGS];
+  memcpy(args, s->args, (size_t)s->n_args * sizeof *args);
+  for (int k = 0; k < s->n_outputs; k++) {
+    int rc = check_gradient(f, s, grad_outputs[k], k, err);
+    if (rc) return rc;
+    args[s->n_args + k] = tj_tensor(grad_outputs[k]);
+  }
+  return tj_call(f->train->backward, args, s->n_args + s->n_outputs, grads, err);
+}
+
+tj_counts tj_backward_stats(const tj_function *f) {
+  return f && f->train ? tj_stats(f->train->backward) : (tj_counts){0};
+}
+
+int64_t tj_saved_bytes(const tj_function *f, int64_t *peak) {
+  const struct tj_train *t = f ? f->train : NULL;
+  if (peak) *peak = t ? t->peak : 0;
+  return t ? t->live : 0;
+}
