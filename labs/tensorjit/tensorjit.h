@@ -184,18 +184,22 @@ const ir_graph *tj_graph_ir(const tj_graph *g, const ir_node *const **outputs, i
 void tj_graph_free(tj_graph *g);
 
 /* ---- Training (tj_train.c). Chapter 23.7, "Training".
- * A forward that saves runs f's artifacts as tj_call does and returns, with
- * the outputs, a record of the call: packed copies of its tensor arguments
- * (an in-place update of a weight after the forward cannot change its
- * gradient), its scalars, and its outputs' dtypes and shapes. tj_backward
- * runs f's backward, a second compiled function whose model is f's forward
- * followed by 23.4's reverse mode seeded by the incoming gradients
- * (tp_backward_seeded_at): its artifacts take the saved tensors and the
- * incoming gradients as arguments, each with dims of its own, so one
- * backward artifact serves every compatible size, and each record holds
- * its own sizes (backwards may run in any order, any number of times).
- * The forward is recomputed inside the backward's fused loops; nothing but
- * the arguments is saved. */
+ * A forward that saves is a compiled function of its own (f's model, whose
+ * outputs are followed by the values of its matmuls and reductions) and
+ * returns, with the outputs, a record of the call: packed copies of its
+ * tensor arguments (an in-place update of a weight after the forward cannot
+ * change its gradient), its scalars, those saved values, and its outputs'
+ * dtypes and shapes. tj_backward runs f's backward, a third compiled
+ * function: f's model with each saved value standing in for the node that
+ * made it, then 23.4's reverse mode seeded by the incoming gradients
+ * (tp_backward_seeded_at). Pointwise and movement nodes are recomputed
+ * inside its fused loops; matmuls and reductions are read. Its artifacts
+ * take the record's tensors and the incoming gradients as arguments, each
+ * with dims of its own, so one backward artifact serves every compatible
+ * size and each record holds its own sizes (backwards may run in any order,
+ * any number of times). When the saved values would not fit the backward's
+ * arguments (TJ_MAX_TENSORS), none are saved and the backward recomputes
+ * them (tj_saved_values says 0). */
 
 #define TJ_C_SAVED_PEAK "saved bytes peak"   /* summed over functions: each one's peak of live saved bytes */
 
@@ -222,9 +226,12 @@ int tj_backward(tj_function *f, const tj_saved *saved, const uopc_tensor *const 
                 uopc_error *err);
 void tj_saved_free(tj_saved *saved);
 
-/* The backward function's counts (zero before the first tj_call_saving);
- * tj_stats(f) counts the forward's. */
+/* The saving forward's and the backward's counts (zero before the first
+ * tj_call_saving); tj_stats(f) counts tj_call's alone. */
+tj_counts tj_forward_stats(const tj_function *f);
 tj_counts tj_backward_stats(const tj_function *f);
+/* How many values f's forward saves (fixed by the first saving call). */
+int tj_saved_values(const tj_function *f);
 /* Bytes that f's live saved records hold now, and their peak so far. */
 int64_t tj_saved_bytes(const tj_function *f, int64_t *peak);
 

@@ -346,9 +346,9 @@ int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artif
   if (!rc) rc = tj_view_plan(a, v, f->opts.n_outputs, err);
   if (!rc) rc = artifact_key(g, v, a, err);
   if (rc) return rc;
-  char entry[sizeof v->entry - 8];
+  char entry[48 - 4];   /* the lowering takes entries of at most 47 characters: room for "_v99" (many inputs hash) */
   vcache_spec_entry(c, &v->spec, &v->key, entry, sizeof entry);
-  snprintf(v->entry, sizeof v->entry, "%.55s_v%d", entry, c->count % 100);   /* scalars and branches share the rest */
+  snprintf(v->entry, sizeof v->entry, "%.43s_v%d", entry, c->count % 100);   /* scalars and branches share the rest */
   return UOPC_OK;
 }
 

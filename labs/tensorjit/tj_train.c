@@ -14,8 +14,11 @@
 #include "tj_internal.h"
 
 struct tj_train {
-  tj_function *backward;                      /* owned */
-  char names[TJ_MAX_ARGS][SYM_NAME_MAX];      /* its arguments' names: f's, then d_out0, d_out1, ... */
+  tj_function *forward;                       /* owned: f's model, then the values it saves as outputs */
+  tj_function *backward;                      /* owned; made after the forward's first call */
+  int n_args;                                 /* the forward's arguments (its first call's) */
+  int n_saved;                                /* values the forward saves (matmuls, reductions) */
+  char names[TJ_MAX_ARGS][SYM_NAME_MAX];      /* the backward's arguments: f's, saved0.., d_out0.. */
   const char *name_of[TJ_MAX_ARGS];
   int64_t live, peak;                         /* bytes of f's saved records */
   uopc_counter_id peak_counter;
@@ -23,9 +26,10 @@ struct tj_train {
 
 struct tj_saved {
   tj_function *f;
-  int n_args;
+  int n_args, n_saved;
   tj_arg args[TJ_MAX_ARGS];                   /* the call's, each tensor one of copies[] */
   uopc_tensor copies[TJ_MAX_ARGS];            /* owned, packed */
+  uopc_tensor values[TJ_MAX_OUTPUTS];         /* owned: the forward's saved values */
   int n_outputs;
   uopc_tensor shapes[TJ_MAX_OUTPUTS];         /* the outputs' dtypes and shapes (no storage) */
   int64_t bytes;
@@ -33,29 +37,73 @@ struct tj_saved {
 
 static void train_release(struct tj_train *t) {
   if (!t) return;
+  tj_free(t->forward);
   tj_free(t->backward);
   free(t);
 }
 
-/* ---- The backward's model. */
+/* ---- The models. */
 
-/* in: f's arguments, then one incoming gradient per output of f; out: the
- * gradients of f's grad_args, in argument order. */
+static const tp_site here = {"tj_backward", 0};
+
+/* The forward that saves: f's outputs, then its matmuls' and reductions'
+ * values in the order the model made them (as many as the first call's). */
+static int forward_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  const tj_function *f = user;
+  int n_out = f->opts.n_outputs, n_saved = f->train->n_saved;
+  if (f->model(c, in, out, f->user)) return tp_status(c);
+  int n = tp_saved_values(c, out + n_out, n_saved);
+  if (n_saved && n != n_saved)
+    return tp_fail(c, here, UOPC_E_UNSUPPORTED, "tensorjit '%s': this call's trace saves %d values, the first saving"
+                   " call's %d: the model took another path", f->label, n, n_saved);
+  return tp_status(c);
+}
+
+/* Counts the values forward_model saves, on a capture of the first call. */
+typedef struct counting { const tj_function *f; int n; } counting;
+static int count_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  counting *k = user;
+  tp_tensor *y[TJ_MAX_OUTPUTS] = {0};
+  if (k->f->model(c, in, y, k->f->user)) return tp_status(c);
+  k->n = tp_saved_values(c, NULL, 0);
+  out[0] = y[0];
+  return tp_status(c);
+}
+
+/* in: f's arguments, the saved values, then one incoming gradient per output
+ * of f; out: the gradients of f's grad_args, in argument order. The model
+ * runs with the saved values standing in for the nodes that made them. */
 static int backward_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   const tj_function *f = user;
-  tp_tensor *y[TJ_MAX_OUTPUTS] = {0}, *seeds[TJ_MAX_OUTPUTS], *wrt[TJ_MAX_ARGS];
-  int n_out = f->opts.n_outputs, n = 0;
-  if (f->model(c, in, y, f->user)) return tp_status(c);
-  for (int k = 0; k < n_out; k++) seeds[k] = in[f->n_args + k].t;
-  for (int k = 0; k < f->n_args; k++)
+  tp_tensor *y[TJ_MAX_OUTPUTS] = {0}, *saved[TJ_MAX_OUTPUTS], *seeds[TJ_MAX_OUTPUTS], *wrt[TJ_MAX_ARGS];
+  int n_out = f->opts.n_outputs, n_saved = f->train->n_saved, n = 0;
+  int n_args = f->train->n_args;
+  for (int k = 0; k < n_saved; k++) saved[k] = in[n_args + k].t;
+  tp_stand_in_saved(c, saved, n_saved);
+  if (f->model(c, in, y, f->user) || tp_stand_ins_end(c, here)) return tp_status(c);
+  for (int k = 0; k < n_out; k++) seeds[k] = in[n_args + n_saved + k].t;
+  for (int k = 0; k < n_args; k++)
     if (f->opts.grad_args >> k & 1u) wrt[n++] = in[k].t;
-  tp_backward_seeded_at(c, y, seeds, n_out, wrt, n, out, (tp_site){"tj_backward", 0});
+  tp_backward_seeded_at(c, y, seeds, n_out, wrt, n, out, here);
   return tp_status(c);
 }
 
 /* ---- Checks. */
 
 static int count_grads(unsigned bits) { return __builtin_popcount(bits); }
+
+static int n_tensors_of(const tj_arg *args, int n_args) {
+  int n = 0;
+  for (int k = 0; k < n_args; k++) n += args[k].kind == TJ_TENSOR;
+  return n;
+}
+
+/* The backward's arguments fit with n_saved saved values. */
+static int fits(const tj_function *f, const tj_arg *args, int n_args, int n_saved) {
+  int n_out = f->opts.n_outputs;
+  return n_args + n_saved + n_out <= TJ_MAX_ARGS && n_tensors_of(args, n_args) + n_saved + n_out <= TJ_MAX_TENSORS &&
+         n_out + n_saved <= TJ_MAX_OUTPUTS;
+}
 
 static int check_saving(const tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
   unsigned bits = f->opts.grad_args;
@@ -64,45 +112,68 @@ static int check_saving(const tj_function *f, const tj_arg *args, int n_args, uo
   if (n_args < 1 || n_args > TJ_MAX_ARGS || !args || bits >> n_args)
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': grad_args 0x%x names arguments past the call's %d",
                      f->label, bits, n_args);
-  int n_tensors = 0;
   for (int k = 0; k < n_args; k++) {
     if (args[k].kind == TJ_LIST || args[k].kind == TJ_RECORD)
       return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tensorjit '%s': argument %d is a container; a call that saves takes"
                        " tensors, ints and doubles", f->label, k);
-    n_tensors += args[k].kind == TJ_TENSOR;
     int is_float = args[k].kind == TJ_TENSOR && args[k].tensor && uopc_dtype_is_float(args[k].tensor->dtype);
     if ((bits >> k & 1u) && !is_float)
       return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': grad_args bit %d names argument %d, which is not a f32"
                        " or f64 tensor", f->label, k, k);
   }
-  int n_out = f->opts.n_outputs;
-  if (n_args + n_out > TJ_MAX_ARGS || n_tensors + n_out > TJ_MAX_TENSORS || count_grads(bits) > TJ_MAX_OUTPUTS)
+  if (!fits(f, args, n_args, 0) || count_grads(bits) > TJ_MAX_OUTPUTS)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the backward takes %d arguments (%d tensors) and makes %d"
-                     " gradients: at most %d, %d and %d", f->label, n_args + n_out, n_tensors + n_out,
-                     count_grads(bits), TJ_MAX_ARGS, TJ_MAX_TENSORS, TJ_MAX_OUTPUTS);
+                     " gradients: at most %d, %d and %d", f->label, n_args + f->opts.n_outputs,
+                     n_tensors_of(args, n_args) + f->opts.n_outputs, count_grads(bits), TJ_MAX_ARGS, TJ_MAX_TENSORS,
+                     TJ_MAX_OUTPUTS);
   return UOPC_OK;
 }
 
-/* ---- The backward function, made once f's signature is fixed. */
+/* ---- The forward and backward functions. */
 
-static int train_new(tj_function *f, uopc_error *err) {
+/* How many values the forward saves: those of the first call's trace, or
+ * none (all recomputed) when they would not fit the backward's arguments. */
+static int count_saved(tj_function *f, const tj_arg *args, int n_args, int *n_saved, uopc_error *err) {
+  counting k = {f, 0};
+  tj_graph *g = NULL;
+  int rc = tj_make_graph(&g, count_model, &k, args, n_args, TJ_SYMBOLIC, err);
+  tj_graph_free(g);
+  *n_saved = !rc && fits(f, args, n_args, k.n) ? k.n : 0;
+  return rc;
+}
+
+static int train_new(tj_function *f, const tj_arg *args, int n_args, uopc_error *err) {
   struct tj_train *t = calloc(1, sizeof *t);
   if (!t) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory", f->label);
-  int n = f->n_args;
-  for (int k = 0; k < n + f->opts.n_outputs; k++) {
-    if (k < n) snprintf(t->names[k], sizeof t->names[k], "%s", f->arg_names[k]);
-    else snprintf(t->names[k], sizeof t->names[k], "d_out%d", k - n);
+  f->train = t, f->train_release = train_release;   /* freed with f from here on */
+  int rc = count_saved(f, args, n_args, &t->n_saved, err);
+  char name[32];
+  snprintf(name, sizeof name, "%.20s_fwd", f->label);
+  tj_options o = f->opts;
+  o.name = name, o.n_outputs = f->opts.n_outputs + t->n_saved, o.grad_args = 0;
+  if (!rc) rc = tj_compile(&t->forward, forward_model, f, &o, err);
+  t->peak_counter = uopc_counter_slot(TJ_C_SAVED_PEAK);
+  if (rc) { train_release(t); f->train = NULL, f->train_release = NULL; }
+  return rc;
+}
+
+/* The backward, once the forward's first call has fixed the names. */
+static int backward_new(tj_function *f, uopc_error *err) {
+  struct tj_train *t = f->train;
+  const tj_function *fw = t->forward;
+  int n = fw->n_args, n_saved = t->n_saved;
+  for (int k = 0; k < n + n_saved + f->opts.n_outputs; k++) {
+    if (k < n) snprintf(t->names[k], sizeof t->names[k], "%s", fw->arg_names[k]);
+    else if (k < n + n_saved) snprintf(t->names[k], sizeof t->names[k], "saved%d", k - n);
+    else snprintf(t->names[k], sizeof t->names[k], "d_out%d", k - n - n_saved);
     t->name_of[k] = t->names[k];
   }
+  t->n_args = n;   /* backward_model finds the saved values after them */
   char name[32];
   snprintf(name, sizeof name, "%.20s_bwd", f->label);
   tj_options o = f->opts;
   o.name = name, o.n_outputs = count_grads(f->opts.grad_args), o.arg_names = t->name_of, o.grad_args = 0;
-  int rc = tj_compile(&t->backward, backward_model, f, &o, err);
-  if (rc) { free(t); return rc; }
-  t->peak_counter = uopc_counter_slot(TJ_C_SAVED_PEAK);
-  f->train = t, f->train_release = train_release;
-  return UOPC_OK;
+  return tj_compile(&t->backward, backward_model, f, &o, err);
 }
 
 /* ---- Records. */
@@ -113,11 +184,11 @@ static void account(tj_function *f, int64_t delta) {
   if (t->live > t->peak) uopc_counter_bump(t->peak_counter, t->live - t->peak), t->peak = t->live;
 }
 
-static int saved_new(tj_function *f, const tj_arg *args, int n_args, const uopc_tensor *outs, tj_saved **out,
+static int saved_new(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, tj_saved **out,
                      uopc_error *err) {
   tj_saved *s = calloc(1, sizeof *s);
   if (!s) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory for a saved record", f->label);
-  s->f = f, s->n_args = n_args, s->n_outputs = f->opts.n_outputs;
+  s->f = f, s->n_args = n_args, s->n_outputs = f->opts.n_outputs, s->n_saved = f->train->n_saved;
   int rc = UOPC_OK;
   for (int k = 0; k < n_args && !rc; k++) {
     s->args[k] = args[k];
@@ -127,6 +198,11 @@ static int saved_new(tj_function *f, const tj_arg *args, int n_args, const uopc_
     if (!rc) rc = uopc_tensor_copy(&s->copies[k], x, err);
     s->args[k].tensor = &s->copies[k];
     s->bytes += uopc_tensor_numel(x) * (int64_t)uopc_dtype_size(x->dtype);
+  }
+  for (int k = 0; k < s->n_saved; k++) {   /* handed over from the forward's outputs */
+    s->values[k] = outs[s->n_outputs + k];
+    memset(&outs[s->n_outputs + k], 0, sizeof outs[0]);
+    s->bytes += uopc_tensor_numel(&s->values[k]) * (int64_t)uopc_dtype_size(s->values[k].dtype);
   }
   for (int k = 0; k < s->n_outputs; k++) {   /* the geometry only: the record keeps no output */
     s->shapes[k].dtype = outs[k].dtype, s->shapes[k].rank = outs[k].rank;
@@ -141,6 +217,7 @@ static int saved_new(tj_function *f, const tj_arg *args, int n_args, const uopc_
 void tj_saved_free(tj_saved *s) {
   if (!s) return;
   for (int k = 0; k < s->n_args; k++) uopc_tensor_release(&s->copies[k]);
+  for (int k = 0; k < s->n_saved; k++) uopc_tensor_release(&s->values[k]);
   if (s->f && s->f->train) account(s->f, -s->bytes);
   free(s);
 }
@@ -148,11 +225,15 @@ void tj_saved_free(tj_saved *s) {
 int tj_call_saving(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, tj_saved **saved,
                    uopc_error *err) {
   if (!f || !outs || !saved) return UOPC_FAIL(err, UOPC_E_INVALID, "tj_call_saving: NULL function, outputs or record");
+  uopc_tensor all[TJ_MAX_OUTPUTS];
   int rc = check_saving(f, args, n_args, err), ran = 0;
-  if (!rc) rc = tj_call(f, args, n_args, outs, err), ran = !rc;   /* checks the arguments, fixes the signature */
-  if (!rc && !f->train) rc = train_new(f, err);
-  if (!rc) rc = saved_new(f, args, n_args, outs, saved, err);
-  for (int k = 0; rc && ran && k < f->opts.n_outputs; k++) uopc_tensor_release(&outs[k]);   /* nothing written */
+  if (!rc && !f->train) rc = train_new(f, args, n_args, err);
+  if (!rc) rc = tj_call(f->train->forward, args, n_args, all, err), ran = !rc;   /* checks the arguments */
+  if (!rc && !f->train->backward) rc = backward_new(f, err);
+  if (!rc) rc = saved_new(f, args, n_args, all, saved, err);
+  int n_all = ran ? f->train->forward->opts.n_outputs : 0;
+  if (!rc) memcpy(outs, all, (size_t)f->opts.n_outputs * sizeof *outs);
+  for (int k = 0; rc && k < n_all; k++) uopc_tensor_release(&all[k]);   /* nothing written */
   return rc;
 }
 
@@ -192,14 +273,22 @@ int tj_backward(tj_function *f, const tj_saved *s, const uopc_tensor *const *gra
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': tj_backward of a record another function saved",
                      f->label);
   tj_arg args[TJ_MAX_ARGS];
-  memcpy(args, s->args, (size_t)s->n_args * sizeof *args);
+  int n = s->n_args;
+  memcpy(args, s->args, (size_t)n * sizeof *args);
+  for (int k = 0; k < s->n_saved; k++) args[n++] = tj_tensor(&s->values[k]);
   for (int k = 0; k < s->n_outputs; k++) {
     int rc = check_gradient(f, s, grad_outputs[k], k, err);
     if (rc) return rc;
-    args[s->n_args + k] = tj_tensor(grad_outputs[k]);
+    args[n++] = tj_tensor(grad_outputs[k]);
   }
-  return tj_call(f->train->backward, args, s->n_args + s->n_outputs, grads, err);
+  return tj_call(f->train->backward, args, n, grads, err);
 }
+
+tj_counts tj_forward_stats(const tj_function *f) {
+  return f && f->train ? tj_stats(f->train->forward) : (tj_counts){0};
+}
+
+int tj_saved_values(const tj_function *f) { return f && f->train ? f->train->n_saved : 0; }
 
 tj_counts tj_backward_stats(const tj_function *f) {
   return f && f->train ? tj_stats(f->train->backward) : (tj_counts){0};
