@@ -232,6 +232,11 @@ tj_counts tj_forward_stats(const tj_function *f);
 tj_counts tj_backward_stats(const tj_function *f);
 /* How many values f's forward saves (fixed by the first saving call). */
 int tj_saved_values(const tj_function *f);
+/* What f's training keeps and computes, as text (truncated to size): the
+ * tensors a record copies, each saved value (its op and symbolic shape in
+ * the first forward artifact), then each forward and backward artifact with
+ * the matmuls and reductions it computes. Chapter 23.7, "Training". */
+void tj_train_text(const tj_function *f, char *buf, size_t size);
 /* Bytes that f's live saved records hold now, and their peak so far. */
 int64_t tj_saved_bytes(const tj_function *f, int64_t *peak);
 

@@ -299,3 +299,71 @@ int64_t tj_saved_bytes(const tj_function *f, int64_t *peak) {
   if (peak) *peak = t ? t->peak : 0;
   return t ? t->live : 0;
 }
+
+/* ---- The printed form. */
+
+/* Matmuls and reductions reachable from v's outputs (n of them). */
+static int count_costly(const vcache_variant *v, int n, int *matmuls, int *reductions) {
+  int top = 0;
+  for (int k = 0; k < n; k++) top = v->outputs[k]->id > top ? v->outputs[k]->id : top;
+  char *seen = calloc((size_t)top + 1, 1);
+  const ir_node **stack = malloc(((size_t)top + 1) * 3 * sizeof *stack + sizeof *stack * TJ_MAX_OUTPUTS);
+  if (!seen || !stack) { free(seen), free(stack); return UOPC_E_NOMEM; }
+  int depth = 0;
+  *matmuls = *reductions = 0;
+  for (int k = 0; k < n; k++) stack[depth++] = v->outputs[k];
+  while (depth) {   /* each node pushed at most once per consumer edge: 3 per node */
+    const ir_node *x = stack[--depth];
+    if (seen[x->id]) continue;
+    seen[x->id] = 1;
+    ir_kind kind = ir_op_info_of(x->op)->kind;
+    *matmuls += kind == IR_KIND_MATMUL, *reductions += kind == IR_KIND_REDUCE;
+    for (int i = 0; i < 3; i++)
+      if (x->src[i] && !seen[x->src[i]->id]) stack[depth++] = x->src[i];
+  }
+  free(seen), free(stack);
+  return UOPC_OK;
+}
+
+static void node_text(const ir_node *n, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "%s (", ir_op_info_of(n->op)->name);
+  for (int d = 0; d < n->rank && used < size; d++) {
+    char e[64];
+    uopc_error ignore;
+    if (sym_expr_format(n->shape[d], e, sizeof e, &ignore)) snprintf(e, sizeof e, "?");
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", d ? ", " : "", e);
+  }
+  if (used < size) snprintf(buf + used, size - used, ")");
+}
+
+/* One line per artifact of g: its entry and what it computes. */
+static void artifacts_text(const char *what, const tj_function *g, char *buf, size_t size) {
+  for (int s = 0; g && s < g->n_groups; s++)
+    for (int k = 0; k < g->groups[s]->n_arts; k++) {
+      const vcache_variant *v = g->groups[s]->arts[k].v;
+      int mm = 0, red = 0;
+      if (count_costly(v, g->opts.n_outputs, &mm, &red)) mm = red = -1;
+      vcache_text_add(buf, size, "%s %s: %d matmul%s, %d reduction%s computed\n", what, v->entry, mm,
+                      mm == 1 ? "" : "s", red, red == 1 ? "" : "s");
+    }
+}
+
+void tj_train_text(const tj_function *f, char *buf, size_t size) {
+  if (!buf || !size) return;
+  buf[0] = '\0';
+  const struct tj_train *t = f ? f->train : NULL;
+  if (!t || !t->backward) { snprintf(buf, size, "no call has saved\n"); return; }
+  const tj_function *fw = t->forward;
+  vcache_text_add(buf, size, "a record holds copies of");
+  for (int k = 0; k < fw->n_args; k++)
+    if (fw->kinds[k] == TJ_TENSOR) vcache_text_add(buf, size, " %s", fw->arg_names[k]);
+  vcache_text_add(buf, size, " and %d saved value%s\n", t->n_saved, t->n_saved == 1 ? "" : "s");
+  const vcache_variant *v = fw->n_groups && fw->groups[0]->n_arts ? fw->groups[0]->arts[0].v : NULL;
+  for (int k = 0; v && k < t->n_saved; k++) {
+    char text[160];
+    node_text(v->outputs[f->opts.n_outputs + k], text, sizeof text);
+    vcache_text_add(buf, size, "  saved%d = %s\n", k, text);
+  }
+  artifacts_text("forward", fw, buf, size);
+  artifacts_text("backward", t->backward, buf, size);
+}

@@ -458,6 +458,18 @@ static void train(tj_switch spec01, int want_forward, int want_backward) {
   expect_int(tj_forward_stats(f).artifacts_built, want_forward, "forward artifacts over batches 1, 7, 64, 7 (x5)");
   expect_int(tj_backward_stats(f).artifacts_built, want_backward, "backward artifacts over the same batches");
   expect_int(tj_forward_stats(f).calls + tj_backward_stats(f).calls, 2 * STEPS, "calls: a forward and a backward a step");
+  char text[2048];
+  tj_train_text(f, text, sizeof text);
+  if (getenv("TRAIN_TEXT")) print_message("%s", text);
+  expect_int(tj_saved_values(f), 3, "saved values: x @ w1, h @ w2 and the loss's mean");
+  assert_contains(text, "a record holds copies of a0 a1 a2 a3 and 3 saved values");
+  /* the first artifact's shapes: a batch of 1 is a constant under the 0/1 rule */
+  assert_contains(text, spec01 == TJ_OFF ? "saved0 = matmul (a0_0, a1_1)" : "saved0 = matmul (1, a1_1)");
+  assert_contains(text, "saved2 = mean ()");
+  /* each backward computes d w2 = h^T @ g, d h = g @ w2^T, d w1 = x^T @ d z, and neither forward matmul */
+  int plans = 0;
+  for (const char *p = text; (p = strstr(p, ": 3 matmuls, 0 reductions computed")); p++) plans++;
+  expect_int(plans, want_backward, "backward artifacts computing 3 matmuls (none of the forward's)");
   uopc_tensor_release(&w1c), uopc_tensor_release(&w2c), uopc_tensor_release(&w1e), uopc_tensor_release(&w2e);
   tj_free(f);
 }
