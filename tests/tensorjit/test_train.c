@@ -67,6 +67,13 @@ static int no_rule(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   
   return tp_status(c);
 }
 
+static int half_cols_out(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* (x*x)[:, cols//2:] */
+  (void)user;
+  tp_int half = tp_int_floordiv(c, tp_size(c, in[0].t, 1), tp_int_const(c, 2));
+  out[0] = tp_slice(c, tp_mul(c, in[0].t, in[0].t), 1, half, TP_NONE, 1);
+  return tp_status(c);
+}
+
 /* ---- Helpers. */
 
 static uint64_t rng = 88172645463325252ull;
@@ -460,7 +467,6 @@ static void train(tj_switch spec01, int want_forward, int want_backward) {
   expect_int(tj_forward_stats(f).calls + tj_backward_stats(f).calls, 2 * STEPS, "calls: a forward and a backward a step");
   char text[2048];
   tj_train_text(f, text, sizeof text);
-  if (getenv("TRAIN_TEXT")) print_message("%s", text);
   expect_int(tj_saved_values(f), 3, "saved values: x @ w1, h @ w2 and the loss's mean");
   assert_contains(text, "a record holds copies of a0 a1 a2 a3 and 3 saved values");
   /* the first artifact's shapes: a batch of 1 is a constant under the 0/1 rule */
@@ -521,6 +527,17 @@ static void test_bad_training_calls_are_refused_by_name(void **state) {
   const uopc_tensor *seed1[1] = {&one};
   assert_uopc_code(tj_backward(max, sm, seed1, grads, &err), UOPC_E_UNSUPPORTED, err);
   assert_contains(err.message, "test_train.c");   /* the model's line that made the max */
+  /* an output whose extent is computed from sizes has no dim for its seed's to be made one with */
+  tj_function *sliced = compile_train(half_cols_out, 1, 0x1, TJ_DEFAULT);
+  tj_saved *ss = NULL;
+  uopc_tensor half, gh = random_tensor(UOPC_F64, 2, (int64_t[]){r, c - c / 2});
+  assert_uopc_ok(tj_call_saving(sliced, args, 1, &half, &ss, &err), err);
+  const uopc_tensor *seedh[1] = {&gh};
+  assert_uopc_code(tj_backward(sliced, ss, seedh, grads, &err), UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "computed from sizes");
+  tj_saved_free(ss);
+  uopc_tensor_release(&half), uopc_tensor_release(&gh);
+  tj_free(sliced);
   tj_saved_free(sm), tj_saved_free(s);
   release_all(outs, 2);
   uopc_tensor_release(&out), uopc_tensor_release(&one), uopc_tensor_release(&bad), uopc_tensor_release(&g1);
