@@ -14,6 +14,7 @@
 #include <string.h>
 #include "tensorjit.h"
 #include "tp_compile.h"
+#define TESTUTIL_FAILING_MALLOC   /* out-of-memory paths on demand: fail_next_malloc, fail_next_calloc */
 #include "testutil.h"
 
 static int setup(void **state) { return testutil_fresh_cache(state); }
@@ -545,6 +546,55 @@ static void test_bad_training_calls_are_refused_by_name(void **state) {
   tj_free(none), tj_free(f), tj_free(max);
 }
 
+/* ---- Out of memory. */
+
+#ifndef __SANITIZE_ADDRESS__   /* AddressSanitizer's allocator is not the one that fails when asked */
+/* A saving call and its backward of sum(x / rows), the k-th malloc (or
+ * calloc) failing, for every k until they need fewer: each fails with an
+ * error, writes nothing, and the function still trains on the next call. */
+static int save_and_back(tj_function *f, uopc_tensor *x, uopc_tensor *grad, uopc_error *err) {
+  uopc_tensor out = {0}, one = {0};
+  tj_saved *s = NULL;
+  int rc = uopc_tensor_empty(&one, UOPC_F32, 0, NULL, err);
+  if (!rc) rc = tj_call_saving(f, (tj_arg[]){tj_tensor(x)}, 1, &out, &s, err);
+  if (!rc) rc = tj_backward(f, s, (const uopc_tensor *[]){&one}, grad, err);
+  tj_saved_free(s);
+  uopc_tensor_release(&out), uopc_tensor_release(&one);
+  return rc;
+}
+
+static void sweep(int *next) {
+  for (int k = 1; k < 4000; k++) {
+    tj_function *f = compile_train(sum_over_rows, 1, 0x1, TJ_DEFAULT);
+    uopc_tensor x = random_tensor(UOPC_F32, 2, (int64_t[]){3, 4}), grad = {0};
+    uopc_error err = {0};
+    *next = k;
+    int rc = save_and_back(f, &x, &grad, &err), ran_out = *next == 0;
+    *next = 0;
+    if (rc) {
+      if (!ran_out) fail_msg("k = %d: %s with no allocation failing: %s", k, uopc_error_name(rc), err.message);
+      expect_null(grad.storage, "k = %d: a gradient after a failed step", k);
+      assert_uopc_ok(save_and_back(f, &x, &grad, &err), err);
+    }
+    uopc_tensor_release(&grad), uopc_tensor_release(&x);
+    tj_free(f);
+    if (!rc && !ran_out) return;   /* past the last allocation */
+  }
+  fail_msg("a first training step makes more than 4000 allocations");
+}
+#endif
+
+static void test_training_out_of_memory_fails_cleanly_at_every_allocation(void **state) {
+  (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  testutil_skip_under_asan("an allocator that fails when asked");
+#else
+  testutil_skip_unless_allocation_fails();
+  sweep(&fail_next_malloc);
+  sweep(&fail_next_calloc);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_tj_backward_matches_reference_for_any_seed_layout, reset),
@@ -559,6 +609,7 @@ int main(void) {
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_with_the_01_rule, reset),
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_in_two_artifacts, reset),
       cmocka_unit_test_setup(test_bad_training_calls_are_refused_by_name, reset),
+      cmocka_unit_test_setup(test_training_out_of_memory_fails_cleanly_at_every_allocation, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
