@@ -546,6 +546,29 @@ static void test_bad_training_calls_are_refused_by_name(void **state) {
   tj_free(none), tj_free(f), tj_free(max);
 }
 
+/* ---- 23.4's seeded reverse mode in eager mode (what a backward run past the limit uses). */
+
+static void test_seeded_backward_in_eager_mode_is_a_vector_jacobian_product(void **state) {
+  (void)state;
+  uopc_error err = {0};
+  tp_ctx *c = NULL;
+  uopc_tensor x = random_tensor(UOPC_F64, 2, (int64_t[]){2, 3}), s0 = random_tensor(UOPC_F64, 2, (int64_t[]){2, 3});
+  uopc_tensor s1 = random_tensor(UOPC_F64, 0, NULL);
+  assert_uopc_ok(tp_ctx_new_eager(&c, &err), err);
+  tp_tensor *xt = tp_wrap(c, &x), *y0 = tp_mul(c, xt, xt), *y1 = tp_sum(c, y0, 0u, 0), *g[1] = {NULL};
+  tp_tensor *outs[2] = {y0, y1}, *seeds[2] = {tp_wrap(c, &s0), tp_wrap(c, &s1)};
+  assert_uopc_ok(tp_backward_seeded_at(c, outs, seeds, 2, &xt, 1, g, TP_HERE), *tp_error(c));
+  double want[6];   /* d/dx of sum(s0 * x^2) + s1 * sum(x^2) = 2x (s0 + s1) */
+  for (int i = 0; i < 6; i++)
+    want[i] = 2 * uopc_tensor_get(&x, i) * (uopc_tensor_get(&s0, i) + uopc_tensor_get(&s1, 0));
+  expect_values(tp_value(g[0]), want, 1e-15, "the seeded gradient, eager");
+  tp_tensor *bad[2] = {tp_wrap(c, &s1), seeds[1]};   /* a rank-0 seed for a (2, 3) output */
+  assert_uopc_code(tp_backward_seeded_at(c, outs, bad, 2, &xt, 1, g, TP_HERE), UOPC_E_DTYPE, *tp_error(c));
+  assert_contains(tp_error(c)->message, "output 0 is f64 of rank 2, its seed f64 of rank 0");
+  tp_ctx_free(c);
+  uopc_tensor_release(&x), uopc_tensor_release(&s0), uopc_tensor_release(&s1);
+}
+
 /* ---- Out of memory. */
 
 #ifndef __SANITIZE_ADDRESS__   /* AddressSanitizer's allocator is not the one that fails when asked */
@@ -609,6 +632,7 @@ int main(void) {
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_with_the_01_rule, reset),
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_in_two_artifacts, reset),
       cmocka_unit_test_setup(test_bad_training_calls_are_refused_by_name, reset),
+      cmocka_unit_test_setup(test_seeded_backward_in_eager_mode_is_a_vector_jacobian_product, reset),
       cmocka_unit_test_setup(test_training_out_of_memory_fails_cleanly_at_every_allocation, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
