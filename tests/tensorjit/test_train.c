@@ -54,7 +54,8 @@ static int two_layer(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   return tp_status(c);
 }
 
-static int two_layer_tp(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {   /* the same, 23.4's signature */
+/* The same, with 23.4's signature (tp_run_eager's). */
+static int two_layer_tp(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   (void)user;
   tp_tensor *h = tp_tanh(c, tp_matmul(c, in[0], in[1]));
   tp_tensor *d = tp_sub(c, tp_matmul(c, h, in[2]), in[3]);
@@ -101,7 +102,8 @@ static void tanh_scale_vjp(const uopc_tensor *x, const uopc_tensor *w, const uop
   for (int64_t i = 0; i < r; i++)
     for (int64_t j = 0; j < cols; j++) {
       double t = tanh(at2(x, i, j)), g = at2(g0, i, j);
-      dx[i * cols + j] = g * uopc_tensor_get(w, j) * (1 - t * t) + uopc_tensor_get(g1, j) * 2 * at2(x, i, j) / (double)r;
+      dx[i * cols + j] = g * uopc_tensor_get(w, j) * (1 - t * t) +
+                         uopc_tensor_get(g1, j) * 2 * at2(x, i, j) / (double)r;
       dw[j] += g * t;
     }
 }
@@ -137,8 +139,8 @@ static uopc_tensor seed_of(seed_layout how, int64_t r, int64_t c, uopc_tensor *k
   if (how == SEED_RANDOM) return random_tensor(UOPC_F64, 2, (int64_t[]){r, c});
   if (how == SEED_STRIDE0) {   /* one row, expanded over r with stride 0 */
     *keep = random_tensor(UOPC_F64, 1, (int64_t[]){c});
-    assert_uopc_ok(uopc_tensor_wrap(&g, uopc_tensor_data(keep), UOPC_F64, 2, (int64_t[]){r, c}, (int64_t[]){0, 1}, &err),
-                   err);
+    int64_t shape[2] = {r, c}, strides[2] = {0, 1};
+    assert_uopc_ok(uopc_tensor_wrap(&g, uopc_tensor_data(keep), UOPC_F64, 2, shape, strides, &err), err);
     return g;
   }
   *keep = random_tensor(UOPC_F64, 2, (int64_t[]){c, r});
@@ -211,7 +213,8 @@ static void test_tj_backward_matches_f64_finite_differences(void **state) {
   int64_t r = 4, c = 3;
   uopc_error err = {0};
   uopc_tensor x = random_tensor(UOPC_F64, 2, (int64_t[]){r, c}), w = random_tensor(UOPC_F64, 1, &c);
-  uopc_tensor g0 = random_tensor(UOPC_F64, 2, (int64_t[]){r, c}), g1 = random_tensor(UOPC_F64, 1, &c), outs[2], grads[2];
+  uopc_tensor g0 = random_tensor(UOPC_F64, 2, (int64_t[]){r, c}), g1 = random_tensor(UOPC_F64, 1, &c);
+  uopc_tensor outs[2], grads[2];
   tj_arg args[2] = {tj_tensor(&x), tj_tensor(&w)};
   tj_saved *s = NULL;
   assert_uopc_ok(tj_call_saving(f, args, 2, outs, &s, &err), err);
@@ -307,7 +310,8 @@ static void test_more_rules_build_two_artifacts_over_twenty_sizes(void **state) 
       tj_saved_free(s);
       uopc_tensor_release(&x), uopc_tensor_release(&out), uopc_tensor_release(&grad), uopc_tensor_release(&one);
     }
-    expect_int(tj_forward_stats(f).artifacts_built + tj_backward_stats(f).artifacts_built, 2, "model %zu: artifacts", m);
+    expect_int(tj_forward_stats(f).artifacts_built, 1, "model %zu: forward artifacts", m);
+    expect_int(tj_backward_stats(f).artifacts_built, 1, "model %zu: backward artifacts", m);
     tj_free(f);
   }
 }
@@ -411,7 +415,8 @@ enum { D_IN = 5, D_HID = 6, D_OUT = 3, STEPS = 20 };
 static double train_step(tj_function *f, uopc_tensor *w1c, uopc_tensor *w2c, uopc_tensor *w1e, uopc_tensor *w2e,
                          int64_t b) {
   uopc_error err = {0};
-  uopc_tensor x = random_tensor(UOPC_F32, 2, (int64_t[]){b, D_IN}), y = random_tensor(UOPC_F32, 2, (int64_t[]){b, D_OUT});
+  uopc_tensor x = random_tensor(UOPC_F32, 2, (int64_t[]){b, D_IN});
+  uopc_tensor y = random_tensor(UOPC_F32, 2, (int64_t[]){b, D_OUT});
   uopc_tensor loss_c, loss_e, grads_c[2], grads_e[2], one;
   assert_uopc_ok(uopc_tensor_empty(&one, UOPC_F32, 0, NULL, &err), err);
   uopc_tensor_set(&one, 0, 1);
@@ -422,8 +427,8 @@ static double train_step(tj_function *f, uopc_tensor *w1c, uopc_tensor *w2c, uop
   assert_uopc_ok(tj_backward(f, s, seeds, grads_c, &err), err);
   const uopc_tensor *in[4] = {&x, w1e, w2e, &y};
   assert_uopc_ok(tp_run_eager(two_layer_tp, NULL, in, 4, 1, 0x6, &loss_e, grads_e, &err), err);
-  double worst = fabs(uopc_tensor_get(&loss_c, 0) - uopc_tensor_get(&loss_e, 0)) /
-                 (nextafterf((float)fabs(uopc_tensor_get(&loss_e, 0)), INFINITY) - fabsf((float)uopc_tensor_get(&loss_e, 0)));
+  float le = fabsf((float)uopc_tensor_get(&loss_e, 0));
+  double worst = fabs(uopc_tensor_get(&loss_c, 0) - uopc_tensor_get(&loss_e, 0)) / (nextafterf(le, INFINITY) - le);
   uopc_tensor *wc[2] = {w1c, w2c}, *we[2] = {w1e, w2e};
   for (int k = 0; k < 2; k++) {
     float big = 0;   /* ulps of the matrix's largest weight: an element near 0 has ulps far below its error */
@@ -450,7 +455,8 @@ static void train(tj_switch spec01, int want_forward, int want_backward) {
   tj_function *f = compile_train(two_layer, 1, 0x6, spec01);   /* gradients of w1 and w2 */
   rng = 88172645463325252ull;   /* the same data whichever test ran before */
   uopc_error err = {0};
-  uopc_tensor w1c = random_tensor(UOPC_F32, 2, (int64_t[]){D_IN, D_HID}), w2c = random_tensor(UOPC_F32, 2, (int64_t[]){D_HID, D_OUT});
+  uopc_tensor w1c = random_tensor(UOPC_F32, 2, (int64_t[]){D_IN, D_HID});
+  uopc_tensor w2c = random_tensor(UOPC_F32, 2, (int64_t[]){D_HID, D_OUT});
   uopc_tensor w1e, w2e;
   assert_uopc_ok(uopc_tensor_empty(&w1e, UOPC_F32, 2, w1c.shape, &err), err);
   assert_uopc_ok(uopc_tensor_empty(&w2e, UOPC_F32, 2, w2c.shape, &err), err);
@@ -465,7 +471,8 @@ static void train(tj_switch spec01, int want_forward, int want_backward) {
   }
   expect_int(tj_forward_stats(f).artifacts_built, want_forward, "forward artifacts over batches 1, 7, 64, 7 (x5)");
   expect_int(tj_backward_stats(f).artifacts_built, want_backward, "backward artifacts over the same batches");
-  expect_int(tj_forward_stats(f).calls + tj_backward_stats(f).calls, 2 * STEPS, "calls: a forward and a backward a step");
+  expect_int(tj_forward_stats(f).calls, STEPS, "saving forward calls");
+  expect_int(tj_backward_stats(f).calls, STEPS, "backward calls");
   char text[2048];
   tj_train_text(f, text, sizeof text);
   expect_int(tj_saved_values(f), 3, "saved values: x @ w1, h @ w2 and the loss's mean");
@@ -509,7 +516,8 @@ static void test_bad_training_calls_are_refused_by_name(void **state) {
   expect_null(outs[0].storage, "no output after a refused call");
   tj_function *f = compile_train(tanh_scale, 2, 0x3, TJ_DEFAULT);
   assert_uopc_ok(tj_call_saving(f, args, 2, outs, &s, &err), err);
-  uopc_tensor bad = random_tensor(UOPC_F64, 2, (int64_t[]){r, c + 1}), g1 = random_tensor(UOPC_F64, 1, &c), grads[2] = {{0}};
+  uopc_tensor bad = random_tensor(UOPC_F64, 2, (int64_t[]){r, c + 1}), g1 = random_tensor(UOPC_F64, 1, &c);
+  uopc_tensor grads[2] = {{0}};
   const uopc_tensor *seeds[2] = {&bad, &g1};
   assert_uopc_code(tj_backward(f, s, seeds, grads, &err), UOPC_E_INVALID, err);
   assert_contains(err.message, "grad_outputs[0] is f64 (3, 5); output 0 of the saved call is f64 (3, 4)");
