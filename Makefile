@@ -295,6 +295,11 @@ $(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj) | $(cal
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
 BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
+# tensorjit's training (issue 28): a forward and backward step compiled against eager, and its artifacts.
+$(BUILD)/bin/bench_train: bench/bench_train.c $(call lab_lib,tj) | $(call ref_stamp,tj)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
+BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_train)
 # tensorjit's availability for each back end: make doctor prints it.
 $(BUILD)/bin/tj-available: tools/tj_available.c $(call lab_lib,tj) | $(call ref_stamp,tj)
 	@mkdir -p $(dir $@)

@@ -158,6 +158,21 @@ def peak_temporaries(fn):
   return peak
 
 
+def two_layer_step(batch, d_in=64, d_hid=128, d_out=16):
+  """bench_train.c's step by hand: loss = mean((tanh(x @ w1) @ w2 - y)^2) and d/d w1, d/d w2, f32."""
+  rng = np.random.default_rng(0)
+  x, y = (rng.standard_normal((batch, d)).astype(np.float32) for d in (d_in, d_out))
+  w1, w2 = rng.standard_normal((d_in, d_hid)).astype(np.float32), rng.standard_normal((d_hid, d_out)).astype(np.float32)
+  def run():
+    h = np.tanh(x @ w1)
+    d = h @ w2 - y
+    loss = np.mean(d * d)
+    gd = d * np.float32(2 / d.size)
+    gw2 = h.T @ gd
+    gw1 = x.T @ ((gd @ w2.T) * (1 - h * h))
+    return loss, gw1, gw2
+  return run
+
 # (lab, case) -> (setup(n) -> callable, default n, bytes moved per element or None)
 CASES = {
   ("23.6", "square_plus_one"): (square_plus_one, 16777216, 8),
@@ -173,6 +188,7 @@ CASES = {
   ("fuse", "chain6-dynamic"): (chain6, 16777216, 12),
   **{("fuse", f"{kind}-{r}x{c}"): (rows_case(kind, r, c), r * c, None)
      for kind in ("softmax", "layernorm") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
+  ("train", "two-layer"): (two_layer_step, 64, None),   # n is the batch
 }
 # lab -> rounds: timed interleaved, medians (bench_23_3.c does the same).
 INTERLEAVED = {"23.3": 15}

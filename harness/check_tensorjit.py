@@ -55,10 +55,11 @@ class TjArg(ctypes.Structure):
               ("items", ctypes.c_void_p), ("n", ctypes.c_int), ("names", ctypes.c_void_p)]
 
 
-class TjOptions(ctypes.Structure):
+class TjOptions(ctypes.Structure):   # tensorjit.h's tj_options, field for field: C reads all of it
   _fields_ = [("name", ctypes.c_char_p), ("n_outputs", ctypes.c_int), ("arg_names", ctypes.c_void_p),
               ("dynamic", ctypes.c_int), ("specialize_01", ctypes.c_int), ("strict_native", ctypes.c_int),
-              ("max_variants", ctypes.c_int), ("on_limit", ctypes.c_int), ("program", ctypes.c_void_p)]
+              ("max_variants", ctypes.c_int), ("on_limit", ctypes.c_int), ("program", ctypes.c_void_p),
+              ("grad_args", ctypes.c_uint)]
 
 
 class TjCounts(ctypes.Structure):

@@ -169,6 +169,8 @@ static int eval_node(tp_ctx *c, const ir_node *n, uopc_tensor *out, tp_site at) 
   return rc ? tp_fail_with(c, at, &err) : UOPC_OK;
 }
 
+static int read_saved(tp_ctx *c, tp_tensor *t, tp_site at);
+
 /* The handle of a node just built from operands src (NULL: the builder
  * failed and its error becomes the context's). */
 static tp_tensor *made(tp_ctx *c, const ir_node *n, tp_tensor *a, tp_tensor *b, tp_tensor *w, tp_site at) {
@@ -177,6 +179,7 @@ static tp_tensor *made(tp_ctx *c, const ir_node *n, tp_tensor *a, tp_tensor *b, 
   if (!t) return NULL;
   t->src[0] = a, t->src[1] = b, t->src[2] = w;
   if (c->mode == TP_EAGER && (eval_node(c, n, &t->value, at) || stand_in(c, t, at))) return NULL;
+  if (c->mode == TP_TRACE && c->n_stand_ins && tp_saves_value(n) && read_saved(c, t, at)) return NULL;
   return t;
 }
 
@@ -271,6 +274,65 @@ static int unify_stop(tp_ctx *c, const ir_node *const *src, int n, int matmul, t
   else tp_fail(c, at, UOPC_E_GUARD, "dim '%s' is %lld in this call and the operation depends on it: capture again"
                " with the constant", c->need.a, (long long)c->need.value);
   return 1;
+}
+
+/* ---- Saved values read for the nodes that made them (tp_stand_in_saved). */
+
+int tp_saves_value(const ir_node *n) {
+  ir_kind kind = ir_op_info_of(n->op)->kind;
+  if (kind != IR_KIND_MATMUL && kind != IR_KIND_REDUCE) return 0;
+  for (int d = 0; d < n->rank; d++)
+    if (n->shape[d]->kind != SYM_DIM && n->shape[d]->kind != SYM_CONST) return 0;
+  return 1;
+}
+
+int tp_saved_values(const tp_ctx *c, tp_tensor **out, int max) {
+  int n = 0;
+  for (int k = 0; c && k < c->n_tensors; k++) {
+    tp_tensor *t = c->tensors[k];
+    if (t->is_input || !tp_saves_value(t->node)) continue;
+    if (out && n < max) out[n] = t;
+    n++;
+  }
+  return n;
+}
+
+void tp_stand_in_saved(tp_ctx *c, tp_tensor *const *saved, int n) {
+  if (!c) return;
+  c->stand_ins = n > 0 ? saved : NULL;
+  c->n_stand_ins = n > 0 ? n : 0;
+  c->next_stand_in = 0;
+}
+
+int tp_stand_ins_end(tp_ctx *c, tp_site at) {
+  if (!c || c->error.code) return tp_status(c);
+  int n = c->n_stand_ins, used = c->next_stand_in;
+  tp_stand_in_saved(c, NULL, 0);   /* the backward's own matmuls and reductions are computed */
+  if (c->mode == TP_TRACE && used != n)   /* eager mode (past a limit) computes them all */
+    return tp_fail(c, at, UOPC_E_UNSUPPORTED, "the trace made %d of the %d values its forward saved: it took another"
+                   " path than the forward's", used, n);
+  return UOPC_OK;
+}
+
+static int read_saved(tp_ctx *c, tp_tensor *t, tp_site at) {
+  const ir_node *n = t->node;
+  if (c->next_stand_in >= c->n_stand_ins)
+    return tp_fail(c, at, UOPC_E_UNSUPPORTED, "the trace makes more than the %d values its forward saved: it took"
+                   " another path than the forward's", c->n_stand_ins);
+  tp_tensor *s = c->stand_ins[c->next_stand_in++];
+  const ir_node *v = operand(c, s, at);
+  if (!v) return tp_status(c);
+  if (v->dtype != n->dtype || v->rank != n->rank)
+    return tp_fail(c, at, UOPC_E_UNSUPPORTED, "saved value %d is %s of rank %d, the node it stands for %s of rank %d:"
+                   " the trace took another path than the forward's", c->next_stand_in - 1, ir_dtype_name(v->dtype),
+                   v->rank, ir_dtype_name(n->dtype), n->rank);
+  ir_node target = {.rank = n->rank};   /* the shape alone, for a capture's unification */
+  memcpy(target.shape, n->shape, (size_t)n->rank * sizeof *n->shape);
+  if (unify_stop(c, (const ir_node *[]){v, &target}, 2, 0, at)) return tp_status(c);
+  const ir_node *e = ir_expand(c->g, v, n->rank, n->shape);
+  if (!e) return tp_fail_with(c, at, ir_graph_error(c->g));
+  t->ref = e;
+  return UOPC_OK;
 }
 
 tp_tensor *tp_unary_at(tp_ctx *c, ir_op op, tp_tensor *x, tp_site at) {

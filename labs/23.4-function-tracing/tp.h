@@ -242,6 +242,16 @@ tp_tensor *tp_rand_like_at(tp_ctx *c, tp_tensor *x, int has_seed, uint64_t seed,
 int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at);
 #define tp_backward(c, loss, wrt, n, grads) tp_backward_at((c), (loss), (wrt), (n), (grads), TP_HERE)
 
+/* Reverse mode seeded by tensors: grads[k] = the sum over outputs j of
+ * seeds[j] . d outs[j] / d wrt[k] (a vector-Jacobian product), where
+ * seeds[j] has outs[j]'s dtype, rank and sizes (under the tracer its own
+ * dims, made one with the output's by a capture that unifies). The seeds
+ * are tensors of c, usually inputs: a traced backward then takes the
+ * incoming gradient as an argument. Errors (in c): tp_backward_at's, and
+ * UOPC_E_DTYPE (a seed's dtype or rank not its output's). */
+int tp_backward_seeded_at(tp_ctx *c, tp_tensor *const *outs, tp_tensor *const *seeds, int n_outs,
+                          tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at);
+
 /* ---- Call-outs (tp_callout.c). Chapter 23.7, "Call-outs". */
 
 #define TP_CALLOUT_MAX 4      /* inputs, and outputs, of one call-out */

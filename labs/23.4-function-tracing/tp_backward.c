@@ -5,7 +5,9 @@
  * so in eager mode the gradients are computed and under the tracer they are
  * recorded: the backward graph is the forward graph extended, and the sizes
  * a rule needs (a mean's count, the axes a broadcast stretched) stay the
- * graph's symbolic expressions. Chapter 23.4, "Gradients with symbolic saved dims". */
+ * graph's symbolic expressions. Chapter 23.4, "Gradients with symbolic saved dims";
+ * the seeded form is tensorjit's (chapter 23.7, "Training"). */
+#include <stdio.h>
 #include <stdlib.h>
 #include "tp_internal.h"
 
@@ -17,29 +19,32 @@ static tp_tensor *zeros_like(tp_ctx *c, tp_tensor *like, tp_site at) {
   return tp_expand_at(c, tp_scalar_at(c, 0, n->dtype, at), n->rank, shape, at);
 }
 
-int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at) {
-  if (!c || c->error.code) return tp_status(c);
-  if (!loss || loss->id >= c->n_tensors || c->tensors[loss->id] != loss || n < 0 || (n && (!wrt || !grads)))
-    return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: a loss and %d inputs of this context", n);
-  if (loss->ref->rank != 0)
-    return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: the loss has rank %d; reduce it to a scalar first",
-                   loss->ref->rank);
+static int is_handle(const tp_ctx *c, const tp_tensor *t) {
+  return t && t->id < c->n_tensors && c->tensors[t->id] == t;
+}
+
+/* What every reverse sweep needs: no break before it, float inputs of c. */
+static int check_wrt(tp_ctx *c, tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at) {
+  if (n < 0 || (n && (!wrt || !grads)))
+    return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: %d inputs and no room for their gradients", n);
   if (c->breaks)
     return tp_fail(c, at, UOPC_E_UNSUPPORTED, "tp_backward: the trace has %d graph break%s, the first at %s:%d;"
                    " gradients across a break are not captured (run eagerly, or remove the data read)", c->breaks,
                    c->breaks == 1 ? "" : "s", c->break_at.file ? c->break_at.file : "?", c->break_at.line);
   for (int k = 0; k < n; k++) {
-    if (!wrt[k] || wrt[k]->id >= c->n_tensors || c->tensors[wrt[k]->id] != wrt[k] || !wrt[k]->is_input)
+    if (!is_handle(c, wrt[k]) || !wrt[k]->is_input)
       return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: wrt[%d] is not an input of this context", k);
     if (!uopc_dtype_is_float(wrt[k]->ref->dtype))
       return tp_fail(c, at, UOPC_E_DTYPE, "tp_backward: wrt[%d] is %s; only f32 and f64 tensors have gradients", k,
                      ir_dtype_name(wrt[k]->ref->dtype));
   }
-  if (!uopc_dtype_is_float(loss->ref->dtype))
-    return tp_fail(c, at, UOPC_E_DTYPE, "tp_backward: the loss is %s, not a float", ir_dtype_name(loss->ref->dtype));
-  int last = loss->id;
-  for (int k = 0; k <= last; k++) c->tensors[k]->grad = NULL;
-  loss->grad = tp_scalar_at(c, 1, loss->ref->dtype, at);
+  return UOPC_OK;
+}
+
+/* The sweep from handle last down, each rule run on the gradient its
+ * consumers accumulated; then grads[k] = d / d wrt[k] (zeros where no path
+ * reached it). */
+static int sweep(tp_ctx *c, int last, tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at) {
   for (int k = last; k >= 0 && !c->error.code; k--) {
     tp_tensor *y = c->tensors[k];
     if (y->grad && y->is_input == 3)   /* a call-out's output: its function is opaque (tp_callout.c) */
@@ -56,4 +61,69 @@ int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_
   }
   for (int k = 0; k < n && !c->error.code; k++) grads[k] = wrt[k]->grad ? wrt[k]->grad : zeros_like(c, wrt[k], at);
   return tp_status(c);
+}
+
+int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at) {
+  if (!c || c->error.code) return tp_status(c);
+  if (!is_handle(c, loss) || n < 0 || (n && (!wrt || !grads)))
+    return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: a loss and %d inputs of this context", n);
+  if (loss->ref->rank != 0)
+    return tp_fail(c, at, UOPC_E_INVALID, "tp_backward: the loss has rank %d; reduce it to a scalar first",
+                   loss->ref->rank);
+  if (check_wrt(c, wrt, n, grads, at)) return tp_status(c);
+  if (!uopc_dtype_is_float(loss->ref->dtype))
+    return tp_fail(c, at, UOPC_E_DTYPE, "tp_backward: the loss is %s, not a float", ir_dtype_name(loss->ref->dtype));
+  for (int k = 0; k <= loss->id; k++) c->tensors[k]->grad = NULL;
+  loss->grad = tp_scalar_at(c, 1, loss->ref->dtype, at);
+  return sweep(c, loss->id, wrt, n, grads, at);
+}
+
+/* seed, checked against y and read with y's shape: under tensorjit's
+ * capture the expand makes each of the seed's own dims one with y's (a
+ * guard per call), so the rules' reshapes and reductions see one size. */
+static tp_tensor *seed_of(tp_ctx *c, tp_tensor *y, tp_tensor *seed, int k, tp_site at) {
+  if (!is_handle(c, y) || !is_handle(c, seed)) {
+    tp_fail(c, at, UOPC_E_INVALID, "tp_backward_seeded: output %d or its seed is not a tensor of this context", k);
+    return NULL;
+  }
+  const ir_node *yn = y->ref, *sn = seed->ref;
+  if (!uopc_dtype_is_float(yn->dtype) || sn->dtype != yn->dtype || sn->rank != yn->rank) {
+    tp_fail(c, at, UOPC_E_DTYPE, "tp_backward_seeded: output %d is %s of rank %d, its seed %s of rank %d (a float"
+            " output and a seed of its dtype and rank)", k, ir_dtype_name(yn->dtype), yn->rank,
+            ir_dtype_name(sn->dtype), sn->rank);
+    return NULL;
+  }
+  for (int d = 0; c->mode == TP_TRACE && d < yn->rank; d++)
+    if (yn->shape[d]->kind != SYM_DIM && yn->shape[d]->kind != SYM_CONST) {   /* no dim to make the seed's one with */
+      char e[128];
+      uopc_error ignore;
+      if (sym_expr_format(yn->shape[d], e, sizeof e, &ignore)) snprintf(e, sizeof e, "?");
+      tp_fail(c, at, UOPC_E_UNSUPPORTED, "tp_backward_seeded: output %d's axis %d is %s, computed from sizes: a seed"
+              " for it is not captured (reduce the output to a loss first)", k, d, e);
+      return NULL;
+    }
+  tp_int shape[UOPC_MAX_RANK];
+  for (int d = 0; d < yn->rank; d++) shape[d] = tp_size_at(c, y, d, at);
+  return tp_expand_at(c, seed, yn->rank, shape, at);
+}
+
+int tp_backward_seeded_at(tp_ctx *c, tp_tensor *const *outs, tp_tensor *const *seeds, int n_outs,
+                          tp_tensor *const *wrt, int n, tp_tensor **grads, tp_site at) {
+  if (!c || c->error.code) return tp_status(c);
+  if (n_outs < 1 || !outs || !seeds)
+    return tp_fail(c, at, UOPC_E_INVALID, "tp_backward_seeded: %d outputs (needs 1 or more, each with a seed)", n_outs);
+  if (check_wrt(c, wrt, n, grads, at)) return tp_status(c);
+  int last = 0;
+  for (int k = 0; k < n_outs; k++) {
+    if (!is_handle(c, outs[k]))
+      return tp_fail(c, at, UOPC_E_INVALID, "tp_backward_seeded: output %d is not a tensor of this context", k);
+    last = outs[k]->id > last ? outs[k]->id : last;
+  }
+  for (int k = 0; k <= last; k++) c->tensors[k]->grad = NULL;
+  for (int k = 0; k < n_outs && !c->error.code; k++) {   /* one output twice: its seeds add up */
+    tp_tensor *s = seed_of(c, outs[k], seeds[k], k, at);
+    uopc_error err = {0};
+    if (s) tp_student(c, at, tp_accumulate(c, &outs[k]->grad, s, at, &err), &err);
+  }
+  return c->error.code ? tp_status(c) : sweep(c, last, wrt, n, grads, at);
 }

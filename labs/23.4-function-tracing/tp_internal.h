@@ -82,6 +82,8 @@ struct tp_ctx {
   tp_unify need;
   tp_callout_rec *callouts;    /* tp_capture_run's: the call-outs recorded, in order (owned) */
   int n_callouts;
+  tp_tensor *const *stand_ins; /* tp_stand_in_saved's: values saved by a forward, read for matmuls and reductions */
+  int n_stand_ins, next_stand_in;
 };
 
 /* Setting a context up and down (tp.c), for tp_compile.c's tracing ones. */
@@ -122,6 +124,26 @@ const char *tp_cmp_text(tp_cmp op);
  * UOPC_E_INVALID (an output left unset), UOPC_E_DTYPE, UOPC_E_BOUNDS. */
 int tp_callout_invoke(const tp_callout *decl, const uopc_tensor *const *ins, const int64_t (*want)[UOPC_MAX_RANK],
                       uopc_tensor *outs, tp_site at, uopc_error *err);
+
+/* ---- Saved values (tensorjit's training, chapter 23.7 "Training"). A
+ * forward saves the results of its matmuls and reductions (a node costly to
+ * recompute, or one whose value a rule reads); a backward traced later reads
+ * them instead of computing them again. */
+
+/* 1 for a node whose value a forward saves: a matmul or a reduction whose
+ * extents are dims or constants (one the backward's stand-in can match). */
+int tp_saves_value(const ir_node *n);
+/* The handles of c made so far whose node tp_saves_value, in creation
+ * order, up to max of them in out (out may be NULL); their count. */
+int tp_saved_values(const tp_ctx *c, tp_tensor **out, int max);
+/* From now on (under the tracer), the k-th handle made whose node
+ * tp_saves_value reads saved[k] (a tensor of c, borrowed) through an expand
+ * to the node's shape, so a capture that unifies makes their dims one; the
+ * handle keeps its node, for its backward rule. tp_stand_ins_end stops it
+ * and fails (in c) unless exactly n were read: UOPC_E_UNSUPPORTED, the
+ * trace took another path than the forward's. */
+void tp_stand_in_saved(tp_ctx *c, tp_tensor *const *saved, int n);
+int tp_stand_ins_end(tp_ctx *c, tp_site at);
 
 /* ---- Regions of a trace that breaks (given, tp_compile.c): the plumbing
  * around the student's tp_region_close and tp_on_break (tp_break.c). Each

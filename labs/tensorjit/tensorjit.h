@@ -100,6 +100,7 @@ typedef struct tj_options {
   int max_variants;              /* kept artifacts; 0: TJ_DEFAULT_MAX_VARIANTS */
   tj_on_limit on_limit;
   const uopc_program_options *program;   /* copied; NULL: the runtime's defaults */
+  unsigned grad_args;            /* bit k: top-level tensor argument k gets a gradient (tj_call_saving) */
 } tj_options;
 
 typedef struct tj_counts {       /* this function's share of the counters */
@@ -183,5 +184,62 @@ const char *tj_graph_text(const tj_graph *g);
 /* The trace: *outputs its n_outputs outputs. Borrowed. */
 const ir_graph *tj_graph_ir(const tj_graph *g, const ir_node *const **outputs, int *n_outputs);
 void tj_graph_free(tj_graph *g);
+
+/* ---- Training (tj_train.c). Chapter 23.7, "Training".
+ * A forward that saves is a compiled function of its own (f's model, whose
+ * outputs are followed by the values of its matmuls and reductions) and
+ * returns, with the outputs, a record of the call: packed copies of its
+ * tensor arguments (an in-place update of a weight after the forward cannot
+ * change its gradient), its scalars, those saved values, and its outputs'
+ * dtypes and shapes. tj_backward runs f's backward, a third compiled
+ * function: f's model with each saved value standing in for the node that
+ * made it, then 23.4's reverse mode seeded by the incoming gradients
+ * (tp_backward_seeded_at). Pointwise and movement nodes are recomputed
+ * inside its fused loops; matmuls and reductions are read. Its artifacts
+ * take the record's tensors and the incoming gradients as arguments, each
+ * with dims of its own, so one backward artifact serves every compatible
+ * size and each record holds its own sizes (backwards may run in any order,
+ * any number of times). When the saved values would not fit the backward's
+ * arguments (TJ_MAX_TENSORS), none are saved and the backward recomputes
+ * them (tj_saved_values says 0). */
+
+#define TJ_C_SAVED_PEAK "saved bytes peak"   /* summed over functions: each one's peak of live saved bytes */
+
+typedef struct tj_saved tj_saved;
+
+/* tj_call on args, and *saved = its record (the caller owns it:
+ * tj_saved_free, before tj_free(f)). f's options name the gradient
+ * arguments (grad_args). Errors: tj_call's; UOPC_E_INVALID (no grad_args,
+ * or a bit naming no float tensor argument); UOPC_E_UNSUPPORTED (a
+ * container argument); UOPC_E_LIMIT (the backward's arguments: the call's
+ * and one incoming gradient per output, past TJ_MAX_ARGS or TJ_MAX_TENSORS);
+ * nothing is written on error. */
+int tj_call_saving(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, tj_saved **saved,
+                   uopc_error *err);
+/* grads[j] (new tensors the caller releases; one per bit of grad_args, in
+ * argument order) = the sum over outputs k of grad_outputs[k] . d out[k] /
+ * d argument, for the call saved. grad_outputs[k] has output k's dtype and
+ * shape, any layout (a layout class of its own, as every argument's).
+ * Errors: UOPC_E_INVALID (saved not f's, a NULL or mis-shaped gradient,
+ * naming it and the shape it needs), UOPC_E_DTYPE, and tj_call's for the
+ * backward function (an op without a derivative rule names the model's
+ * line); nothing is written on error. */
+int tj_backward(tj_function *f, const tj_saved *saved, const uopc_tensor *const *grad_outputs, uopc_tensor *grads,
+                uopc_error *err);
+void tj_saved_free(tj_saved *saved);
+
+/* The saving forward's and the backward's counts (zero before the first
+ * tj_call_saving); tj_stats(f) counts tj_call's alone. */
+tj_counts tj_forward_stats(const tj_function *f);
+tj_counts tj_backward_stats(const tj_function *f);
+/* How many values f's forward saves (fixed by the first saving call). */
+int tj_saved_values(const tj_function *f);
+/* What f's training keeps and computes, as text (truncated to size): the
+ * tensors a record copies, each saved value (its op and symbolic shape in
+ * the first forward artifact), then each forward and backward artifact with
+ * the matmuls and reductions it computes. Chapter 23.7, "Training". */
+void tj_train_text(const tj_function *f, char *buf, size_t size);
+/* Bytes that f's live saved records hold now, and their peak so far. */
+int64_t tj_saved_bytes(const tj_function *f, int64_t *peak);
 
 #endif

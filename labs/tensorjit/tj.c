@@ -62,6 +62,7 @@ int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *
 
 void tj_free(tj_function *f) {
   if (!f) return;
+  if (f->train_release) f->train_release(f->train);   /* the backward function (tj_train.c) */
   for (int k = 0; k < TJ_MAX_OUTPUTS; k++) uopc_tensor_release(&f->spare[k]);
   for (int k = 0; k < f->n_groups; k++) {
     tj_group *g = f->groups[k];

@@ -132,11 +132,13 @@ struct tj_function {
   uopc_tensor spare[TJ_MAX_OUTPUTS];
   tj_counts counts;
   uopc_counter_id hits, eager, limit, unkept, failures;
+  struct tj_train *train;             /* tj_train.c's: NULL until a call saves */
+  void (*train_release)(struct tj_train *);   /* frees train (set with it; tj_free calls it) */
 };
 
 /* The files form layers, each calling only those before it: tj_available.c,
  * tj_args.c, tj_structure.c, tj_holds.c, tj_view.c, tj_callout.c,
- * tj_explain.c, tj_artifact.c, tj.c, tj_graph.c. */
+ * tj_explain.c, tj_artifact.c, tj.c, tj_graph.c, tj_train.c. */
 
 /* ---- tj_args.c */
 
