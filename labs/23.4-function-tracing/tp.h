@@ -215,6 +215,10 @@ tp_tensor *tp_view_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, tp
  * of them new leading axes; 0 gives an empty axis). */
 tp_tensor *tp_diagonal_at(tp_ctx *c, tp_tensor *x, int64_t offset, tp_site at);
 tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_site at);
+/* The same with counts that are sizes (x.repeat(rows, 1)): read at run
+ * time, so one trace serves every count (a count's sign is a guard where
+ * the dims' bounds leave it open). */
+tp_tensor *tp_repeat_sizes_at(tp_ctx *c, tp_tensor *x, int n, const tp_int *reps, tp_site at);
 #define tp_diagonal(c, x, offset) tp_diagonal_at((c), (x), (offset), TP_HERE)
 #define tp_repeat(c, x, ...) \
   tp_repeat_at((c), (x), (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}, TP_HERE)

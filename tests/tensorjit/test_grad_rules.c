@@ -400,7 +400,7 @@ static void ref_move(ref_io *io, const rcase *k) {
   case M_REPEAT:    /* repeat(p1, p2) */
   case M_REPEAT3: { /* repeat(p1, p2, p3): a new leading axis */
     int three = k->p[0] == M_REPEAT3;
-    int64_t lead = three ? k->p[1] : 1, r0 = three ? k->p[2] : k->p[1], r1 = three ? k->p[3] : k->p[2];
+    int64_t lead = three ? k->p[1] : 1, r0 = three ? k->p[2] : k->p[1] < 0 ? r : k->p[1], r1 = three ? k->p[3] : k->p[2];
     three ? set_y(io, 0, 3, lead, r0 * r, r1 * cols) : set_y(io, 0, 2, r0 * r, r1 * cols, 0);
     for (int64_t l = 0; l < lead; l++)
       for (int64_t i = 0; i < r0 * r; i++)
@@ -466,7 +466,10 @@ static void b_move(tp_ctx *c, tp_tensor *const *in, tp_tensor **y, const rcase *
   case M_UNFLATTEN: y[0] = tp_unflatten_at(c, x, 1, 2, (tp_int[]){cols, tp_int_const(c, 1)}, TP_HERE); break;
   case M_REFLATTEN: y[0] = tp_unflatten_at(c, tp_flatten(c, x, 0, 1), 0, 2, (tp_int[]){rows, cols}, TP_HERE); break;
   case M_DIAG: y[0] = tp_diagonal(c, x, k->p[1]); break;
-  case M_REPEAT: y[0] = tp_repeat(c, x, k->p[1], k->p[2]); break;
+  case M_REPEAT:   /* a count of -1 stands for rows, a size read at run time */
+    y[0] = k->p[1] < 0 ? tp_repeat_sizes_at(c, x, 2, (tp_int[]){rows, tp_int_const(c, k->p[2])}, TP_HERE)
+                       : tp_repeat(c, x, k->p[1], k->p[2]);
+    break;
   case M_REPEAT3: y[0] = tp_repeat(c, x, k->p[1], k->p[2], k->p[3]); break;
   case M_PERMUTE: y[0] = tp_permute(c, tp_unsqueeze(c, x, 1), 2, 0, 1); break;
   case M_CAST32: y[0] = tp_cast(c, tp_cast(c, x, UOPC_F32), UOPC_F64); break;
@@ -550,6 +553,8 @@ static const rcase moves[] = {
     {"repeat(x, 2, 3)", b_move, ref_move, ONE_IN(R_, C_), UNIT, .p = {M_REPEAT, 2, 3}, SWEEP, .artifacts = 1},
     /* past 16 copies: the reshape and a sum over the copy axes, not a sum of slices */
     {"repeat(x, 3, 6)", b_move, ref_move, ONE_IN(R_, C_), UNIT, .p = {M_REPEAT, 3, 6}, SWEEP, .artifacts = 1},
+    /* x.repeat(rows, 1): the count a size, one trace for every count (it is never a sum of slices) */
+    {"repeat(x, rows, 1)", b_move, ref_move, ONE_IN(R_, C_), UNIT, .p = {M_REPEAT, -1, 1}, SWEEP, .artifacts = 1},
     {"repeat(x, 0, 2)", b_move, ref_move, ONE_IN(R_, C_), UNIT, .p = {M_REPEAT, 0, 2}, SWEEP, .artifacts = 1},
     {"repeat(x, 2, 1, 2)", b_move, ref_move, ONE_IN(R_, C_), UNIT, .p = {M_REPEAT3, 2, 1, 2}, SWEEP, .artifacts = 1},
     {"permute(unsqueeze(x, 1), 2, 0, 1)", b_move, ref_move, ONE_IN(R_, C_), UNIT, .p = {M_PERMUTE}, SWEEP,
