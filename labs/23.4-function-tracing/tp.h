@@ -97,10 +97,37 @@ tp_tensor *tp_from_int_at(tp_ctx *c, tp_int v, uopc_dtype dt, tp_site at);
 #define tp_matmul(c, a, b) tp_matmul_at((c), (a), (b), TP_HERE)
 #define tp_sum(c, x, axes, keep) tp_reduce_at((c), IR_SUM, (x), (axes), (keep), TP_HERE)
 #define tp_mean(c, x) tp_reduce_at((c), IR_MEAN, (x), 0u, 0, TP_HERE)   /* axes 0: every axis */
+#define tp_amax(c, x, axes, keep) tp_reduce_at((c), IR_MAX, (x), (axes), (keep), TP_HERE)
+#define tp_minimum(c, x, y) tp_binary_at((c), IR_MINIMUM, (x), (y), TP_HERE)
+#define tp_pow(c, x, y) tp_binary_at((c), IR_POW, (x), (y), TP_HERE)
+#define tp_abs(c, x) tp_unary_at((c), IR_ABS, (x), TP_HERE)
+#define tp_log(c, x) tp_unary_at((c), IR_LOG, (x), TP_HERE)
+#define tp_sqrt(c, x) tp_unary_at((c), IR_SQRT, (x), TP_HERE)
 #define tp_transpose(c, x) tp_transpose_at((c), (x), TP_HERE)
 #define tp_where(c, w, a, b) tp_where_at((c), (w), (a), (b), TP_HERE)
 /* maximum(x, 0) */
 tp_tensor *tp_relu_at(tp_ctx *c, tp_tensor *x, tp_site at);
+
+/* ---- Statistics (tp_stats.c). Chapter 23.4, "Variance and standard deviation". */
+
+/* The variance of x over axes (0: every axis; keepdims as tp_sum's):
+ * sum((x - mean)^2) / max(0, n - correction), n the product of the reduced
+ * extents read at run time, as PyTorch's var (NumPy's ddof). The correction
+ * is correction_t, a rank-0 tensor (a model's input: every correction shares
+ * one artifact), or with correction_t NULL the constant correction (one
+ * artifact per value). Degrees of freedom <= 0 give inf, 0 / 0 NaN (an
+ * empty x, one element with correction 1), as PyTorch and NumPy give. root:
+ * the standard deviation, whose gradient is 0 where it is 0. *mean (when
+ * mean is not NULL) receives the mean, kept or not as the result.
+ * Errors (in c): UOPC_E_DTYPE (x not float), UOPC_E_INVALID (an axis
+ * outside x, a correction_t of rank > 0). */
+tp_tensor *tp_moments_at(tp_ctx *c, tp_tensor *x, unsigned axes, int keepdims, double correction,
+                         tp_tensor *correction_t, int root, tp_tensor **mean, tp_site at);
+#define tp_var(c, x, axes, keep, corr) tp_moments_at((c), (x), (axes), (keep), (corr), NULL, 0, NULL, TP_HERE)
+#define tp_std(c, x, axes, keep, corr) tp_moments_at((c), (x), (axes), (keep), (corr), NULL, 1, NULL, TP_HERE)
+/* (var, mean): the variance returned, the mean in *mean. */
+#define tp_var_mean(c, x, axes, keep, corr, mean) tp_moments_at((c), (x), (axes), (keep), (corr), NULL, 0, (mean), TP_HERE)
+#define tp_std_mean(c, x, axes, keep, corr, mean) tp_moments_at((c), (x), (axes), (keep), (corr), NULL, 1, (mean), TP_HERE)
 
 /* ---- Sizes and branches on them. */
 
@@ -188,6 +215,10 @@ tp_tensor *tp_view_at(tp_ctx *c, tp_tensor *x, int rank, const tp_int *shape, tp
  * of them new leading axes; 0 gives an empty axis). */
 tp_tensor *tp_diagonal_at(tp_ctx *c, tp_tensor *x, int64_t offset, tp_site at);
 tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_site at);
+/* The same with counts that are sizes (x.repeat(rows, 1)): read at run
+ * time, so one trace serves every count (a count's sign is a guard where
+ * the dims' bounds leave it open). */
+tp_tensor *tp_repeat_sizes_at(tp_ctx *c, tp_tensor *x, int n, const tp_int *reps, tp_site at);
 #define tp_diagonal(c, x, offset) tp_diagonal_at((c), (x), (offset), TP_HERE)
 #define tp_repeat(c, x, ...) \
   tp_repeat_at((c), (x), (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}, TP_HERE)

@@ -48,9 +48,12 @@ int tp_vjp_given(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site
     gx[1] = unb(c, tp_where_at(c, y->src[2], z, gy, at), b, at);
     break;
   }
-  case IR_PERMUTE:  /* tp_transpose: its own inverse */
-    gx[0] = tp_transpose_at(c, gy, at);
+  case IR_PERMUTE: {  /* the inverse permutation (a transpose is its own) */
+    int inverse[UOPC_MAX_RANK];
+    for (int k = 0; k < n->rank; k++) inverse[n->perm[k]] = k;
+    gx[0] = tp_permute_at(c, gy, n->rank, inverse, at);
     break;
+  }
   case IR_EXPAND: gx[0] = unb(c, gy, a, at); break;
   case IR_RESHAPE: {
     tp_int shape[UOPC_MAX_RANK];
@@ -66,6 +69,7 @@ int tp_vjp_given(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site
 
 int tp_vjp(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at) {
   int done = 0, rc = tp_vjp_given(c, y, gy, gx, at, &done);
+  if (!rc && !done) rc = tp_vjp_more(c, y, gy, gx, at, &done);
   if (rc || done) return rc;
   uopc_error err = {0};
   return tp_student(c, at, tp_vjp_rule(c, y, gy, gx, at, &err), &err);

@@ -258,8 +258,10 @@ tp_tensor *tp_diagonal_at(tp_ctx *c, tp_tensor *x, int64_t offset, tp_site at) {
 }
 
 /* x tiled reps[k] times along axis k (PyTorch's repeat, NumPy's tile): x padded with leading 1s
- * to n axes, then (1, s0, 1, s1, ...) expanded to (r0, s0, r1, s1, ...) and merged pairwise. */
-tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_site at) {
+ * to n axes, then (1, s0, 1, s1, ...) expanded to (r0, s0, r1, s1, ...) and merged pairwise. A
+ * count may be a size (x.repeat(rows, 1)): the expand's extent is its expression, and that it is
+ * not negative is a guard unless the dims' bounds decide it. */
+tp_tensor *tp_repeat_sizes_at(tp_ctx *c, tp_tensor *x, int n, const tp_int *reps, tp_site at) {
   if (!c || c->error.code) return NULL;
   const ir_node *a = tp_operand(c, x, at);
   if (!a) return NULL;
@@ -269,11 +271,16 @@ tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_
   sym_arena *ar = ir_graph_arena(c->g);
   const sym_expr *pairs[UOPC_MAX_RANK], *wide[UOPC_MAX_RANK];
   for (int k = 0; k < n; k++) {
-    if (reps[k] < 0 || reps[k] > (INT64_C(1) << 24))
-      return tp_fail(c, at, UOPC_E_INVALID, "repeat count %d is %lld (in [0, 2^24])", k, (long long)reps[k]), NULL;
+    int64_t v = reps[k].value, most = INT64_C(1) << 24;
+    int inside = !reps[k].expr ? v >= 0 && v <= most   /* a constant needs no comparison recorded */
+                               : tp_compare_at(c, reps[k], TP_GE, tp_int_const(c, 0), at) &&
+                                 tp_compare_at(c, reps[k], TP_LE, tp_int_const(c, most), at);
+    if (c->error.code) return NULL;
+    if (!inside)
+      return tp_fail(c, at, UOPC_E_INVALID, "repeat count %d is %lld (in [0, 2^24])", k, (long long)reps[k].value), NULL;
     const sym_expr *s = k < n - a->rank ? sym_expr_const(ar, 1) : a->shape[k - (n - a->rank)];
     pairs[2 * k] = sym_expr_const(ar, 1), pairs[2 * k + 1] = s;
-    wide[2 * k] = sym_expr_const(ar, reps[k]), wide[2 * k + 1] = s;
+    wide[2 * k] = tp_int_expr(c, reps[k]), wide[2 * k + 1] = s;
   }
   int two[UOPC_MAX_RANK];
   for (int k = 0; k < n; k++) two[k] = 2;
@@ -283,6 +290,13 @@ tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_
   /* a new tensor, as PyTorch's repeat and NumPy's tile give, even where every count is 1 and the
    * moves alone would be a view: the cast to its own dtype is the copy */
   return tp_made(c, m ? ir_cast(c->g, m, m->dtype) : NULL, x, at);
+}
+
+tp_tensor *tp_repeat_at(tp_ctx *c, tp_tensor *x, int n, const int64_t *reps, tp_site at) {
+  tp_int sizes[UOPC_MAX_RANK];
+  if (n < 0 || n > UOPC_MAX_RANK / 2 || (n && !reps)) return tp_repeat_sizes_at(c, x, n, NULL, at);
+  for (int k = 0; k < n; k++) sizes[k] = tp_int_const(c, reps[k]);
+  return tp_repeat_sizes_at(c, x, n, sizes, at);
 }
 
 /* A reshape that must not copy (PyTorch's view): over an input, the layout below it must be packed

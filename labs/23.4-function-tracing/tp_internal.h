@@ -170,8 +170,13 @@ int tp_region_read(tp_ctx *c, tp_tensor *t, tp_site at);
  * exp, tanh, where, permute, expand, reshape. *done = 0 for any other op. */
 int tp_vjp_given(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at, int *done);
 
-/* Backward of one op (given, tp_grad_given.c): the given rules, then the
- * student's tp_vjp_rule for the rest. */
+/* The rules of the ops beyond the lab's (tp_grad_more.c): abs, log, sqrt,
+ * pow, minimum, max, and slice, select, squeeze, diagonal, repeat and cast
+ * through the moves they record. *done = 0 for any other op. */
+int tp_vjp_more(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at, int *done);
+
+/* Backward of one op (given, tp_grad_given.c): the given rules, then
+ * tp_vjp_more's, then the student's tp_vjp_rule for the rest. */
 int tp_vjp(tp_ctx *c, tp_tensor *y, tp_tensor *gy, tp_tensor **gx, tp_site at);
 /* A student function's status as the context's error (at its site): rc
  * unchanged; err recorded when the context has none yet. */

@@ -668,8 +668,9 @@ const ir_node *ir_view_set(ir_graph *g, const ir_node *view, const ir_node *y) {
     for (int k = 0; k < view->rank; k++) inverse[view->perm[k]] = k;
     return ir_permute(g, y, inverse);
   }
-  if (view->op == IR_SLICE && view->step->kind != SYM_CONST)
-    return fail(g, UOPC_E_INVALID, "view_set: slice %%%d has a symbolic step", view->id);
+  /* a symbolic step (a diagonal's m + 1) must be >= 1 for every size: the store's test divides by it */
+  if (view->op == IR_SLICE && view->step->kind != SYM_CONST && !proved_at_least(g, view->step, 1))
+    return fail(g, UOPC_E_INVALID, "view_set: slice %%%d has a symbolic step that may be below 1", view->id);
   ir_node *n = append(g, view->op == IR_SLICE ? IR_SLICE_SET : IR_SELECT_SET, base->dtype, base->rank);
   if (!n) return NULL;
   memcpy(n->shape, base->shape, sizeof n->shape);

@@ -300,12 +300,15 @@ __attribute__((noinline)) static int set_value(lower_ctx *c, const ir_node *n, c
     for (int k = 0, j = 0; k < n->rank; k++)
       if (k != n->axis) yidx[j++] = idx[k];
   } else {                                 /* d = (i - start) * sign(step) >= 0, d % |step| == 0, d / |step| < len */
-    int64_t step = n->step->value, mag = step < 0 ? -step : step;
+    /* a symbolic step is >= 1 (ir_view_set proved it), so it divides as a positive constant does */
+    int sym_step = n->step->kind != SYM_CONST;
+    int64_t step = sym_step ? 1 : n->step->value, mag = step < 0 ? -step : step;
+    const sym_expr *m = sym_step ? n->step : sym_expr_const(a, mag);
     const sym_expr *d = step > 0 ? sym_expr_sub(a, idx[n->axis], n->start) : sym_expr_sub(a, n->start, idx[n->axis]);
-    const sym_expr *q = sym_expr_floordiv(a, sym_expr_max(a, d, zero), sym_expr_const(a, mag));
+    const sym_expr *q = sym_expr_floordiv(a, sym_expr_max(a, d, zero), m);
     cond[n_cond++] = simp(c, d);
     cond[n_cond++] = simp(c, sym_expr_sub(a, sym_expr_sub(a, y->shape[n->axis], q), one));
-    if (mag > 1) cond[n_cond++] = simp(c, sym_expr_sub(a, zero, sym_expr_mod(a, d, sym_expr_const(a, mag))));
+    if (sym_step || mag > 1) cond[n_cond++] = simp(c, sym_expr_sub(a, zero, sym_expr_mod(a, d, m)));
     memcpy(yidx, idx, (size_t)n->rank * sizeof *idx);
     yidx[n->axis] = simp(c, q);
   }

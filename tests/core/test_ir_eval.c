@@ -686,6 +686,37 @@ static void test_ir_eval_slice_set_and_select_set_replace_the_view(void **state)
   uopc_tensor_release(&in);
 }
 
+/* A diagonal's slice has the symbolic step m + 1 (proved >= 1): its store, the scatter a diagonal's
+ * gradient is, writes flat elements 1, 6 and 11 of a (3, 4) x for offset 1, and agrees with the
+ * compiled store over (3, 4), (4, 3), (0, 3) and (1, 1). */
+static void test_ir_eval_slice_set_with_a_symbolic_step_writes_the_diagonal(void **state) {
+  core *c = *state;
+  const sym_expr *n = dim(c, "n", 0, 6), *m = dim(c, "m", 0, 6);
+  const ir_node *x = input(c, "x", UOPC_F64, 2, SHAPE(n, m));
+  const ir_node *diag = ok_node(c, ir_diagonal(c->g, x, 1), "x.diagonal(1)");
+  const ir_node *out = ok_node(c, ir_view_set(c->g, diag, ir_unary(c->g, IR_NEG, diag)), "diagonal store");
+  double v[36];
+  for (int i = 0; i < 36; i++) v[i] = i;
+  const int64_t shapes[4][2] = {{3, 4}, {4, 3}, {0, 3}, {1, 1}};
+  for (int k = 0; k < 4; k++) {
+    uopc_tensor in, res;
+    tensor_of(&in, UOPC_F64, 2, shapes[k], v);
+    const uopc_tensor *ins[1] = {&in};
+    if (k == 0) {
+      sym_binding b;
+      sym_binding_init(&b);
+      uopc_error err = {0};
+      assert_uopc_ok(sym_dim_bind(&b, &n->dim, 3, &err), err);
+      assert_uopc_ok(sym_dim_bind(&b, &m->dim, 4, &err), err);
+      eval_one(c, out, ins, 1, &b, &res);
+      expect_values(&res, (const double[]){0, -1, 2, 3, 4, 5, -6, 7, 8, 9, 10, -11}, 12, "x.diagonal(1) = -x.diagonal(1)");
+      uopc_tensor_release(&res);
+    }
+    expect_agree(c, &out, 1, ins, 1, "diagonal store");
+    uopc_tensor_release(&in);
+  }
+}
+
 /* ---- Reductions and matmul. */
 
 static void test_ir_eval_keepdims_and_batched_matmul_match_compiled(void **state) {
@@ -937,6 +968,7 @@ int main(void) {
     T(test_ir_eval_reads_strided_views_with_negative_strides_and_offsets),
     T(test_ir_eval_cyclic_permute_of_rank3_matches_numpy),
     T(test_ir_eval_slice_set_and_select_set_replace_the_view),
+    T(test_ir_eval_slice_set_with_a_symbolic_step_writes_the_diagonal),
     T(test_ir_eval_keepdims_and_batched_matmul_match_compiled),
     T(test_ir_eval_matmul_2d_matches_numpy),
     T(test_ir_eval_column_sum_matches_compiled_bit_for_bit),
