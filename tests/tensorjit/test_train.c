@@ -63,9 +63,27 @@ static int two_layer_tp(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *
   return tp_status(c);
 }
 
-static int no_rule(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* max has no rule yet */
+/* An opaque C function (a copy) the compiler cannot differentiate: every
+ * tp_ op has a derivative rule, a call-out has none. */
+static int copy_fn(const uopc_tensor *const *ins, int n_in, uopc_tensor *outs, int n_out, void *user, uopc_error *err) {
+  (void)n_in, (void)n_out, (void)user;
+  int rc = uopc_tensor_empty(&outs[0], ins[0]->dtype, ins[0]->rank, ins[0]->shape, err);
+  return rc ? rc : uopc_tensor_copy(&outs[0], ins[0], err);
+}
+
+static int same_shape(tp_ctx *c, const tp_shape *in, int n_in, tp_shape *out, void *user) {
+  (void)n_in, (void)user;
+  out[0] = in[0];
+  return tp_status(c);
+}
+
+static int no_rule(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* sum(copy(x)) */
   (void)user;
-  out[0] = tp_reduce_at(c, IR_MAX, in[0].t, 0u, 0, TP_HERE);
+  static const tp_callout copy = {.name = "copy", .fn = copy_fn, .n_in = 1, .n_out = 1, .dtype = {UOPC_F64},
+                                  .rank = {2}, .shape_fn = same_shape};
+  tp_tensor *y = NULL;
+  tp_callout(c, &copy, &in[0].t, 1, &y);
+  out[0] = tp_sum(c, y, 0u, 0);
   return tp_status(c);
 }
 
@@ -273,12 +291,11 @@ static void test_sum_over_rows_builds_two_artifacts_over_twenty_sizes(void **sta
   tj_free(f);
 }
 
-/* Issue 28's other beyond-TensorPlay cases need the derivative rules of
- * slice, select, repeat and var (tp_grad_more.c, another branch). Once they
- * are merged, define TJ_TRAIN_MORE_RULES (or drop the #if): each model is
- * reduced to a loss by a sum, and each must build 1 forward + 1 backward
- * artifact over the same 20 sizes. */
-#ifdef TJ_TRAIN_MORE_RULES
+/* Issue 28's other beyond-TensorPlay cases, with 23.4's rules of slice,
+ * select, repeat and var (tp_grad_more.c, tp_stats.c): where TensorPlay
+ * burns a size-derived operand into its backward, each model here is reduced
+ * to a loss by a sum and builds 1 forward + 1 backward artifact over the
+ * same 20 sizes (none 0 or 1). The values are tests/tensorjit/test_grad_rules.c's. */
 static int half_cols(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* sum((x*x)[:, cols//2:]) */
   (void)user;
   tp_int half = tp_int_floordiv(c, tp_size(c, in[0].t, 1), tp_int_const(c, 2));
@@ -291,9 +308,20 @@ static int last_row(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {  
   out[0] = tp_sum(c, tp_select(c, tp_mul(c, in[0].t, in[0].t), 0, last), 0u, 0);
   return tp_status(c);
 }
+static int repeat_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* sum((x*x).repeat(rows, 1)) */
+  (void)user;
+  tp_int reps[2] = {tp_size(c, in[0].t, 0), tp_int_const(c, 1)};
+  out[0] = tp_sum(c, tp_repeat_sizes_at(c, tp_mul(c, in[0].t, in[0].t), 2, reps, TP_HERE), 0u, 0);
+  return tp_status(c);
+}
+static int var_5(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* var(x, correction=5) */
+  (void)user;
+  out[0] = tp_var(c, in[0].t, 0u, 0, 5);
+  return tp_status(c);
+}
 static void test_more_rules_build_two_artifacts_over_twenty_sizes(void **state) {
   (void)state;
-  tj_model models[] = {half_cols, last_row};   /* the lead adds repeat(rows, 1) and var(x, correction=5) */
+  tj_model models[] = {half_cols, last_row, repeat_rows, var_5};
   for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
     uopc_counters_reset();
     tj_function *f = compile_train(models[m], 1, 0x1, TJ_DEFAULT);
@@ -315,7 +343,6 @@ static void test_more_rules_build_two_artifacts_over_twenty_sizes(void **state) 
     tj_free(f);
   }
 }
-#endif
 
 static void test_sizes_zero_and_one_are_their_own_artifacts_forward_and_backward(void **state) {
   (void)state;
@@ -535,7 +562,7 @@ static void test_bad_training_calls_are_refused_by_name(void **state) {
   assert_uopc_ok(uopc_tensor_empty(&one, UOPC_F64, 0, NULL, &err), err);
   const uopc_tensor *seed1[1] = {&one};
   assert_uopc_code(tj_backward(max, sm, seed1, grads, &err), UOPC_E_UNSUPPORTED, err);
-  assert_contains(err.message, "test_train.c");   /* the model's line that made the max */
+  assert_contains(err.message, "test_train.c");   /* the model's line of the call-out */
   /* an output whose extent is computed from sizes has no dim for its seed's to be made one with */
   tj_function *sliced = compile_train(half_cols_out, 1, 0x1, TJ_DEFAULT);
   tj_saved *ss = NULL;
@@ -631,9 +658,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_backward_matches_reference_for_any_seed_layout, reset),
       cmocka_unit_test_setup(test_tj_backward_matches_f64_finite_differences, reset),
       cmocka_unit_test_setup(test_sum_over_rows_builds_two_artifacts_over_twenty_sizes, reset),
-#ifdef TJ_TRAIN_MORE_RULES
       cmocka_unit_test_setup(test_more_rules_build_two_artifacts_over_twenty_sizes, reset),
-#endif
       cmocka_unit_test_setup(test_sizes_zero_and_one_are_their_own_artifacts_forward_and_backward, reset),
       cmocka_unit_test_setup(test_backwards_run_in_reverse_order_of_their_forwards, reset),
       cmocka_unit_test_setup(test_each_record_keeps_its_values_and_sizes, reset),
