@@ -316,7 +316,7 @@ class GradeLimits:
       return
     self.made = True
     atexit.register(self.remove)
-    name = f"uopc-grade-{os.getpid()}"
+    name = f"uopc-{os.getpid()}"   # /proc/self/cgroup shows it where bwrap cannot unshare the cgroup
     v2 = "/sys/fs/cgroup/cgroup.controllers"
     try:
       if os.path.exists(v2) and {"memory", "pids"} <= set(open(v2).read().split()):
@@ -410,7 +410,8 @@ class RunDir:
   """A fresh working directory with a fresh cache inside; removed by close()."""
 
   def __init__(self, user=None, parent=None):
-    self.path = tempfile.mkdtemp(prefix="uopc-grade-run-", dir=parent)
+    # No "grade" in a path student code sees (its cwd, HOME, UOPC_CACHE_DIR: issue #32, class 4).
+    self.path = tempfile.mkdtemp(prefix="run-" if parent else "uopc-run-", dir=parent)
     self.home = os.path.join(self.path, "home")
     self.cache = os.path.join(self.path, "cache")
     os.chmod(self.path, 0o755)
