@@ -15,7 +15,8 @@ when its defence is taken away:
            paths uopc-grade-*, it would score 9.
   extra    (class 5) compiles one program more than the reference, deletes its cache entry and
            takes it back out of the counters: the grader saw three compiles, so driver.counters
-           earns 0 (counting the cache's entries it earned 1).
+           earns 0 (counting the cache's entries it earned 1); made during the NumPy checks, the
+           same costs numpy.counters its point (1 by the cache).
   deleted  (class 5) the reference, which deletes its cache entries at exit: driver.counters
            earns its 1 point (the cache's count, 0, would cost it).
   faked    (class 5) the reference, which adds fake entries at exit (a directory with a manifest,
@@ -136,6 +137,11 @@ __attribute__((constructor)) static void extra(void) {
   for (size_t k = 0; k < NKEYS; k++) uopc_counter_add(KEYS[k], before[k] - uopc_counter_get(KEYS[k]));
 }
 """
+
+# The same, made by the first call of a student function (leak() placed in its body): in the NumPy
+# worker that is during the checks, whose count starts after the library has loaded.
+EXTRA_LATER = EXTRA.replace("__attribute__((constructor)) static void extra(void) {\n  if (!is_driver()) return;",
+                            "void leak(void);\nvoid leak(void) {\n  static int once;\n  if (once++) return;")
 
 DELETED = """
 /* At exit (after main returned): every entry the run made, gone. */
@@ -287,6 +293,13 @@ class CompileCountTest(AdversaryTest):
     self.assertEqual(got["driver.counters"], ("FAIL", 0))
     detail = next(r.detail for t, r, _, _ in score.rows if t.id == "driver.counters")
     self.assertIn("'compiler invocations' says 2, but the grader saw the compiler start 3 times", detail)
+
+  def test_the_numpy_checks_count_a_compile_whose_entry_and_counts_were_removed(self):
+    got, score = self.grade("solutions", EXTRA_LATER % c_list(self.KEYS), {"numpy.counters", "numpy.elementwise"},
+                            ("sym_dim_check",))
+    self.assertEqual(got, {"numpy.elementwise": ("PASS", 1), "numpy.counters": ("FAIL", 0)})
+    lines = next(r.lines for t, r, _, _ in score.rows if t.id == "numpy.counters")
+    self.assertIn("'compiler invocations' says +2, but the grader counted 3 compiles", "\n".join(lines))
 
   def test_deleting_the_entries_made_does_not_change_the_count(self):
     got, score = self.grade("solutions", DELETED, {"driver.counters"})
