@@ -19,7 +19,7 @@ Two builds, two kinds of trust:
 The scratch build runs in the sandbox as the sandbox user: the tree read-only, only build/
 writable; make's -o keeps the trusted products as they are. Tests then see the tree read-only,
 each suite seeing only its own binary of build/labs/tests/ (so a visible test cannot read a
-held-out suite's binary).
+held-out suite's binary), by a name drawn for the grade (run_name: nothing says held out).
 """
 import fcntl
 import os
