@@ -18,6 +18,11 @@ A record is sent when a compile starts, so deleting its entry afterwards changes
 fake entry is no record at all. Built once per grader process (the first driver run); without
 bubblewrap nothing can be bound over the compiler, and the grade counts cache entries as before
 (available() is then None, and the grade's sandbox line already says the fallback trusts more).
+
+What it does not see: a compile by a compiler other than gcc's file (student code that sets
+UOPC_CC to one), which then shows only in the process's own counters. What it would see too
+much of: nvcc's own calls of gcc as its host compiler; no graded driver or NumPy check compiles
+with nvcc (those runs have no GPU and use gcc), so none is miscounted today.
 """
 import atexit
 import os
