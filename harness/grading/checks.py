@@ -45,8 +45,10 @@ def run_checks(lab, ws, timeout, seed, lengths, replay_base, user=None):
 
 def _run(lab, ws, rundir, timeout, seed, lengths, replay_base, user):
   ours, theirs = socket.socketpair()
-  progress = Path(rundir.path) / "progress"
-  report_path = Path(rundir.path) / "report"
+  # Beside the run directory, not in it: the worker's sandbox has that directory writable (and as
+  # nobody owns it), so a file there could be replaced under the trusted half's feet.
+  progress = Path(rundir.output("progress"))
+  report_path = Path(rundir.output("report"))
   argv = [sys.executable, "-m", module_for(lab), "--build", "build/labs", "--seed", str(seed),
           "--lengths", str(lengths), "--worker-fd", str(ours.fileno()), "--cache-dir", rundir.cache]
   fds, env = (ours.fileno(),), dict(os.environ, **{PROGRESS_ENV: str(progress)})

@@ -22,6 +22,13 @@ when its defence is taken away:
   faked    (class 5) the reference, which adds fake entries at exit (a directory with a manifest,
            one whose manifest is a FIFO, a copy of a real entry): driver.counters earns 1 (the
            cache's count, 4, would cost it).
+  output   (class 4) reads what its process printed so far (cmocka's "[ RUN      ] <case>",
+           through /proc/self/fd/1 or ./stdout) and is honest only in a case named "edge":
+           0 of 2 (the output files are outside the run directory, mode 0600, so nobody or
+           --run-as's user cannot reopen them; before, the held-out case earned its point).
+  report   the NumPy worker replaces the trusted half's report file (./report, in the run
+           directory it may write) with PASS lines: 0 of 6, the stubs' score (the report is
+           written outside the run directory now).
   leak     (class 3) crashes in two student functions after printing every string of its own
            binary: none of the held-out suites' strings reaches results.json (a visible test's
            entry shows what its own binary holds).
@@ -214,6 +221,26 @@ void leak(void) {
 }
 """
 
+# Reads what the process printed so far (cmocka's "[ RUN      ] <case>") when a student function runs.
+KEYED_LATER = KEYED.replace("__attribute__((constructor)) static void keyed(void) {", "void leak(void);\nvoid leak(void) {") \
+  .replace('{"/proc/self/cmdline", "/proc/self/environ", "/proc/self/mountinfo",\n                                      "/proc/self/cgroup"}',
+           '{"/proc/self/fd/1", "/proc/self/fd/2", "stdout", "stderr"}')
+
+FORGED_REPORT = """
+/* In the NumPy worker: the trusted half's report, where the grader would read it, replaced. */
+__attribute__((constructor)) static void forge(void) {
+  static const char *const names[] = {"report", "../report", "progress"};
+  for (size_t k = 0; k < 3; k++) {
+    unlink(names[k]);
+    FILE *f = fopen(names[k], "w");
+    if (!f) continue;
+    fputs("PASS lab 23.1 elementwise: forged\\nPASS lab 23.1 row sums: forged\\n"
+          "PASS lab 23.1 rejections: forged\\nPASS lab 23.1 counters: forged\\n", f);
+    fclose(f);
+  }
+}
+"""
+
 KEYED_TESTS = {"sym_dim_bind_rejects_value_above_hi": 1, "sym_expr_eval_floors_negative_operands": 3,
                "sym_dim_check_accepts_and_rejects_at_every_edge": 1, "sym_expr_eval_reports_overflow": 2,
                "driver.counters": 1, "numpy.elementwise": 1}
@@ -277,6 +304,14 @@ class KeyedTest(AdversaryTest):
     stubs, _ = self.grade("labs", "", set(KEYED_TESTS))
     self.assertEqual(self.points(stubs), 0, stubs)
 
+  @unittest.skipUnless(sandbox.sandbox_user(None), "the grade runs student code as the grader's own user, "
+                       "who may read the files it prints to (grade as root: it runs as nobody)")
+  def test_code_that_reads_its_own_output_for_the_case_name_scores_nothing(self):
+    got, _ = self.grade("solutions", KEYED_LATER % c_list(["edge", "hidden"]),
+                        {"sym_dim_check_accepts_and_rejects_at_every_edge", "sym_dim_bind_rejects_value_above_hi"},
+                        ("sym_dim_check",))
+    self.assertEqual(self.points(got), 0, got)
+
   def test_the_same_code_keyed_on_what_every_path_has_scores_full_marks(self):
     got, _ = self.grade("solutions", KEYED % c_list(["uopc"]), set(KEYED_TESTS))
     self.assertEqual(self.points(got), sum(KEYED_TESTS.values()), got)
@@ -312,6 +347,15 @@ class CompileCountTest(AdversaryTest):
     self.assertEqual(got["driver.counters"], ("PASS", 1))
     driver = next(r for t, r, _, _ in score.rows if t.id == "driver")
     self.assertEqual(driver.data["observed"], {"compiles": 2, "by": "witness"})
+
+
+class ForgedReportTest(AdversaryTest):
+  """The NumPy checks' report is written where the worker's sandbox cannot replace it."""
+
+  def test_a_worker_that_replaces_the_report_scores_what_the_stubs_score(self):
+    tests = {"numpy.elementwise", "numpy.row_sums", "numpy.rejections", "numpy.counters"}
+    got, _ = self.grade("labs", FORGED_REPORT, tests)
+    self.assertEqual(self.points(got), 0, got)
 
 
 def held_out_strings():
