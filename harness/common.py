@@ -199,10 +199,32 @@ def cache_entries(cache):
     return set()
 
 
+def compile_count(args):
+  """What a check counts the worker's compiles by, where the worker cannot forge them: a function
+  giving the compiles since it was made. The grader's compile witness when the grader handed it
+  over (--witness-fd, harness/grading/witness.py), else the entries that appear in the worker's
+  cache directory (--cache-dir; a directory the worker can write); None with neither."""
+  if args.witness_fd is not None:
+    from harness.grading import witness   # the trusted half only: the sandboxed worker has no grading/
+    seen = witness.Handed(args.witness_fd, os.environ.get(witness.SECRET_ENV, ""))
+    seen.take()   # the worker's start-up is not the checks'
+    counted = [0]
+
+    def since():
+      counted[0] += seen.take()
+      return counted[0]
+    return since
+  if args.cache_dir:
+    before = cache_entries(args.cache_dir)
+    return lambda: len(cache_entries(args.cache_dir) - before)
+  return None
+
+
 def worker_options(ap):
   """The options of a check's main that say where its Lab runs (harness/remote.py)."""
   ap.add_argument("--worker-fd", type=int, help=argparse.SUPPRESS)
   ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
+  ap.add_argument("--witness-fd", type=int, help=argparse.SUPPRESS)   # the grader's compile witness
   ap.add_argument("--local", action="store_true", help="load the library in this process (debugging)")
 
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.grading import sandbox, scrub
+from harness.grading import sandbox, scrub, witness
 from harness.grading.manifest import ROOT
 from harness.grading.verdict import CRASH, FAIL, NOT_RUN, PASS, TIMEOUT, Result
 
@@ -45,17 +45,26 @@ def run_checks(lab, ws, timeout, seed, lengths, replay_base, user=None):
 
 def _run(lab, ws, rundir, timeout, seed, lengths, replay_base, user):
   ours, theirs = socket.socketpair()
-  progress = Path(rundir.path) / "progress"
-  report_path = Path(rundir.path) / "report"
+  # Beside the run directory, not in it: the worker's sandbox has that directory writable (and as
+  # nobody owns it), so a file there could be replaced under the trusted half's feet.
+  progress = Path(rundir.output("progress"))
+  report_path = Path(rundir.output("report"))
   argv = [sys.executable, "-m", module_for(lab), "--build", "build/labs", "--seed", str(seed),
           "--lengths", str(lengths), "--worker-fd", str(ours.fileno()), "--cache-dir", rundir.cache]
+  fds, env = (ours.fileno(),), dict(os.environ, **{PROGRESS_ENV: str(progress)})
+  seen, mounts = witness.available(), ws.mounts()
+  if seen:   # the trusted half counts the worker's compiles from the witness, not the cache
+    seen.take()
+    fd, secret = seen.handoff()
+    argv += ["--witness-fd", str(fd)]
+    fds, mounts = fds + (fd,), seen.mounts(mounts)
+    env.update(secret)
   with open(report_path, "wb") as report:
-    parent = subprocess.Popen(argv, cwd=ROOT, stdout=report, stderr=subprocess.STDOUT, pass_fds=(ours.fileno(),),
-                              env=dict(os.environ, **{PROGRESS_ENV: str(progress)}))
+    parent = subprocess.Popen(argv, cwd=ROOT, stdout=report, stderr=subprocess.STDOUT, pass_fds=fds, env=env)
   ours.close()
   worker = [sandbox.python(), "-m", "harness.remote", module_for(lab), "--build", f"{ws.root}/build/labs"]
   env = rundir.env(PYTHONPATH=str(ws.root))
-  out = sandbox.run(worker, rundir, env, timeout, user=user, mounts=ws.mounts(), channel=theirs)
+  out = sandbox.run(worker, rundir, env, timeout, user=user, mounts=mounts, channel=theirs)
   theirs.close()
   try:
     parent.wait(PARENT_GRACE)

@@ -8,16 +8,20 @@ read-only: every program must come from disk. The driver passes when its main re
 the process exited 0 (its own checks against an eager computation held) and it printed every
 line of the lab's expected.log (read before any student code ran).
 
-The compile counts are also checked against what the grader sees: after each run it counts the
-cache entries that appeared (a directory <entry>-<sha256> with a manifest), which must equal
-the 'compiler invocations' the process reported. A counters test then compares the declared
+The compile counts are also checked against what the grader sees: the compiles the grader's
+compile witness recorded during the run (witness.py: each compile the runtime spawns tells the
+grader over a socket the student's process cannot reach or forge before the compiler runs), which
+must equal the 'compiler invocations' the process reported. The cache directory is the student's
+to write (an entry can be deleted or faked), so it is counted only where the witness cannot be
+bound (the fallback without bubblewrap): the cache entries that appeared (a directory
+<entry>-<sha256> with a manifest). A counters test then compares the declared
 keys exactly with goldens/23.N.json, which `make goldens` makes by running solutions/ this way.
 """
 import json
 import re
 from pathlib import Path
 
-from harness.grading import hook, sandbox, scrub
+from harness.grading import hook, sandbox, scrub, witness
 from harness.grading.manifest import ROOT
 from harness.grading.verdict import CRASH, EXITED, FAIL, PASS, TIMEOUT, Result
 
@@ -44,7 +48,8 @@ def cache_entries(cache):
 
 def run_driver(binary, expected_lines, rundir, timeout, warm=False, user=None, mounts=None):
   """The Result of the driver; data["counters"] holds the counters the hook sent, and
-  data["observed"] the cache entries that run added. expected_lines: expected.log's lines."""
+  data["observed"] the compiles of its (last) run the grader saw: {"compiles": n, "by": "witness"},
+  or "cache" (the entries it added) without the witness. expected_lines: expected.log's lines."""
   runs = 2 if warm else 1
   for k in range(runs):
     last = k == runs - 1
@@ -54,13 +59,19 @@ def run_driver(binary, expected_lines, rundir, timeout, warm=False, user=None, m
       run_mounts = sandbox.Mounts(run_mounts.ro, run_mounts.rw, run_mounts.hide, run_mounts.show,
                                   lock=run_mounts.lock + [rundir.cache])
     before = cache_entries(rundir.cache)
+    seen = witness.available()
+    if seen:
+      seen.take()   # nothing of an earlier run is this one's
+      run_mounts = seen.mounts(run_mounts)
     out, record = hook.run([str(binary)], rundir, rundir.env(UOPC_GRADE_COUNTERS="1"), timeout, user=user,
                            merge=True, mounts=run_mounts)
+    compiles = seen.take() if seen else None
     result = _judge(out, record, expected_lines, what, timeout)
     if not result.passed:
       return result
   result.data["counters"] = record.counters
-  result.data["observed"] = {"new cache entries": len(cache_entries(rundir.cache) - before)}
+  result.data["observed"] = {"compiles": compiles, "by": "witness"} if compiles is not None else \
+    {"compiles": len(cache_entries(rundir.cache) - before), "by": "cache"}
   return result
 
 
@@ -89,7 +100,7 @@ def _judge(out, record, expected_lines, what, timeout):
 
 def compare(scenario_result, golden, keys):
   """The Result of a counters test: each key yours | reference | GOOD/BAD, then the compile
-  count against the cache entries the grader saw appear."""
+  count against the compiles the grader saw (the witness's records, else the new cache entries)."""
   yours = scenario_result.data.get("counters", {})
   table, bad = [], []
   for key in keys:
@@ -98,10 +109,15 @@ def compare(scenario_result, golden, keys):
     table.append((key, _show(got), _show(want), "GOOD" if good else "BAD"))
     if not good:
       bad.append(f"'{key}': expected {_show(want)}, got {_show(got)}")
-  seen = scenario_result.data.get("observed", {}).get("new cache entries")
+  observed = scenario_result.data.get("observed", {})
+  seen = observed.get("compiles")
   if COMPILES in keys and seen is not None and yours.get(COMPILES) != seen:
-    table.append((f"{COMPILES} (cache)", _show(seen), _show(golden.get(COMPILES)), "BAD"))
-    bad.insert(0, f"'{COMPILES}' says {_show(yours.get(COMPILES))}, but {seen} entries appeared in the cache")
+    by_witness = observed.get("by") == "witness"
+    table.append((f"{COMPILES} ({'seen by the grader' if by_witness else 'cache'})", _show(seen),
+                  _show(golden.get(COMPILES)), "BAD"))
+    said = f"'{COMPILES}' says {_show(yours.get(COMPILES))}"
+    bad.insert(0, f"{said}, but the grader saw the compiler start {seen} time{'' if seen == 1 else 's'}"
+               if by_witness else f"{said}, but {seen} entries appeared in the cache")
   if bad:
     return Result(FAIL, bad[0] + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""), table=table)
   return Result(PASS, f"{len(keys)} counters match", table=table)

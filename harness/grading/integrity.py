@@ -27,6 +27,10 @@ honest score of that code). Most attacks are graded with the grader's static scr
   leak           a constructor prints a marker and the held-out binary's own strings: they must
                  not reach a held-out test's entry in results.json (only its verdict and points)
 
+The attacks that need working code (keying on the grade's names, fooling the compile count,
+leaking a held-out binary's strings: issue #32, classes 3 to 5) are built on the reference and
+live in tests/grader/test_adversarial.py, each with the exact points it must get.
+
 Then: no process the attacks started is alive, no file they aimed at outside the sandbox exists,
 results.json is as the grader wrote it, and the grader's tree (everything but build/) hashes as
 before. Where bubblewrap cannot run, the daemon and tamper attacks are skipped with a line saying

@@ -195,10 +195,10 @@ class LabGrader:
     binary = workspace.suite_target(suite, self.m.lab)
     if not build.built(binary):
       return Result(NOT_RUN, f"the suite {suite} did not build (see the build diagnostics)")
-    rd = self.ws.rundir()
+    rd, run = self.ws.rundir(), self.ws.run_name(binary)
     try:
-      r = cmocka.run_case(build.root / binary, test.spec["case"], rd, rd.env(), test.timeout,
-                          self.opts.user, "gpu" in test.needs, self.ws.mounts(binary))
+      r = cmocka.run_case(build.root / run, test.spec["case"], rd, rd.env(), test.timeout,
+                          self.opts.user, "gpu" in test.needs, self.ws.mounts(run))
     finally:
       rd.close()
     if r.verdict == SKIPPED and not test.needs:

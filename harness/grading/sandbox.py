@@ -15,6 +15,7 @@ files), a scrubbed environment, a wall-clock timeout and its output in files. Fo
 a cgroup caps memory and processes where this machine lets the grader make one.
 """
 import atexit
+import contextlib
 import os
 import pwd
 import resource
@@ -316,7 +317,7 @@ class GradeLimits:
       return
     self.made = True
     atexit.register(self.remove)
-    name = f"uopc-grade-{os.getpid()}"
+    name = f"uopc-{os.getpid()}"   # /proc/self/cgroup shows it where bwrap cannot unshare the cgroup
     v2 = "/sys/fs/cgroup/cgroup.controllers"
     try:
       if os.path.exists(v2) and {"memory", "pids"} <= set(open(v2).read().split()):
@@ -410,7 +411,8 @@ class RunDir:
   """A fresh working directory with a fresh cache inside; removed by close()."""
 
   def __init__(self, user=None, parent=None):
-    self.path = tempfile.mkdtemp(prefix="uopc-grade-run-", dir=parent)
+    # No "grade" in a path student code sees (its cwd, HOME, UOPC_CACHE_DIR: issue #32, class 4).
+    self.path = tempfile.mkdtemp(prefix="run-" if parent else "uopc-run-", dir=parent)
     self.home = os.path.join(self.path, "home")
     self.cache = os.path.join(self.path, "cache")
     os.chmod(self.path, 0o755)
@@ -424,8 +426,17 @@ class RunDir:
   def env(self, **extra):
     return dict(base_env(self.home, self.cache), **extra)
 
+  def output(self, name):
+    """Where the run's stdout or stderr (or a NumPy check's report) goes: beside the run
+    directory, not in it, so that the sandbox does not show it by a path. The process still holds it open (descriptors 1 and 2);
+    see _private for why it cannot read it back."""
+    return f"{self.path}.{name}"
+
   def close(self):
     shutil.rmtree(self.path, ignore_errors=True)
+    for name in ("stdout", "stderr", "progress", "report"):
+      with contextlib.suppress(OSError):
+        os.unlink(self.output(name))
 
 
 def run(argv, rundir, env, timeout, stdin_text="", gpu=False, user=None, merge=False, mounts=None,
@@ -441,9 +452,9 @@ def run(argv, rundir, env, timeout, stdin_text="", gpu=False, user=None, merge=F
   if j.bwrap:
     mounts = Mounts(mounts.ro, [rundir.path] + mounts.rw, mounts.hide, mounts.show, mounts.lock, mounts.over)
     argv = j.argv(mounts, who, gpu) + list(argv)
-  out_path, err_path = os.path.join(rundir.path, "stdout"), os.path.join(rundir.path, "stderr")
+  out_path, err_path = rundir.output("stdout"), rundir.output("stderr")
   start = time.monotonic()
-  with open(out_path, "wb") as out, open(err_path, "wb") as err:
+  with _private(out_path) as out, _private(err_path) as err:
     proc = _start(argv, rundir, env, timeout, out, err if not merge else out, gpu, who, not j.bwrap, channel)
     if isinstance(proc, Outcome):
       return proc
@@ -462,6 +473,14 @@ def run(argv, rundir, env, timeout, stdin_text="", gpu=False, user=None, merge=F
   if not j.bwrap:
     GRADE_LIMITS.kill_all() or (who and sweep_user(who.pw_uid))
   return Outcome(status, timed_out, time.monotonic() - start, _read(out_path), _read(err_path))
+
+
+def _private(path):
+  """path opened for writing, mode 0600: a sandbox user other than the grader's (nobody, or
+  --run-as's) cannot open it again through /proc/self/fd/1 and read what the run printed so far,
+  such as cmocka's '[ RUN      ] <case>' line, the name of the case it is in (issue #32, class 4).
+  Run as the grader's own user (a student grading their own tree), it could."""
+  return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
 
 
 def _start(argv, rundir, env, timeout, out, err, gpu, who, switch_user, channel):

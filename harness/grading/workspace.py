@@ -19,10 +19,11 @@ Two builds, two kinds of trust:
 The scratch build runs in the sandbox as the sandbox user: the tree read-only, only build/
 writable; make's -o keeps the trusted products as they are. Tests then see the tree read-only,
 each suite seeing only its own binary of build/labs/tests/ (so a visible test cannot read a
-held-out suite's binary).
+held-out suite's binary), by a name drawn for the grade (run_name: nothing says held out).
 """
 import fcntl
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -198,12 +199,15 @@ class Workspace:
     self.m, self.manifests, self.screen = manifest, manifests, screen
     self.submission = Path(submission) if submission else None
     self.impl, self.own_stages, self.user = impl, own_stages, user
-    self.top = Path(tempfile.mkdtemp(prefix=f"uopc-grade-{manifest.lab}-"))   # 0700: ours alone
+    # 0700: ours alone. A neutral name: student code that reads its paths (its binary, its working
+    # directory, HOME, UOPC_CACHE_DIR) finds nothing saying it is graded (issue #32, class 4).
+    self.top = Path(tempfile.mkdtemp(prefix="uopc-"))
     self.root = self.top / "tree"
     self.hidden = self.top / "hidden"
     self.notes, self.kept = [], []      # kept: trusted products make must not remake
     self.screened = []                  # the labs built here from student files
     self.experiment = ""                # why the experiment test is not in the tree ("": it is)
+    self.run_names = {}                 # a suite's binary: the name its tests run it by (run_name)
     if not sandbox.jail().bwrap and sandbox.sandbox_user(user):
       os.chmod(self.top, 0o711)         # the fallback's --run-as user must reach the tree
 
@@ -333,6 +337,21 @@ class Workspace:
       for path in [self.root / "build"] + list((self.root / "build").rglob("*")):
         if path.is_dir():
           os.chown(path, who.pw_uid, who.pw_gid)
+
+  def run_name(self, binary):
+    """The path (relative to the tree) a suite's tests run binary by: a hard link beside it, named
+    test_<12 hex digits> drawn for this grade, one pattern for a visible suite and a held-out one,
+    so that neither argv[0], /proc/self/exe nor a mount point tells student code which suite runs
+    or that it is held out (issue #32, class 4). The built name stays hidden (mounts())."""
+    if binary not in self.run_names:
+      src = self.root / binary
+      dst = src.with_name(f"test_{secrets.token_hex(6)}")
+      try:
+        os.link(src, dst)
+      except OSError:   # a tree where links are refused: a copy is as good
+        shutil.copy2(src, dst)
+      self.run_names[binary] = str(Path(binary).with_name(dst.name))
+    return self.run_names[binary]
 
   def mounts(self, binary=None, broken=None):
     """What a test sees: the tree read-only, and of the suites only its own binary. broken (an
