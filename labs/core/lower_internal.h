@@ -93,6 +93,7 @@ int lower_emit_kernel(lower_ctx *c, int k);
  * (simplified; NULL with c->n.err set); a literal of dtype dt. */
 int lower_ctx_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp);
 void lower_ctx_forget(lower_ctx *c, int mark);
+const sym_expr *lower_ctx_simp(lower_ctx *c, const sym_expr *e);   /* NULL with c->n.err set */
 const sym_expr *lower_ctx_row_major(lower_ctx *c, const sym_expr *const *idx, const ir_node *n);
 void lower_ctx_literal(const lower_ctx *c, double v, uopc_dtype dt, char *buf, size_t size);
 

@@ -724,6 +724,8 @@ int lower_ctx_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, 
 
 void lower_ctx_forget(lower_ctx *c, int mark) { memo_truncate(c, mark); }
 
+const sym_expr *lower_ctx_simp(lower_ctx *c, const sym_expr *e) { return simp(c, e); }
+
 const sym_expr *lower_ctx_row_major(lower_ctx *c, const sym_expr *const *idx, const ir_node *n) {
   return row_major(c, idx, n);
 }

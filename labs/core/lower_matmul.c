@@ -11,7 +11,12 @@
  * Labs 23.1-23.5 keep the lane form of lower_kernel.c. Chapter 23.7,
  * "The matmul in rows". */
 #include <stdio.h>
+#include <string.h>
 #include "lower_internal.h"
+
+/* Values of k per pass over an output row (chapter 23.7, "The matmul in
+ * rows": measured against one and against register blocks). */
+enum { MATMUL_STEP = 4 };
 
 /* ---- The nest. */
 
@@ -43,44 +48,88 @@ static int zero_row(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx)
   return rc ? rc : codegen_close(&c->n);
 }
 
-/* `for (j) out[i, j] += a[i, k] * b[k, j];` with t<ta> holding a[i, k]:
- * integers wrap (unsigned arithmetic), as NumPy's. */
-static int add_row(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx, const sym_expr *k, int ta) {
+/* `for (j) out[i, j] = out[i, j] + a[i, k0] * b[k0, j] + ...;` over the nk
+ * values of k, t<ta[u]> holding a[i, k_u]. C's + groups left to right, so
+ * each element still adds its products one at a time in order of k; four
+ * per pass load and store the output row a quarter as often. Integers wrap
+ * (unsigned arithmetic), as NumPy's. */
+static int add_rows(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx, const sym_expr *const *ks,
+                    const int *ta, int nk) {
   const ir_node *n = buf->node, *b = n->src[1];
   const sym_expr *ib[UOPC_MAX_RANK];
-  char at[LOWER_EXPR_MAX + 64], name[16];
-  int last = n->rank - 1, mark = c->n_memo, tmp = c->next_tmp, tb = -1;
+  char at[LOWER_EXPR_MAX + 64], sum[4 * LOWER_EXPR_MAX], name[16];
+  int last = n->rank - 1, mark = c->n_memo, tmp = c->next_tmp, tb[MATMUL_STEP], fl = uopc_dtype_is_float(n->dtype);
   const char *T = ir_dtype_ctype(n->dtype), *U = n->dtype == UOPC_I64 ? "uint64_t" : "uint32_t";
   snprintf(name, sizeof name, "i%d", last);
   int rc = codegen_open_loop(&c->n, name, n->shape[last], &idx[last], c->n.err);
   for (int d = 0; d < last - 1; d++) ib[d] = idx[d];
-  ib[last - 1] = k;
   ib[last] = idx[last];
-  if (!rc) rc = lower_ctx_value(c, b, ib, &tb);
+  for (int u = 0; u < nk && !rc; u++) {
+    ib[last - 1] = ks[u];
+    rc = lower_ctx_value(c, b, ib, &tb[u]);
+  }
   if (!rc) rc = out_at(c, buf, idx, at, sizeof at);
-  if (!rc && uopc_dtype_is_float(n->dtype)) rc = codegen_line(&c->n, "%s += t%d * t%d;", at, ta, tb);
-  else if (!rc)
-    rc = codegen_line(&c->n, "%s = (%s)((%s)%s + (%s)t%d * (%s)t%d);", at, T, U, at, U, ta, U, tb);
+  int len = fl ? snprintf(sum, sizeof sum, "%s", at) : snprintf(sum, sizeof sum, "(%s)%s", U, at);
+  for (int u = 0; u < nk && !rc; u++)
+    len += fl ? snprintf(sum + len, sizeof sum - (size_t)len, " + t%d * t%d", ta[u], tb[u])
+              : snprintf(sum + len, sizeof sum - (size_t)len, " + (%s)t%d * (%s)t%d", U, ta[u], U, tb[u]);
+  if (!rc && fl) rc = codegen_line(&c->n, "%s = %s;", at, sum);
+  else if (!rc) rc = codegen_line(&c->n, "%s = (%s)(%s);", at, T, sum);
   lower_ctx_forget(c, mark);
   c->next_tmp = tmp;
   return rc ? rc : codegen_close(&c->n);
 }
 
-/* One output row i: zeroed, then a row of b added per k. */
-static int row(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx) {
-  const ir_node *n = buf->node, *a = n->src[0];
-  const sym_expr *k = NULL, *ia[UOPC_MAX_RANK];
-  int rc = zero_row(c, buf, idx), empty = 0, last = n->rank - 1, ta = -1;
-  if (!rc) rc = always_empty(c, a->shape[a->rank - 1], &empty);
-  if (rc || empty) return rc;
-  rc = codegen_open_loop(&c->n, "r0", a->shape[a->rank - 1], &k, c->n.err);
-  int mark = c->n_memo, tmp = c->next_tmp;
+/* The body of a loop over k at r0: a[i, r0 + u] for u < nk, then the row added. */
+static int k_body(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx, const sym_expr *r0, int nk) {
+  const ir_node *n = buf->node;
+  const sym_expr *ks[MATMUL_STEP], *ia[UOPC_MAX_RANK];
+  int last = n->rank - 1, mark = c->n_memo, tmp = c->next_tmp, ta[MATMUL_STEP], rc = UOPC_OK;
   for (int d = 0; d < last; d++) ia[d] = idx[d];
-  ia[last] = k;
-  if (!rc) rc = lower_ctx_value(c, a, ia, &ta);
-  if (!rc) rc = add_row(c, buf, idx, k, ta);
+  for (int u = 0; u < nk && !rc; u++) {
+    ks[u] = lower_ctx_simp(c, sym_expr_add(c->n.arena, r0, sym_expr_const(c->n.arena, u)));
+    ia[last] = ks[u];
+    rc = ks[u] ? lower_ctx_value(c, n->src[0], ia, &ta[u]) : c->n.err->code;
+  }
+  if (!rc) rc = add_rows(c, buf, idx, ks, ta, nk);
   lower_ctx_forget(c, mark);
   c->next_tmp = tmp;
+  return rc;
+}
+
+/* r0, the variable of a loop over [0, extent) by step: r0 + step - 1 < extent. */
+static const sym_expr *step_var(lower_ctx *c, const sym_expr *extent, int step) {
+  sym_interval iv;
+  if (sym_expr_interval(extent, &iv, c->n.err)) return NULL;
+  sym_dim d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "r0");
+  d.hi = iv.hi > step ? iv.hi - step : 0;
+  d.multiple_of = 1;
+  d.loop = 1;
+  return sym_expr_dim(c->n.arena, &d);
+}
+
+/* One output row i: zeroed, then MATMUL_STEP rows of b added per pass over
+ * it, and the k left over one at a time. */
+static int row(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx) {
+  const ir_node *n = buf->node, *a = n->src[0];
+  const sym_expr *extent = a->shape[a->rank - 1], *r0 = step_var(c, extent, MATMUL_STEP);
+  char ext[LOWER_EXPR_MAX], line[LOWER_EXPR_MAX + 64];
+  int rc = zero_row(c, buf, idx), empty = 0;
+  if (!rc) rc = always_empty(c, extent, &empty);
+  if (rc || empty) return rc;
+  if (!r0) return c->n.err->code;
+  rc = lower_ctx_expr(c, extent, ext, sizeof ext, "the extent");
+  if (!rc) rc = codegen_line(&c->n, "%s r0 = 0;", c->n.ix);
+  snprintf(line, sizeof line, "for (; r0 <= %s - %d; r0 += %d) {", ext, MATMUL_STEP, MATMUL_STEP);
+  if (!rc) rc = codegen_open(&c->n, line);
+  if (!rc) rc = k_body(c, buf, idx, r0, MATMUL_STEP);
+  if (!rc) rc = codegen_close(&c->n);
+  if (!(r0 = step_var(c, extent, 1))) return c->n.err->code;
+  snprintf(line, sizeof line, "for (; r0 < %s; r0++) {", ext);
+  if (!rc) rc = codegen_open(&c->n, line);
+  if (!rc) rc = k_body(c, buf, idx, r0, 1);
   return rc ? rc : codegen_close(&c->n);
 }
 
