@@ -2,11 +2,13 @@
  * C back end). One compiled function per graph runs over sizes with 0, 1 and
  * odd extents; each output is compared with a reference written here (three
  * loops adding the products in order of k, in the dtype: so floats are equal
- * bit for bit, integers wrap as NumPy's). Operands: contiguous, transposed,
+ * bit for bit, integers wrap as NumPy's), and with the interpreter's (which
+ * adds in the same order). Operands: contiguous, transposed,
  * stride-0 views, and batch axes. The text is inspected: rows ('serial'), a
  * transposed right operand packed into a temporary, and without the flag the
  * given lane form unchanged. */
 #include "coreutil.h"
+#include "ir_eval.h"
 
 enum { MAX_SIZES = 10 };
 
@@ -104,6 +106,21 @@ static void expect_product(const mm_case *mc, const mm_size *s, const buf *x, co
       }
 }
 
+/* The interpreter adds in order of k too: its result is the same, bit for bit. */
+static void expect_interpreter(core *c, exec *e, const ir_node *out, const uopc_tensor *const *in, const buf *got,
+                               const char *what) {
+  sym_binding b;
+  uopc_tensor want;
+  uopc_error err = {0};
+  assert_uopc_ok(exec_bind(e, in, 2, &b, &err), err);
+  assert_uopc_ok(ir_eval(c->g, &out, 1, in, 2, &b, &want, &err), err);
+  for (int64_t i = 0; i < uopc_tensor_numel(&want); i++)
+    if (uopc_tensor_get(&got->t, i) != uopc_tensor_get(&want, i))
+      fail_msg("%s: element %lld: compiled %.17g, interpreter %.17g", what, (long long)i,
+               uopc_tensor_get(&got->t, i), uopc_tensor_get(&want, i));
+  uopc_tensor_release(&want);
+}
+
 static void run_case(core *c, const mm_case *mc) {
   const ir_node *out = mm_graph(c, mc);
   exec *e = NULL;
@@ -122,6 +139,7 @@ static void run_case(core *c, const mm_case *mc) {
     uopc_tensor *outs[1] = {&o.t};
     assert_uopc_ok(exec_run(e, outs, 1, in, 2, &err), err);
     expect_product(mc, s, &x, &y, &o);
+    expect_interpreter(c, e, out, in, &o, mc->entry);
     expect_tail_untouched(&o, mc->entry);
     buf_free(&x), buf_free(&y), buf_free(&o);
   }
