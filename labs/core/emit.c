@@ -144,7 +144,7 @@ static int temporaries(lower_ctx *c) {
 static int kernel_comment(lower_ctx *c, int k) {
   const lower_buffer *buf = &c->p->buffers[c->p->kernel_buffer[k]];
   const ir_node *n = buf->node;
-  const char *order = lower_reduces_serially(n) ? ", order: serial"
+  const char *order = lower_reduces_serially(n) || lower_plan_matmul_rows(c->p, n) ? ", order: serial"
                       : ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE ? ", order: lanes" : "";
   return codegen_line(&c->n, "/* loop nest %d: %s = %%%d (%s%s) */", k, buf->name, n->id,
                       ir_op_info_of(n->op)->name, order);
@@ -164,7 +164,8 @@ static int functions(lower_ctx *c) {
     if (!rc) rc = temporaries(c);
     for (int k = 0; k < p->n_kernels && !rc; k++) {
       rc = kernel_comment(c, k);
-      if (!rc) rc = lower_emit_kernel(c, k);
+      const ir_node *n = p->buffers[p->kernel_buffer[k]].node;
+      if (!rc) rc = lower_plan_matmul_rows(p, n) ? lower_matmul_kernel_c(c, k) : lower_emit_kernel(c, k);
     }
     return rc ? rc : codegen_printf(c->n.t, c->n.err, "}\n");
   }

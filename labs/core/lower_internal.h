@@ -67,6 +67,11 @@ int lower_plan_check_outputs(const ir_graph *g, const ir_node *const *outputs, i
 /* Buffers, dims, scratch, the index width and the non-empty extents of p,
  * whose graph, outputs count, backend and flags are set. */
 int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err);
+/* 1 when matmul n of p is written in rows (lower_matmul.c; C back end,
+ * LOWER_FUSE): its order is then 'serial', and planning packs its right
+ * operand into a contiguous temporary unless it is read with unit stride
+ * along its columns (a buffer, or an input whose last stride is 1). */
+int lower_plan_matmul_rows(const lower_program *p, const ir_node *n);
 /* The signature, once the text has settled the index width. */
 int lower_plan_signature(lower_program *p, uopc_error *err);
 
@@ -81,6 +86,21 @@ int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, cons
 int lower_reduces_serially(const ir_node *n);
 /* Appends kernel k's loop nest (C) or __global__ body (CUDA). */
 int lower_emit_kernel(lower_ctx *c, int k);
+
+/* The values of lower_kernel.c's loop bodies, for loops written elsewhere:
+ * n at idx into t<*tmp> (memoised); the memo popped back to a mark
+ * (c->n_memo) when a scope closes; idx's row-major address in n's shape
+ * (simplified; NULL with c->n.err set); a literal of dtype dt. */
+int lower_ctx_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp);
+void lower_ctx_forget(lower_ctx *c, int mark);
+const sym_expr *lower_ctx_simp(lower_ctx *c, const sym_expr *e);   /* NULL with c->n.err set */
+const sym_expr *lower_ctx_row_major(lower_ctx *c, const sym_expr *const *idx, const ir_node *n);
+void lower_ctx_literal(const lower_ctx *c, double v, uopc_dtype dt, char *buf, size_t size);
+
+/* ---- lower_matmul.c (C back end, LOWER_FUSE): the matmul in rows. */
+
+/* Appends kernel k's nest, a matmul for which lower_plan_matmul_rows holds. */
+int lower_matmul_kernel_c(lower_ctx *c, int k);
 
 /* ---- Pass 3, emit.c: the text around the nests. */
 

@@ -718,3 +718,21 @@ int lower_emit_value(codegen_nest *n, lower_backend backend, const ir_node *node
   free(c.memo_head);
   return rc;
 }
+
+/* ---- For lower_matmul.c, which writes its own loops around these. */
+
+int lower_ctx_value(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, int *tmp) {
+  return value(c, n, idx, tmp);
+}
+
+void lower_ctx_forget(lower_ctx *c, int mark) { memo_truncate(c, mark); }
+
+const sym_expr *lower_ctx_simp(lower_ctx *c, const sym_expr *e) { return simp(c, e); }
+
+const sym_expr *lower_ctx_row_major(lower_ctx *c, const sym_expr *const *idx, const ir_node *n) {
+  return row_major(c, idx, n);
+}
+
+void lower_ctx_literal(const lower_ctx *c, double v, uopc_dtype dt, char *buf, size_t size) {
+  literal(c, v, dt, buf, size);
+}

@@ -53,6 +53,33 @@ static int operand_of_matmul(const lower_program *p, const unsigned char *used, 
   return 0;
 }
 
+int lower_plan_matmul_rows(const lower_program *p, const ir_node *n) {
+  return n->op == IR_MATMUL && p->backend == LOWER_C && (p->flags & LOWER_FUSE);
+}
+
+/* 1 when reading n at (k, j) walks memory with unit stride along j: a node
+ * that is stored (a row-major buffer) or an input whose last stride is the
+ * constant 1. Movement (a transpose, an expand) and a constant are not. */
+static int unit_stride_rows(const ir_node *n, const unsigned char *store) {
+  if (n->op == IR_INPUT) {   /* a matmul's operand: rank >= 2 */
+    const sym_expr *s = n->strides[n->rank - 1];
+    return s->kind == SYM_CONST && s->value == 1;
+  }
+  return store[n->id] || materialised(n) || (computes(n) && ir_op_info_of(n->op)->kind != IR_KIND_MOVE);
+}
+
+/* The right operand of a matmul in rows that is not read with unit stride:
+ * stored contiguous once (K*N elements) rather than read strided M times. */
+static int packed_operand(const lower_program *p, const unsigned char *used, const unsigned char *store,
+                          const ir_node *n) {
+  if (!store) return 0;
+  for (int id = n->id + 1; id < ir_graph_node_count(p->graph); id++) {
+    const ir_node *m = ir_graph_node(p->graph, id);
+    if (used[id] && lower_plan_matmul_rows(p, m) && m->src[1] == n) return !unit_stride_rows(n, store);
+  }
+  return 0;
+}
+
 static void mark(const ir_node *n, unsigned char *used) {
   if (!n || used[n->id]) return;
   used[n->id] = 1;
@@ -83,7 +110,8 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
   for (int k = 0; k < inputs; k++) add_buffer(p, LOWER_INPUT, ir_graph_input(g, k), ir_graph_input(g, k)->name);
   for (int id = 0; id < nodes; id++) {       /* ids are a topological order */
     const ir_node *n = ir_graph_node(g, id);
-    int stored = materialised(n) || operand_of_matmul(p, used, n) || (store && store[id]);
+    int stored = materialised(n) || operand_of_matmul(p, used, n) || (store && store[id]) ||
+                 packed_operand(p, used, store, n);
     if (!used[id] || !stored || buffer_of(p, n) >= 0) continue;
     snprintf(name, sizeof name, "tmp%d", p->n_temps++);
     add_buffer(p, LOWER_TEMP, n, name);

@@ -1,0 +1,220 @@
+/* test_matmul.c: the matmul in rows (labs/core/lower_matmul.c, LOWER_FUSE,
+ * C back end). One compiled function per graph runs over sizes with 0, 1 and
+ * odd extents; each output is compared with a reference written here (three
+ * loops adding the products in order of k, in the dtype: so floats are equal
+ * bit for bit, integers wrap as NumPy's), and with the interpreter's (which
+ * adds in the same order). Operands: contiguous, transposed,
+ * stride-0 views, and batch axes. The text is inspected: rows ('serial'), a
+ * transposed right operand packed into a temporary, and without the flag the
+ * given lane form unchanged. */
+#include "coreutil.h"
+#include "ir_eval.h"
+
+enum { MAX_SIZES = 10 };
+
+typedef struct mm_case {
+  const char *entry;
+  uopc_dtype dt;
+  int batch;                 /* 1: a leading batch axis b */
+  int ta, tb;                /* the operand is the transpose of its input */
+  int a_bcast, b_bcast;      /* the input is a stride-0 view along its first matrix axis */
+} mm_case;
+
+typedef struct mm_size { int64_t b, m, k, n; } mm_size;
+
+static const mm_size SIZES[MAX_SIZES] = {
+  {1, 0, 3, 4}, {2, 3, 0, 4}, {1, 3, 4, 0}, {1, 1, 1, 1}, {2, 1, 64, 33},
+  {3, 5, 7, 3}, {1, 17, 33, 9}, {2, 4, 1, 31}, {1, 9, 16, 128}, {1, 2, 2, 2},
+};
+
+/* An input of logical shape (b,) r x c, contiguous or a stride-0 view along r. */
+static const ir_node *mm_input(core *c, const char *name, const mm_case *mc, const sym_expr *r, const sym_expr *col,
+                               int bcast) {
+  const sym_expr *bd = dim(c, "b", 1, 8);
+  int rank = mc->batch ? 3 : 2;
+  const sym_expr *shape[3], *strides[3];
+  int o = mc->batch;
+  if (mc->batch) shape[0] = bd;
+  shape[o] = r, shape[o + 1] = col;
+  if (!bcast) return input(c, name, mc->dt, rank, shape);
+  strides[o] = cst(c, 0), strides[o + 1] = cst(c, 1);
+  if (mc->batch) strides[0] = col;
+  return ok_node(c, ir_input_view(c->g, name, mc->dt, rank, shape, strides, NULL), name);
+}
+
+/* x @ y with the case's transposes; the inputs' shapes follow. */
+static const ir_node *mm_graph(core *c, const mm_case *mc) {
+  const sym_expr *m = dim(c, "m", 0, 200), *k = dim(c, "k", 0, 200), *n = dim(c, "n", 0, 200);
+  const ir_node *x = mc->ta ? mm_input(c, "x", mc, k, m, mc->a_bcast) : mm_input(c, "x", mc, m, k, mc->a_bcast);
+  const ir_node *y = mc->tb ? mm_input(c, "y", mc, n, k, mc->b_bcast) : mm_input(c, "y", mc, k, n, mc->b_bcast);
+  int o = mc->batch;
+  if (mc->ta) x = ok_node(c, ir_transpose(c->g, x, o, o + 1), "x.T");
+  if (mc->tb) y = ok_node(c, ir_transpose(c->g, y, o, o + 1), "y.T");
+  return ok_node(c, ir_matmul(c->g, x, y), "matmul");
+}
+
+/* Element i of the memory (not of a view): integers spread so that products wrap. */
+static void set_mem(buf *bf, uopc_dtype dt, int64_t i, int seed) {
+  double v = (double)((i * 37 + seed) % 23 - 11) / 8.0;
+  if (dt == UOPC_I32) ((int32_t *)bf->mem)[i] = (int32_t)(uint32_t)((uint64_t)i * 2654435761u + (uint64_t)seed);
+  else if (dt == UOPC_F64) ((double *)bf->mem)[i] = v;
+  else ((float *)bf->mem)[i] = (float)v;
+}
+
+/* Memory and a view of logical shape (b,) r x c: r*c elements, or c for a
+ * stride-0 view along r (every row the same memory). */
+static void mm_tensor(buf *bf, const mm_case *mc, int64_t b, int64_t r, int64_t col, int bcast, int seed) {
+  int64_t shape[3] = {b, r, col}, mem_shape[2] = {b, col}, strides[3] = {col, 0, 1}, *s = mc->batch ? shape : shape + 1;
+  int rank = mc->batch ? 3 : 2;
+  if (!bcast) buf_new(bf, mc->dt, rank, s);
+  else buf_new(bf, mc->dt, rank - 1, mc->batch ? mem_shape : mem_shape + 1);
+  int64_t elems = bf->bytes / uopc_dtype_size(mc->dt);
+  for (int64_t i = 0; i < elems; i++) set_mem(bf, mc->dt, i, seed);
+  if (!bcast) return;
+  uopc_error err = {0};
+  uopc_tensor_release(&bf->t);
+  assert_uopc_ok(uopc_tensor_wrap(&bf->t, bf->mem, mc->dt, rank, s, mc->batch ? strides : strides + 1, &err), err);
+}
+
+/* Element (bi, i, j) of the operand: the input at (bi, i, j), or (bi, j, i) when transposed. */
+static int64_t at(const mm_case *mc, int t, int64_t bi, int64_t i, int64_t j, int64_t rows, int64_t cols) {
+  int64_t r = t ? j : i, col = t ? i : j, stored_cols = t ? rows : cols, stored_rows = t ? cols : rows;
+  return (mc->batch ? bi * stored_rows * stored_cols : 0) + r * stored_cols + col;
+}
+
+static void expect_product(const mm_case *mc, const mm_size *s, const buf *x, const buf *y, const buf *out) {
+  for (int64_t bi = 0; bi < (mc->batch ? s->b : 1); bi++)
+    for (int64_t i = 0; i < s->m; i++)
+      for (int64_t j = 0; j < s->n; j++) {
+        float facc = 0;
+        double dacc = 0;
+        uint32_t iacc = 0;
+        for (int64_t k = 0; k < s->k; k++) {
+          double a = uopc_tensor_get(&x->t, at(mc, mc->ta, bi, i, k, s->m, s->k));
+          double b = uopc_tensor_get(&y->t, at(mc, mc->tb, bi, k, j, s->k, s->n));
+          facc += (float)a * (float)b;
+          dacc += a * b;
+          iacc += (uint32_t)(int32_t)a * (uint32_t)(int32_t)b;
+        }
+        double want = mc->dt == UOPC_F32 ? (double)facc : mc->dt == UOPC_F64 ? dacc : (double)(int32_t)iacc;
+        int64_t o = (bi * s->m + i) * s->n + j;
+        double got = uopc_tensor_get(&out->t, o);
+        if (got != want)
+          fail_msg("%s b=%lld m=%lld k=%lld n=%lld: element (%lld, %lld, %lld): got %.17g, expected %.17g", mc->entry,
+                   (long long)s->b, (long long)s->m, (long long)s->k, (long long)s->n, (long long)bi, (long long)i,
+                   (long long)j, got, want);
+      }
+}
+
+/* The interpreter adds in order of k too: its result is the same, bit for bit. */
+static void expect_interpreter(core *c, exec *e, const ir_node *out, const uopc_tensor *const *in, const buf *got,
+                               const char *what) {
+  sym_binding b;
+  uopc_tensor want;
+  uopc_error err = {0};
+  assert_uopc_ok(exec_bind(e, in, 2, &b, &err), err);
+  assert_uopc_ok(ir_eval(c->g, &out, 1, in, 2, &b, &want, &err), err);
+  for (int64_t i = 0; i < uopc_tensor_numel(&want); i++)
+    if (uopc_tensor_get(&got->t, i) != uopc_tensor_get(&want, i))
+      fail_msg("%s: element %lld: compiled %.17g, interpreter %.17g", what, (long long)i,
+               uopc_tensor_get(&got->t, i), uopc_tensor_get(&want, i));
+  uopc_tensor_release(&want);
+}
+
+static void run_case(core *c, const mm_case *mc) {
+  const ir_node *out = mm_graph(c, mc);
+  exec *e = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(exec_new_flags(&e, c->g, &out, 1, mc->entry, LOWER_FUSE, NULL, &err), err);
+  if (!strstr(exec_source(e), "(matmul, order: serial)"))
+    fail_msg("%s: expected the matmul in rows ('order: serial'):\n%s", mc->entry, exec_source(e));
+  for (int z = 0; z < MAX_SIZES; z++) {
+    const mm_size *s = &SIZES[z];
+    buf x, y, o;
+    mm_tensor(&x, mc, s->b, mc->ta ? s->k : s->m, mc->ta ? s->m : s->k, mc->a_bcast, 1);
+    mm_tensor(&y, mc, s->b, mc->tb ? s->n : s->k, mc->tb ? s->k : s->n, mc->b_bcast, 5);
+    int64_t shape[3] = {s->b, s->m, s->n};
+    buf_new(&o, mc->dt, mc->batch ? 3 : 2, mc->batch ? shape : shape + 1);
+    const uopc_tensor *in[2] = {&x.t, &y.t};
+    uopc_tensor *outs[1] = {&o.t};
+    assert_uopc_ok(exec_run(e, outs, 1, in, 2, &err), err);
+    expect_product(mc, s, &x, &y, &o);
+    expect_interpreter(c, e, out, in, &o, mc->entry);
+    expect_tail_untouched(&o, mc->entry);
+    buf_free(&x), buf_free(&y), buf_free(&o);
+  }
+  exec_free(e);
+}
+
+static void test_matmul_rows_contiguous_f32(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_f32", .dt = UOPC_F32});
+}
+
+static void test_matmul_rows_f64(void **state) { run_case(*state, &(mm_case){.entry = "mm_f64", .dt = UOPC_F64}); }
+
+static void test_matmul_rows_i32_wraps(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_i32", .dt = UOPC_I32});
+}
+
+static void test_matmul_rows_transposed_operands(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_tt", .dt = UOPC_F32, .ta = 1, .tb = 1});
+}
+
+static void test_matmul_rows_stride0_operands(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_bcast", .dt = UOPC_F32, .a_bcast = 1, .b_bcast = 1});
+}
+
+static void test_matmul_rows_batched_transposed(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_batch", .dt = UOPC_F32, .batch = 1, .tb = 1});
+}
+
+static void test_matmul_rows_batched_i32_transposed_and_stride0(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_batch_i32", .dt = UOPC_I32, .batch = 1, .ta = 1, .b_bcast = 1});
+}
+
+static int count_of(const char *text, const char *needle) {
+  int k = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) k++;
+  return k;
+}
+
+/* x @ y.T packs y.T once (a permute nest); x @ y reads y in place; without
+ * LOWER_FUSE the given lane form and no pack. */
+static void test_matmul_rows_pack_only_a_strided_right_operand(void **state) {
+  core *c = *state;
+  const sym_expr *m = dim(c, "m", 1, 64), *k = dim(c, "k", 1, 64), *n = dim(c, "n", 1, 64);
+  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(m, k)), *y = input(c, "y", UOPC_F32, 2, SHAPE(k, n));
+  const ir_node *yt = input(c, "yt", UOPC_F32, 2, SHAPE(n, k));
+  const ir_node *plain = ok_node(c, ir_matmul(c->g, x, y), "x @ y");
+  const ir_node *packed = ok_node(c, ir_matmul(c->g, x, ok_node(c, ir_transpose(c->g, yt, 0, 1), "yt.T")), "x @ yt.T");
+  exec *e[3] = {NULL, NULL, NULL};
+  uopc_error err = {0};
+  assert_uopc_ok(exec_new_flags(&e[0], c->g, &plain, 1, "mm_plain", LOWER_FUSE, NULL, &err), err);
+  assert_uopc_ok(exec_new_flags(&e[1], c->g, &packed, 1, "mm_packed", LOWER_FUSE, NULL, &err), err);
+  assert_uopc_ok(exec_new_flags(&e[2], c->g, &packed, 1, "mm_given", 0, NULL, &err), err);
+  int want_permute[3] = {0, 1, 0}, want_serial[3] = {1, 1, 0}, want_lanes[3] = {0, 0, 1};
+  for (int i = 0; i < 3; i++) {
+    const char *s = exec_source(e[i]);
+    int p = count_of(s, "(permute) */"), se = count_of(s, "(matmul, order: serial)");
+    int la = count_of(s, "(matmul, order: lanes)");
+    if (p != want_permute[i] || se != want_serial[i] || la != want_lanes[i])
+      fail_msg("program %d: expected %d permute nests, %d serial and %d lane matmuls, got %d, %d, %d:\n%s", i,
+               want_permute[i], want_serial[i], want_lanes[i], p, se, la, s);
+  }
+  for (int i = 0; i < 3; i++) exec_free(e[i]);
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
+  const struct CMUnitTest tests[] = {
+    T(test_matmul_rows_contiguous_f32),
+    T(test_matmul_rows_f64),
+    T(test_matmul_rows_i32_wraps),
+    T(test_matmul_rows_transposed_operands),
+    T(test_matmul_rows_stride0_operands),
+    T(test_matmul_rows_batched_transposed),
+    T(test_matmul_rows_batched_i32_transposed_and_stride0),
+    T(test_matmul_rows_pack_only_a_strided_right_operand),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
