@@ -413,7 +413,7 @@ break: setup
 	    $(call student_test,$(LAB))
 
 # ---- commands ---------------------------------------------------------------
-.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check figures \
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness tsan bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check figures \
         clean cache-clean cache-stats labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS) $(if $(TJ_DIR),$(BUILD)/bin/tj-available)
@@ -449,6 +449,15 @@ test-c: setup
 test-build: all $(TEST_BINS) $(BROKEN_BINS)
 test-run:
 	@tools/run-tests.sh $(BUILD) $(HARNESS) -- $(TEST_BINS) -- $(BROKEN_EXPECT) $(BROKEN_GIVEN_EXPECT)
+
+# ThreadSanitizer over the suite that calls one exec from 8 threads (issue 27): the runtime, lab
+# 23.1 and the core rebuilt with -fsanitize=thread into build/<impl>-tsan, then the suite, whose
+# generated kernels are compiled with it too (tests/core/test_exec_threads.c). A race is a failure.
+TSAN_BUILD = build/$(TEST_IMPL)-tsan
+tsan: setup
+	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) SAN=1 SANFLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+	  BUILD=$(TSAN_BUILD) $(TSAN_BUILD)/tests/core/test_exec_threads
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(TSAN_BUILD)/tests/core/test_exec_threads
 
 test-harness: setup
 	@$(MAKE) --no-print-directory all
