@@ -290,6 +290,10 @@ $(BUILD)/bin/bench_fuse: bench/bench_fuse.c $(call lab_lib,core) | $(call ref_st
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_fuse
+# LOWER_VEC_EXP's exp_f32 against expf over every f32 (about a minute; not run by make bench).
+$(BUILD)/bin/exp_sweep: bench/exp_sweep.c $(call lab_lib,core) | $(call ref_stamp,core)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc -lm
 # tensorjit (labs/tensorjit): its warm call, and its artifacts over lengths 0..64.
 $(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj) | $(call ref_stamp,tj)
 	@mkdir -p $(dir $@)

@@ -57,6 +57,14 @@ typedef struct lower_nonempty {
  * whose text (and cache keys) stay the given rule's; the passes' tests and
  * tensorjit turn it on. */
 #define LOWER_FUSE 2u
+/* lower_program_new_flags, C back end: an f32 exp is exp_f32, a function of
+ * the generated text without a call or a branch, so gcc vectorises the loop
+ * that holds it (libm's expf is one call an element). It is within
+ * LOWER_EXP_F32_ULPS of expf over every finite f32 (and of a subnormal
+ * result), and NaN, infinities, overflow to inf and underflow to 0 are as
+ * expf's (chapter 23.7, "A vectorisable exp"). */
+#define LOWER_VEC_EXP 4u
+#define LOWER_EXP_F32_ULPS 3
 
 /* The longest entry name a program takes: a C identifier that, with the
  * "_k<n>" of its kernels, stays inside lower_program's entry field. */
@@ -65,7 +73,7 @@ typedef struct lower_nonempty {
 typedef struct lower_program {
   char entry[64];
   lower_backend backend;
-  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE */
+  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP */
   const ir_graph *graph;            /* borrowed: outlives the program */
   int n_buffers;                    /* parameter order: outputs, inputs, temps */
   lower_buffer *buffers;
@@ -95,7 +103,7 @@ typedef struct lower_program {
  * sym_expr. */
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
-/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE), stated in the banner. */
+/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP), stated in the banner. */
 int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                             int n_outputs, const char *entry, lower_backend backend, unsigned flags,
                             uopc_error *err);

@@ -3,7 +3,10 @@
  * (the generated source is inspected), a cheap one stays fused, a broadcast
  * one is stored, and a chain of 5000 ops compiles and runs; every result is
  * checked against the interpreter (ir_eval.h). Without the flag the given
- * rule's text is unchanged: the same graphs recompute and refuse as before. */
+ * rule's text is unchanged: the same graphs recompute and refuse as before.
+ * Then the groups' printed text (lower_program_print_groups), and
+ * LOWER_VEC_EXP's exp_f32 against expf. */
+#include <float.h>
 #include "coreutil.h"
 #include "ir_eval.h"
 
@@ -283,6 +286,54 @@ static void test_groups_print_a_chain_cut(void **state) {
   free(text);
 }
 
+/* A float's bits as an integer that counts ulps through zero. */
+static int64_t ordered(float f) {
+  int32_t i;
+  memcpy(&i, &f, sizeof i);
+  return i < 0 ? (int64_t)INT32_MIN - i : i;
+}
+
+/* LOWER_VEC_EXP: exp_f32 against libm's expf on every 4099th f32 bit
+ * pattern (all signs and exponents, subnormals, NaNs) and the edges: within
+ * LOWER_EXP_F32_ULPS where both are finite and nonzero, equal where either
+ * is 0 or inf (overflow and underflow where expf has them), NaN for NaN.
+ * bench/exp_sweep.c runs every pattern. */
+static void test_vec_exp_is_within_its_bound_of_expf(void **state) {
+  core *c = *state;
+  enum { STRIDE = 4099, EDGES = 12 };
+  const int64_t count = ((INT64_C(1) << 32) + STRIDE - 1) / STRIDE + EDGES;
+  const ir_node *x = input(c, "x", UOPC_F32, 1, SHAPE(dim(c, "n", 1, INT64_C(1) << 21)));
+  const ir_node *y = ok_node(c, ir_unary(c->g, IR_EXP, x), "exp");
+  exec *e = built(c, &y, 1, "vec_exp", LOWER_FUSE | LOWER_VEC_EXP);
+  assert_null(strstr(body_of(e), "expf("));
+  assert_int_equal(count_of(body_of(e), "exp_f32(t"), 1);
+  buf in, out;
+  buf_new(&in, UOPC_F32, 1, (const int64_t[]){count});
+  buf_new(&out, UOPC_F32, 1, (const int64_t[]){count});
+  float *xs = (float *)in.mem, *ys = (float *)out.mem;
+  const float edges[EDGES] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 88.7228317f, 88.7228394f,
+                              -87.3365479f, -103.972076f, -103.972084f};
+  for (int64_t i = 0; i < count - EDGES; i++) {
+    uint32_t u = (uint32_t)(i * STRIDE);
+    memcpy(&xs[i], &u, sizeof u);
+  }
+  memcpy(&xs[count - EDGES], edges, sizeof edges);
+  const uopc_tensor *ins[1] = {&in.t};
+  uopc_tensor *outs[1] = {&out.t};
+  uopc_error err = {0};
+  assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &err), err);
+  for (int64_t i = 0; i < count; i++) {
+    float want = expf(xs[i]), got = ys[i];
+    int nan = isnan(want) || isnan(got), exact = want == 0 || got == 0 || isinf(want) || isinf(got);
+    if (nan ? !(isnan(want) && isnan(got))
+            : exact ? got != want : llabs(ordered(got) - ordered(want)) > LOWER_EXP_F32_ULPS)
+      fail_msg("exp_f32(%a) = %a, expf %a: more than %d ulps apart", xs[i], got, want, LOWER_EXP_F32_ULPS);
+  }
+  buf_free(&in);
+  buf_free(&out);
+  exec_free(e);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
   const struct CMUnitTest tests[] = {
@@ -294,6 +345,7 @@ int main(void) {
     T(test_groups_print_fanout_with_and_without_the_rule),
     T(test_groups_print_softmax_plan),
     T(test_groups_print_a_chain_cut),
+    T(test_vec_exp_is_within_its_bound_of_expf),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
