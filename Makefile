@@ -290,6 +290,10 @@ $(BUILD)/bin/bench_fuse: bench/bench_fuse.c $(call lab_lib,core) | $(call ref_st
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_fuse
+# LOWER_VEC_EXP's exp_f32 against expf over every f32 (about a minute; not run by make bench).
+$(BUILD)/bin/exp_sweep: bench/exp_sweep.c $(call lab_lib,core) | $(call ref_stamp,core)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc -lm
 # tensorjit (labs/tensorjit): its warm call, and its artifacts over lengths 0..64.
 $(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj) | $(call ref_stamp,tj)
 	@mkdir -p $(dir $@)
@@ -418,7 +422,7 @@ break: setup
 	    $(call student_test,$(LAB))
 
 # ---- commands ---------------------------------------------------------------
-.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check figures \
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness tsan bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check figures \
         clean cache-clean cache-stats labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS) $(if $(TJ_DIR),$(BUILD)/bin/tj-available)
@@ -454,6 +458,15 @@ test-c: setup
 test-build: all $(TEST_BINS) $(BROKEN_BINS)
 test-run:
 	@tools/run-tests.sh $(BUILD) $(HARNESS) -- $(TEST_BINS) -- $(BROKEN_EXPECT) $(BROKEN_GIVEN_EXPECT)
+
+# ThreadSanitizer over the suite that calls one exec from 8 threads (issue 27): the runtime, lab
+# 23.1 and the core rebuilt with -fsanitize=thread into build/<impl>-tsan, then the suite, whose
+# generated kernels are compiled with it too (tests/core/test_exec_threads.c). A race is a failure.
+TSAN_BUILD = build/$(TEST_IMPL)-tsan
+tsan: setup
+	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) SAN=1 SANFLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+	  BUILD=$(TSAN_BUILD) $(TSAN_BUILD)/tests/core/test_exec_threads
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(TSAN_BUILD)/tests/core/test_exec_threads
 
 test-harness: setup
 	@$(MAKE) --no-print-directory all

@@ -8,6 +8,10 @@
  *                                                             moved by a plain C loop, this run
  *   temps fuse chain6 n=<N> peak_bytes=<B>                    the program's peak temporaries
  *   bench fuse softmax-<R>x<C> n=<R*C> ns=..., bench fuse layernorm-<R>x<C> ...
+ *   bench fuse softmax_vexp-<R>x<C> ..., bench fuse softmax_vexp_native-<R>x<C> ...,
+ *   ratio fuse softmax-<R>x<C> vec-exp/expf=<x> native/expf=<x>
+ *                                                             softmax with LOWER_VEC_EXP (and
+ *                                                             -march=native), against expf
  *   compile fuse chain50 ms=..., compile fuse 5-chains10 ms=..., ratio fuse compile
  * bench/report.py adds NumPy's time (and its peak temporaries) for the same cases. */
 #include <ftw.h>
@@ -101,10 +105,15 @@ static const ir_node *long_chain(ir_graph *g, const ir_node *x, int ops) {
   return x;
 }
 
+static int compile_flags(ir_graph *g, const ir_node *out, const char *entry, unsigned flags,
+                         const uopc_program_options *o, exec **e, uopc_error *err) {
+  if (ir_graph_error(g)->code) return (*err = *ir_graph_error(g), err->code);
+  return exec_new_flags(e, g, &out, 1, entry, LOWER_FUSE | flags, o, err);
+}
+
 static int compile(ir_graph *g, const ir_node *out, const char *entry, const uopc_program_options *o, exec **e,
                    uopc_error *err) {
-  if (ir_graph_error(g)->code) return (*err = *ir_graph_error(g), err->code);
-  return exec_new_flags(e, g, &out, 1, entry, LOWER_FUSE, o, err);
+  return compile_flags(g, out, entry, 0, o, e, err);
 }
 
 /* ---- Cases. */
@@ -151,36 +160,49 @@ static int bench_chain6(float **bufs, uopc_error *err) {
   return rc;
 }
 
+/* Softmax with libm's expf, with LOWER_VEC_EXP's exp_f32, and with exp_f32 compiled for this CPU
+ * (-march=native: the vector width NumPy's exp has), timed one after the other at each shape (the
+ * machine is shared: ratios of neighbours), then layer norm. */
 static int bench_rows(float **bufs, uopc_error *err) {
-  const char *names[2] = {"softmax", "layernorm"};
+  enum { KINDS = 4 };
+  const char *names[KINDS] = {"softmax", "softmax_vexp", "softmax_vexp_native", "layernorm"};
+  const uopc_program_options native = {.march_native = 1};
+  ir_graph *g[KINDS] = {0};
+  exec *e[KINDS] = {0};
   int rc = UOPC_OK;
-  for (int which = 0; which < 2 && !rc; which++) {
-    ir_graph *g = NULL;
-    exec *e = NULL;
+  for (int which = 0; which < KINDS && !rc; which++) {
     char entry[64];
     snprintf(entry, sizeof entry, "fuse_%s_dynamic", names[which]);
-    rc = ir_graph_new(&g, err);
+    rc = ir_graph_new(&g[which], err);
     const sym_expr *shape[2] = {NULL, NULL};
     if (!rc) {
-      shape[0] = extent(ir_graph_arena(g), "rows", 0, 1, err);
-      shape[1] = extent(ir_graph_arena(g), "cols", 0, 1, err);
-      const ir_node *x = ir_input(g, "x", UOPC_F32, 2, shape);
-      rc = compile(g, which ? layernorm(g, x) : softmax(g, x), entry, NULL, &e, err);
+      shape[0] = extent(ir_graph_arena(g[which]), "rows", 0, 1, err);
+      shape[1] = extent(ir_graph_arena(g[which]), "cols", 0, 1, err);
+      const ir_node *x = ir_input(g[which], "x", UOPC_F32, 2, shape);
+      rc = compile_flags(g[which], which == 3 ? layernorm(g[which], x) : softmax(g[which], x), entry,
+                         which == 1 || which == 2 ? LOWER_VEC_EXP : 0, which == 2 ? &native : NULL, &e[which], err);
     }
-    for (int k = 0; k < N_SHAPES && !rc; k++) {
-      int64_t rows = SHAPES[k][0], cols = SHAPES[k][1];
-      uopc_tensor x = {0}, out = {0};
-      rc = uopc_tensor_wrap(&x, bufs[0], UOPC_F32, 2, SHAPES[k], (int64_t[]){cols, 1}, err);
-      if (!rc) rc = uopc_tensor_wrap(&out, bufs[2], UOPC_F32, 2, SHAPES[k], (int64_t[]){cols, 1}, err);
-      run r = {e, &out, {&x}, 1};
-      double ns = rc ? -1 : best_ns(&r, err);
-      if (ns < 0 && !rc) rc = err->code;
-      if (!rc) printf("bench fuse %s-%lldx%lld n=%lld ns=%.0f\n", names[which], (long long)rows, (long long)cols,
-                      (long long)(rows * cols), ns);
-      uopc_tensor_release(&x), uopc_tensor_release(&out);
+  }
+  for (int k = 0; k < N_SHAPES && !rc; k++) {
+    int64_t rows = SHAPES[k][0], cols = SHAPES[k][1];
+    uopc_tensor x = {0}, out = {0};
+    double ns[KINDS] = {0};
+    rc = uopc_tensor_wrap(&x, bufs[0], UOPC_F32, 2, SHAPES[k], (int64_t[]){cols, 1}, err);
+    if (!rc) rc = uopc_tensor_wrap(&out, bufs[2], UOPC_F32, 2, SHAPES[k], (int64_t[]){cols, 1}, err);
+    for (int which = 0; which < KINDS && !rc; which++) {
+      run r = {e[which], &out, {&x}, 1};
+      if ((ns[which] = best_ns(&r, err)) < 0) rc = err->code;
+      else printf("bench fuse %s-%lldx%lld n=%lld ns=%.0f\n", names[which], (long long)rows, (long long)cols,
+                  (long long)(rows * cols), ns[which]);
     }
-    exec_free(e);
-    ir_graph_free(g);
+    if (!rc)
+      printf("ratio fuse softmax-%lldx%lld vec-exp/expf=%.3f native/expf=%.3f\n", (long long)rows, (long long)cols,
+             ns[1] / ns[0], ns[2] / ns[0]);
+    uopc_tensor_release(&x), uopc_tensor_release(&out);
+  }
+  for (int which = 0; which < KINDS; which++) {
+    exec_free(e[which]);
+    ir_graph_free(g[which]);
   }
   return rc;
 }

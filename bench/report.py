@@ -189,6 +189,10 @@ CASES = {
   **{("fuse", f"{kind}-{r}x{c}"): (rows_case(kind, r, c), r * c, None)
      for kind in ("softmax", "layernorm") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
   ("train", "two-layer"): (two_layer_step, 64, None),   # n is the batch
+  # bench_fuse.c's softmax with LOWER_VEC_EXP (exp_f32), and compiled -march=native, against the
+  # same NumPy softmax
+  **{("fuse", f"{kind}-{r}x{c}"): (rows_case("softmax", r, c), r * c, None)
+     for kind in ("softmax_vexp", "softmax_vexp_native") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
 }
 # lab -> rounds: timed interleaved, medians (bench_23_3.c does the same).
 INTERLEAVED = {"23.3": 15}

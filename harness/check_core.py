@@ -9,7 +9,11 @@ between, inputs contiguous or strided views (negative steps, every other element
 storage, stride 0 from np.broadcast_to) whose strides and offset are dims bound per call.
 core_reference.py computes NumPy's answer from the description alone, with a bound per element;
 outputs sit between poisoned margins that must survive, inputs must be left as they were, and
-the process counters must show one program per graph, however many calls. The generated C and
+the process counters must show one program per graph, however many calls. Each graph is also
+compiled a second way, through the passes (fold, CSE, DCE: ir_passes_run) and with fusion and planned
+temporaries on and the vectorisable exp (exec_new_flags with LOWER_FUSE | LOWER_VEC_EXP), and every
+call runs both: each against NumPy, and the two results equal bit for bit (FUSED_ULPS) wherever no
+f32 exp reaches the output, since neither way reassociates a reduction. The generated C and
 CUDA source must hold no dim's upper bound as a number, and the CUDA source must compile (NVRTC
 or nvcc, compile only) when a compiler exists. Where a GPU is present too, every call also runs
 the CUDA program (exec_cuda.h) on the same inputs and checks it against NumPy the same way. Then fixed graphs that once failed, exec_run's
@@ -41,6 +45,14 @@ RTOL = {F32: 1e-5, F64: 1e-12}
 SMALL_VALUE = 7            # size dims take values up to this, but the one drawn at its bound
 MAX_ELEMENTS = 200_000     # per node: a binding that makes more is drawn again smaller
 COUNTERS = ("graph programs built", "programs constructed", "compiler invocations", "disk cache hits")
+# The fused program against the default one, in units in the last place: 0, bit for bit (NaN for
+# NaN). LOWER_FUSE changes where a value lives (a register or a temporary of the same dtype), not
+# how it is computed: generated C is compiled with -ffp-contract=off (no FMA across a store), a
+# reduction's loop order is decided by the reduction alone (lower_reduces_serially), and folding
+# computes a constant as the generated C would. A change that reassociated a reduction would have
+# to state its bound here. An output that an f32 exp reaches is checked against NumPy alone: exp_f32
+# is within 3 ulps of expf (lower.h's LOWER_EXP_F32_ULPS), and what follows the exp may magnify that.
+FUSED_ULPS = 0
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?")
 
 
@@ -115,6 +127,22 @@ class Core:
                                ctypes.byref(self.opts), ctypes.byref(err))
     return (handle if status == 0 else None), err
 
+  def exec_fused(self, builder, entry):
+    """(exec handle or None, the passes' graph or None, error): the graph through ir_passes_run
+    (fold, CSE, DCE), lowered with LOWER_FUSE and LOWER_VEC_EXP. The caller frees both (exec
+    first)."""
+    graph, handle, err = ctypes.c_void_p(), ctypes.c_void_p(), ffi.Error()
+    outs = builder.outputs_array()
+    moved = (ffi.NODE_P * len(outs))()
+    if self.lib.ir_passes_run(ctypes.byref(graph), moved, builder.g, outs, len(outs), ffi.IR_PASS_ALL, None,
+                              ctypes.byref(err)):
+      return None, None, err
+    if self.lib.exec_new_flags(ctypes.byref(handle), graph, moved, len(moved), entry.encode(),
+                               ffi.LOWER_FUSE | ffi.LOWER_VEC_EXP, ctypes.byref(self.opts), ctypes.byref(err)):
+      self.lib.ir_graph_free(graph)
+      return None, None, err
+    return handle, graph, err
+
   def exec_cuda_new(self, builder, entry):
     """(exec_cuda handle or None, error)."""
     handle, err = ctypes.c_void_p(), ffi.Error()
@@ -171,8 +199,8 @@ def check_layouts(core):
     core.rt.check(core.lib.lower_program_new(ctypes.byref(lp), b.g, outs, 1, b"layout", ffi.LOWER_CUDA,
                                              ctypes.byref(err)), err)
     p = lp.contents
-    ok = ok and (p.entry, p.backend, p.n_outputs, p.n_inputs, p.n_kernels, p.n_dims, p.dims[0].name) == \
-        (b"layout", ffi.LOWER_CUDA, 1, 1, 1, 1, b"n") and p.source.len == len(p.source.data)
+    ok = ok and (p.entry, p.backend, p.flags, p.n_outputs, p.n_inputs, p.n_kernels, p.n_dims, p.dims[0].name) == \
+        (b"layout", ffi.LOWER_CUDA, 0, 1, 1, 1, 1, b"n") and p.source.len == len(p.source.data)
     core.lib.lower_program_free(lp)
   finally:
     b.close()
@@ -192,11 +220,15 @@ class GraphRun:
     self.entry = "core_" + re.sub(r"\W", "_", label)
     self.builder = Builder(ctx.core.rt, ctx.core.lib)
     self.desc, self.handle, self.path, self.calls, self.cuda_source = None, None, "(not compiled)", 0, None
-    self.gpu = None
+    self.gpu, self.fused, self.fused_graph = None, None, None
 
   def close(self):
     if self.handle:
       self.ctx.core.lib.exec_free(self.handle)
+    if self.fused:
+      self.ctx.core.lib.exec_free(self.fused)
+    if self.fused_graph:
+      self.ctx.core.lib.ir_graph_free(self.fused_graph)
     if self.gpu:
       self.ctx.core.lib.exec_cuda_free(self.gpu)
     self.builder.close()
@@ -239,6 +271,14 @@ class GraphRun:
     if delta["graph programs built"] != 1 or delta["programs constructed"] != 1 or \
        delta["compiler invocations"] + delta["disk cache hits"] != 1:
       self.fail("exec_new's counters", f"expected +1 program, from the compiler or the cache; got {delta}")
+
+  def fused_build(self):
+    core = self.ctx.core
+    self.fused, self.fused_graph, err = core.exec_fused(self.builder, self.entry + "_fused")
+    if not self.fused:
+      return self.fail("the passes and exec_new_flags(LOWER_FUSE) failed", core.failure(err))
+    plain, fused = core.lib.exec_lowered(self.handle).contents, core.lib.exec_lowered(self.fused).contents
+    self.ctx.fused_other += (plain.n_kernels, plain.n_temps) != (fused.n_kernels, fused.n_temps)
 
   def literals(self):
     """No dim's upper bound as a number in the C or CUDA source (comments aside), unless the graph
@@ -326,6 +366,12 @@ class GraphRun:
         self.fail(what, f"max %{call.refused[0]} reduces an empty axis (NumPy refuses it): expected "
                         f"UOPC_E_BOUNDS, got {self.ctx.core.failure(err) if status else 'success'}")
       written(self, what, buffers, outs, whole=True)
+      if self.fused:
+        status, err = self.ctx.core.run(self.fused, outs, call.inputs)
+        if status == 0 or self.ctx.core.rt.error_name(err.code) != "UOPC_E_BOUNDS":
+          self.fail(f"{what} fused", f"expected UOPC_E_BOUNDS, got "
+                                     f"{self.ctx.core.failure(err) if status else 'success'}")
+        written(self, f"{what} fused", buffers, outs, whole=True)
       if self.gpu:
         status, err = self.ctx.core.run(self.gpu, outs, call.inputs, runner="exec_cuda_run")
         if status == 0 or self.ctx.core.rt.error_name(err.code) != "UOPC_E_BOUNDS":
@@ -339,8 +385,45 @@ class GraphRun:
       if (lines := mismatch(out, v, e)):
         self.fail(f"{what}: out{k} = %{self.desc.outputs[k]}, {v.dtype} {v.shape}", *lines)
     written(self, what, buffers, outs)
+    if self.fused:
+      self.call_fused(what, call, wanted, kept, outs)
     if self.gpu:
       self.call_gpu(what, call, wanted, kept)
+
+  def through_exp(self, node_id):
+    """1 when an f32 exp is node_id or reaches it (the fused program's exp_f32 is not expf)."""
+    seen, todo = set(), [node_id]
+    while todo:
+      n = self.desc.nodes[todo.pop()]
+      if n.op == "exp" and n.dtype == F32:
+        return True
+      todo.extend(s for s in n.src if s not in seen)
+      seen.update(n.src)
+    return False
+
+  def call_fused(self, what, call, wanted, kept, unfused):
+    """The same call through the fused program: against NumPy, and equal to the default program's
+    results within FUSED_ULPS."""
+    what = f"{what} fused"
+    buffers = [poisoned(v.size, v.dtype) for v, _ in wanted]
+    outs = [buf[PAD:PAD + v.size].reshape(v.shape) for buf, (v, _) in zip(buffers, wanted)]
+    status, err = self.ctx.core.run(self.fused, outs, call.inputs)
+    for name, buf, old in zip(input_names(self.desc), call.buffers, kept):
+      if buf.tobytes() != old.tobytes():
+        self.fail(what, f"the call changed input '{name}' or the poison around it")
+    if status:
+      return self.fail(what, "exec_run of the LOWER_FUSE program failed: " + self.ctx.core.failure(err))
+    self.ctx.fused_calls += 1
+    for k, (out, (v, e), plain) in enumerate(zip(outs, wanted, unfused)):
+      if (lines := mismatch(out, v, e)):
+        self.fail(f"{what}: out{k} = %{self.desc.outputs[k]}, {v.dtype} {v.shape}", *lines)
+      if self.through_exp(self.desc.outputs[k]):
+        self.ctx.fused_exp += 1
+      elif (lines := ulps_apart(out, plain, FUSED_ULPS)):
+        self.fail(f"{what}: out{k} = %{self.desc.outputs[k]} against the default lowering", *lines)
+      else:
+        self.ctx.fused_equal += 1
+    written(self, what, buffers, outs)
 
   def call_gpu(self, what, call, wanted, kept):
     """The same call through the CUDA program, against the same NumPy answer."""
@@ -383,6 +466,27 @@ def describe_call(dims, names, inputs):
 
 def strip_comments(text):
   return re.sub(r"//[^\n]*", " ", re.sub(r"/\*.*?\*/", " ", text, flags=re.S))
+
+
+def ulps_apart(got, want, ulps):
+  """None when each element of got is within ulps units in the last place of want's (NaN for NaN;
+  integers exactly), else a line naming the first one further and how many are."""
+  if got.dtype in FLOATS:
+    bits = {4: np.int32, 8: np.int64}[got.dtype.itemsize]
+    def ordered(a):   # the float's bits as an integer that counts ulps through zero
+      i = a.view(bits).astype(np.int64)
+      return np.where(i < 0, np.int64(np.iinfo(bits).min) - i, i)
+    with np.errstate(over="ignore"):
+      far = np.abs(ordered(got) - ordered(want)) > ulps
+    bad = np.flatnonzero((far & ~(np.isnan(got) & np.isnan(want))).ravel())
+  else:
+    bad = np.flatnonzero((got != want).ravel())
+  if bad.size == 0:
+    return None
+  i = int(bad[0])
+  index = tuple(int(v) for v in np.unravel_index(i, got.shape)) if got.ndim else ()
+  return [f"index {index}: fused {got.flat[i].item()!r}, default {want.flat[i].item()!r} (at most {ulps} ulps "
+          f"apart; {bad.size} of {got.size} elements further)"]
 
 
 def mismatch(got, want, bound):
@@ -428,6 +532,9 @@ def check_graphs(ctx):
                             lambda b, rng: Generator(b, rng).graph(), only=k))
   count = ctx.cases.passed + ctx.cases.failed - cases
   cuda = "CUDA compiled" if ctx.core.cuda else f"CUDA compile skipped ({ctx.core.no_cuda})"
+  fused = f", {ctx.fused_calls} calls fused too ({ctx.fused_other} programs with other loop nests; " \
+          f"{ctx.fused_equal} outputs equal bit for bit, {ctx.fused_exp} after an f32 exp against NumPy only)"
+  cuda += fused if ctx.fused else ", fused programs skipped (--no-fused)"
   cuda += f", {ctx.gpu_calls} calls run on the GPU" if ctx.core.gpu else f", GPU runs skipped ({ctx.core.no_gpu})"
   return f"{len(only)} graphs, {count} cases ({ctx.bindings} calls per graph), {cuda}, " \
          f"{time.monotonic() - start:.1f}s"
@@ -443,6 +550,8 @@ def one_graph(ctx, run):
     run.case("bounds in the source", run.literals)
     if ctx.core.cuda and run.cuda_source:
       run.case("CUDA compile", run.cuda)
+    if ctx.fused:
+      run.case("passes and LOWER_FUSE build", run.fused_build)
     if ctx.core.gpu:
       run.case("CUDA build", run.gpu_build)
     before = ctx.core.counters((*COUNTERS, f"calls {run.entry}"))
@@ -484,7 +593,7 @@ REGRESSIONS = {"two scalar reductions": scalar_reductions, "reshapes merging inn
 # x + sum(y), whose sum is the temporary tmp0) and as a dim's: each must be refused when the
 # graph is lowered (UOPC_E_INVALID), never fail to compile or compile to something else.
 TAKEN_NAMES = {"input": ("out0", "tmp0", "i0", "t3", "r1", "acc0", "scratch", "LANES", "g", "total", "rest",
-                         "floordiv_i64", "expf", "sqrt"),
+                         "floordiv_i64", "expf", "sqrt", "exp_f32"),
                "dim": ("LANES", "acc0", "scratch", "g", "total", "rest", "max_i64", "tanhf")}
 
 
@@ -652,7 +761,8 @@ class Context:
   def __init__(self, args, seed, replay, core, cases):
     self.seed, self.replay, self.core, self.cases = seed, replay, core, cases
     self.graphs, self.bindings, self.only = args.graphs, args.bindings, args.only
-    self.gpu_calls = 0
+    self.gpu_calls, self.fused_calls, self.fused_other, self.fused = 0, 0, 0, not args.no_fused
+    self.fused_equal, self.fused_exp = 0, 0
 
 
 def main(argv=None):
@@ -662,6 +772,8 @@ def main(argv=None):
   ap.add_argument("--graphs", type=int, default=DEFAULTS["graphs"], help="random graphs to draw")
   ap.add_argument("--bindings", type=int, default=DEFAULTS["bindings"], help="calls per graph")
   ap.add_argument("--only", type=int, help="run graph K of this seed only")
+  ap.add_argument("--no-fused", action="store_true",
+                  help="skip the second program per graph (the passes, then LOWER_FUSE)")
   args = ap.parse_args(argv)
   seed, replay = start_check(LAB, "check_core", args, DEFAULTS)
   report = Report(LAB, replay)

@@ -139,6 +139,8 @@ IR_OPS = ("input", "const", "neg", "abs", "exp", "log", "sqrt", "tanh", "cast", 
 IR_OP = {name: k for k, name in enumerate(IR_OPS)}           # ir_op, in ir_ops.h's order
 SYM_KINDS = ("const", "dim", "add", "sub", "mul", "floordiv", "mod", "min", "max")   # sym_kind
 LOWER_C, LOWER_CUDA = 0, 1                                      # lower_backend
+LOWER_FUSE, LOWER_VEC_EXP = 2, 4                                 # lower_program_new_flags' flags
+IR_PASS_ALL = 7                                                  # ir_passes_run: fold, CSE, DCE
 
 
 class SymExpr(ctypes.Structure):
@@ -176,7 +178,8 @@ class CodegenText(ctypes.Structure):
 
 class LowerProgram(ctypes.Structure):
   """lower_program from lower.h (read-only here)."""
-  _fields_ = [("entry", ctypes.c_char * 64), ("backend", ctypes.c_int), ("graph", ctypes.c_void_p),
+  _fields_ = [("entry", ctypes.c_char * 64), ("backend", ctypes.c_int), ("flags", ctypes.c_uint),
+              ("graph", ctypes.c_void_p),
               ("n_buffers", ctypes.c_int), ("buffers", ctypes.c_void_p), ("n_outputs", ctypes.c_int),
               ("n_inputs", ctypes.c_int), ("n_temps", ctypes.c_int), ("n_kernels", ctypes.c_int),
               ("kernel_buffer", ctypes.c_void_p), ("n_dims", ctypes.c_int), ("dims", ctypes.POINTER(SymDim)),
@@ -306,7 +309,11 @@ CORE_API = {   # the compiler core's builders return NULL after recording an err
   "lower_program_free": (None, [ctypes.POINTER(LowerProgram)]),
   "exec_new": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                               ctypes.c_char_p, ctypes.c_void_p, ERR]),
+  "exec_new_flags": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                    ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p, ERR]),
   "exec_free": (None, [ctypes.c_void_p]),
+  "ir_passes_run": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_int, ctypes.c_uint, ctypes.c_void_p, ERR]),
   "exec_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ERR]),
   "exec_source": (ctypes.c_char_p, [ctypes.c_void_p]),
   "exec_program": (ctypes.c_void_p, [ctypes.c_void_p]),

@@ -43,6 +43,9 @@ static int banner(lower_ctx *c) {
   if (!rc && (p->flags & LOWER_FUSE))
     rc = codegen_printf(t, err, " * fusion: the cost rule (chapter 23.1): a computed node is stored when\n"
                         " *   ops x (reads - 1) > %d, and a chain every %d levels\n", LOWER_STORE_COST, LOWER_CHAIN_CUT);
+  if (!rc && (p->flags & LOWER_VEC_EXP) && p->backend == LOWER_C)
+    rc = codegen_printf(t, err, " * exp: an f32 exp is exp_f32 below, without a call, at most %d ulps from expf\n",
+                        LOWER_EXP_F32_ULPS);
   if (!rc && has_reduction(p))
     rc = codegen_printf(t, err, " * reduction order: element j of a row is added into lane j %% LANES (LANES = %d),\n"
                         " *   each lane left to right from its identity; then the lanes pairwise, lane k\n"
@@ -68,7 +71,35 @@ static int banner(lower_ctx *c) {
   return rc;
 }
 
-static int prelude(lower_ctx *c, int helpers) {
+/* LOWER_VEC_EXP's exp for f32 (lower.h states its bound): no call and no
+ * branch, so a loop holding it vectorises. exp(x) = 2^k exp(r), k = x/ln 2
+ * rounded (adding 1.5*2^23 rounds to an integer, the low bits hold it),
+ * r = x - k ln 2 in two parts (Cody and Waite), |r| <= ln(2)/2, exp(r) by
+ * its Taylor polynomial of degree 6; 2^k as two exact powers of 2, so a
+ * subnormal result is rounded once. x is clamped to [-104, 89] first (exp
+ * is 0 below, inf above); a NaN is returned quiet. Selects are masks: gcc
+ * does not if-convert a float comparison, which may trap. */
+static const char EXP_F32[] =
+  "static inline float exp_f32(float x) {\n"
+  "  union { float f; uint32_t u; } v = {x}, k, s1, s2, y;\n"
+  "  uint32_t xu = v.u, a = v.u & 0x7fffffffu, neg = 0u - (v.u >> 31);\n"
+  "  uint32_t top = (0x42d00000u & neg) | (0x42b20000u & ~neg);      /* 104 below 0, 89 above */\n"
+  "  uint32_t over = 0u - (uint32_t)(a > top), nan = 0u - (uint32_t)(a > 0x7f800000u);\n"
+  "  v.u = ((top | (xu & 0x80000000u)) & over) | (xu & ~over);\n"
+  "  k.f = v.f * 1.44269504f + 12582912.0f;\n"
+  "  float kf = k.f - 12582912.0f;\n"
+  "  float r = (v.f - kf * 0.693145751953125f) - kf * 1.42860677e-06f;\n"
+  "  float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f +\n"
+  "            r * (0.00833333377f + r * 0.00138888892f)))));\n"
+  "  int32_t ki = (int32_t)(k.u - 0x4b400000u), k1 = ki >> 1;\n"
+  "  s1.u = (uint32_t)(k1 + 127) << 23;\n"
+  "  s2.u = (uint32_t)(ki - k1 + 127) << 23;\n"
+  "  y.f = p * s1.f * s2.f;\n"
+  "  y.u = ((xu | 0x00400000u) & nan) | (y.u & ~nan);\n"
+  "  return y.f;\n"
+  "}\n\n";
+
+static int prelude(lower_ctx *c, int helpers, int exp_f32) {
   const lower_program *p = c->p;
   codegen_text *t = c->n.t;
   uopc_error *err = c->n.err;
@@ -82,6 +113,7 @@ static int prelude(lower_ctx *c, int helpers) {
   if (!rc && has_reduction(p))
     rc = codegen_printf(t, err, "enum { LANES = %d };   /* partial results per output element */\n\n",
                         CODEGEN_LANES);
+  if (!rc && exp_f32) rc = codegen_printf(t, err, "%s", EXP_F32);
   if (rc || !helpers) return rc;
   if (p->backend == LOWER_C) return codegen_printf(t, err, "%s\n", SYM_C_HELPERS);
   /* The same helpers, compiled for the device. */
@@ -196,7 +228,7 @@ int lower_emit_source(lower_program *p, uopc_error *err) {
     int rc = functions(&c);
     c.n.t = &p->source;
     if (!rc) rc = banner(&c);
-    if (!rc) rc = prelude(&c, strstr(body.data, "_i64(") != NULL);
+    if (!rc) rc = prelude(&c, strstr(body.data, "_i64(") != NULL, strstr(body.data, "exp_f32(") != NULL);
     if (!rc) rc = codegen_printf(&p->source, err, "%s", body.data);
     free(c.memo);
     free(c.memo_head);

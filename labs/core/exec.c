@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec.h"
+#include "uopc/debug.h"
 
 _Static_assert(UOPC_SIGNATURE_MAX <= SYM_BINDING_MAX, "a program's dims fit one binding");
 
@@ -31,6 +32,16 @@ struct exec {
   scratch_slot slots[EXEC_SCRATCH_SLOTS];
 };
 
+/* UOPC_DEBUG=4, beside the source: a LOWER_FUSE program's groups and plan
+ * (lower_program_print_groups). A text that cannot be made is not shown. */
+static void show_groups(const lower_program *p) {
+  if (uopc_debug_level() < 4) return;
+  codegen_text t = {0};
+  uopc_error err = {0};
+  if (lower_program_print_groups(&t, p, &err) == UOPC_OK) uopc_debug(4, "fusion groups of %s:\n%s", p->entry, t.data);
+  codegen_text_fini(&t);
+}
+
 int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
              const char *entry, const uopc_program_options *opts, uopc_error *err) {
   return exec_new_flags(out, g, outputs, n_outputs, entry, 0, opts, err);
@@ -44,6 +55,7 @@ int exec_new_flags(exec **out, const ir_graph *g, const ir_node *const *outputs,
   if (!rc) rc = uopc_program_new(&e->program, e->low->source.data, e->low->entry, e->low->signature,
                                  opts, err);
   if (rc) { exec_free(e); return rc; }
+  if (flags & LOWER_FUSE) show_groups(e->low);
   uopc_counter_add(EXEC_C_BUILT, 1);
   *out = e;
   return UOPC_OK;

@@ -237,5 +237,7 @@ int ir_print(codegen_text *t, const ir_graph *g, const ir_node *const *outputs, 
  * and the outputs called names[k] (NULL: out0, out1, ...). */
 int ir_print_prefixed(codegen_text *t, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
                       const char *const *names, const char *prefix, uopc_error *err);
+/* One node's line, as ir_print writes it, after prefix. */
+int ir_print_node(codegen_text *t, const ir_node *n, const char *prefix, uopc_error *err);
 
 #endif

@@ -57,7 +57,7 @@ static int params(codegen_text *t, const ir_node *n, uopc_error *err) {
   }
 }
 
-static int print_node(codegen_text *t, const ir_node *n, const char *prefix, uopc_error *err) {
+int ir_print_node(codegen_text *t, const ir_node *n, const char *prefix, uopc_error *err) {
   int rc = codegen_printf(t, err, "%s%%%d = %s(", prefix, n->id, ir_op_info_of(n->op)->name);
   for (int i = 0; i < 3 && n->src[i] && !rc; i++) rc = codegen_printf(t, err, "%s%%%d", i ? ", " : "", n->src[i]->id);
   if (!rc) rc = params(t, n, err);
@@ -79,7 +79,7 @@ int ir_print_prefixed(codegen_text *t, const ir_graph *g, const ir_node *const *
   if (!used) return UOPC_FAIL(err, UOPC_E_NOMEM, "ir_print: out of memory");
   for (int k = 0; k < n_outputs; k++) mark(outputs[k], used);
   for (int id = 0; id < count && !rc; id++)
-    if (used[id]) rc = print_node(t, ir_graph_node(g, id), prefix, err);
+    if (used[id]) rc = ir_print_node(t, ir_graph_node(g, id), prefix, err);
   for (int k = 0; k < n_outputs && !rc; k++)
     rc = names ? codegen_printf(t, err, "%s%s = %%%d\n", prefix, names[k], outputs[k]->id)
                : codegen_printf(t, err, "%sout%d = %%%d\n", prefix, k, outputs[k]->id);

@@ -25,7 +25,7 @@ int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_nod
   if (!p) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
   snprintf(p->entry, sizeof p->entry, "%s", entry);
   p->backend = backend;
-  p->flags = flags & (LOWER_MAY_ALIAS | LOWER_FUSE);
+  p->flags = flags & (LOWER_MAY_ALIAS | LOWER_FUSE | LOWER_VEC_EXP);
   p->graph = g;
   p->n_outputs = n_outputs;
   rc = lower_plan(p, outputs, err);

@@ -19,11 +19,25 @@ typedef enum lower_backend { LOWER_C, LOWER_CUDA } lower_backend;
 
 typedef enum lower_role { LOWER_OUTPUT, LOWER_INPUT, LOWER_TEMP } lower_role;
 
+/* Why a node has a buffer (and a loop nest of its own): the fusion group's
+ * boundary, as lower_program_print_groups says it. */
+typedef enum lower_reason {
+  LOWER_WHY_INPUT,                  /* a parameter, no nest */
+  LOWER_WHY_OUTPUT,
+  LOWER_WHY_REDUCE,                 /* a reduction or a matmul: always */
+  LOWER_WHY_MATMUL_OPERAND,         /* computed, read by a matmul many times */
+  LOWER_WHY_COST,                   /* LOWER_FUSE's cost rule: ops x (reads - 1) > LOWER_STORE_COST */
+  LOWER_WHY_CHAIN,                  /* LOWER_FUSE's chain cut: depth > LOWER_CHAIN_CUT */
+  LOWER_WHY_PACKED                  /* a matmul in rows' right operand not read with unit stride: packed once */
+} lower_reason;
+
 typedef struct lower_buffer {
   char name[SYM_NAME_MAX];          /* out0.., the input's name, tmp0.. */
   lower_role role;
   const ir_node *node;              /* the value it holds (an input: its view) */
   const sym_expr *scratch_offset;   /* LOWER_TEMP: bytes from the scratch base */
+  lower_reason reason;
+  int64_t ops, reads;               /* LOWER_WHY_COST: the rule's two numbers; CHAIN: ops = depth */
 } lower_buffer;
 
 /* An extent that must be at least 1 when the program runs (a max over it). */
@@ -44,6 +58,14 @@ typedef struct lower_nonempty {
  * whose text (and cache keys) stay the given rule's; the passes' tests and
  * tensorjit turn it on. */
 #define LOWER_FUSE 2u
+/* lower_program_new_flags, C back end: an f32 exp is exp_f32, a function of
+ * the generated text without a call or a branch, so gcc vectorises the loop
+ * that holds it (libm's expf is one call an element). It is within
+ * LOWER_EXP_F32_ULPS of expf over every finite f32 (and of a subnormal
+ * result), and NaN, infinities, overflow to inf and underflow to 0 are as
+ * expf's (chapter 23.7, "A vectorisable exp"). */
+#define LOWER_VEC_EXP 4u
+#define LOWER_EXP_F32_ULPS 3
 
 /* The longest entry name a program takes: a C identifier that, with the
  * "_k<n>" of its kernels, stays inside lower_program's entry field. */
@@ -52,7 +74,7 @@ typedef struct lower_nonempty {
 typedef struct lower_program {
   char entry[64];
   lower_backend backend;
-  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE */
+  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP */
   const ir_graph *graph;            /* borrowed: outlives the program */
   int n_buffers;                    /* parameter order: outputs, inputs, temps */
   lower_buffer *buffers;
@@ -82,11 +104,20 @@ typedef struct lower_program {
  * sym_expr. */
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
-/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE), stated in the banner. */
+/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP), stated in the banner. */
 int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                             int n_outputs, const char *entry, lower_backend backend, unsigned flags,
                             uopc_error *err);
 void lower_program_free(lower_program *p);
+
+/* The fusion groups and the plan of temporaries, as text appended to t: one
+ * paragraph per loop nest in execution order, "nest k: <buffer> = %<id>
+ * (<why it is stored>), reads <buffers>", then each node computed in that
+ * nest (the root and everything fused into it, as ir_print writes them: a
+ * node fused into two nests is computed in both); then each temporary's
+ * scratch offset and the block's size. Chapter 23.7, "Fusion with a cost
+ * rule". Errors: UOPC_E_NOMEM, those of sym_expr_format. */
+int lower_program_print_groups(codegen_text *t, const lower_program *p, uopc_error *err);
 
 /* The CUDA back end's kernel k is named "<entry>_k<k>"; launch it over
  * ceil(threads / block) blocks, where threads is its output's element count. */

@@ -62,7 +62,7 @@ static int broadcasts(const ir_node *m, const ir_node *s) {
 }
 
 int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, const unsigned char *used,
-                      unsigned char *store, uopc_error *err) {
+                      lower_stored *store, uopc_error *err) {
   const ir_graph *g = p->graph;
   int count = ir_graph_node_count(g);
   int64_t *ops = calloc((size_t)count + 1, sizeof *ops), *reads = calloc((size_t)count + 1, sizeof *reads);
@@ -71,21 +71,21 @@ int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, con
     free(ops), free(reads), free(depth);
     return UOPC_FAIL(err, UOPC_E_NOMEM, "lower '%s': out of memory deciding fusion", p->entry);
   }
-  for (int k = 0; k < p->n_outputs; k++) store[outputs[k]->id] = 1;
+  for (int k = 0; k < p->n_outputs; k++) store[outputs[k]->id].why = LOWER_WHY_OUTPUT;
   for (int id = 0; id < count; id++) {           /* ops: every operand fused but the base plan's */
     const ir_node *n = ir_graph_node(g, id);
     if (!used[id]) continue;
-    if (always(n)) store[id] = 1;
+    if (always(n) && !store[id].why) store[id].why = LOWER_WHY_REDUCE;
     ops[id] = op_units(n);
     for (int i = 0; i < ir_op_info_of(n->op)->arity && !always(n); i++)
-      if (!store[n->src[i]->id]) ops[id] = sat(ops[id] + ops[n->src[i]->id]);
+      if (!store[n->src[i]->id].why) ops[id] = sat(ops[id] + ops[n->src[i]->id]);
   }
   for (int id = count - 1; id >= 0; id--) {      /* reads, consumers first; then the rule */
     const ir_node *n = ir_graph_node(g, id);
     if (!used[id]) continue;
-    int64_t r = store[id] ? 1 : reads[id];
-    if (!store[id] && computes(n) && ops[id] * (reads[id] - 1) > LOWER_STORE_COST) {
-      store[id] = 1;
+    int64_t r = store[id].why ? 1 : reads[id];
+    if (!store[id].why && computes(n) && ops[id] * (reads[id] - 1) > LOWER_STORE_COST) {
+      store[id] = (lower_stored){LOWER_WHY_COST, ops[id], reads[id]};
       r = 1;
     }
     for (int i = 0; i < ir_op_info_of(n->op)->arity; i++) {
@@ -98,9 +98,9 @@ int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, con
     if (!used[id] || ir_op_info_of(n->op)->kind == IR_KIND_LEAF) continue;
     int d = 0;
     for (int i = 0; i < ir_op_info_of(n->op)->arity; i++)
-      if (!store[n->src[i]->id] && depth[n->src[i]->id] > d) d = depth[n->src[i]->id];
+      if (!store[n->src[i]->id].why && depth[n->src[i]->id] > d) d = depth[n->src[i]->id];
     depth[id] = d + 1;
-    if (depth[id] > LOWER_CHAIN_CUT && !store[id]) store[id] = 1;
+    if (depth[id] > LOWER_CHAIN_CUT && !store[id].why) store[id] = (lower_stored){LOWER_WHY_CHAIN, depth[id], 0};
   }
   free(ops), free(reads), free(depth);
   return UOPC_OK;

@@ -47,11 +47,19 @@ typedef struct lower_ctx {
 /* A chain is stored every this many elementwise levels (< LOWER_NESTING_MAX). */
 #define LOWER_CHAIN_CUT 256
 
-/* store[id] = 1 for each node of p's graph to materialise: the outputs, the
- * reductions and matmuls, and those the cost rule and the chain cut pick
- * (used: the nodes the outputs reach). store holds node-count zeros. */
+/* What the fusion pass decided for one node: why it is stored (0: it is
+ * not) and, for the cost rule and the chain cut, their numbers. */
+typedef struct lower_stored {
+  lower_reason why;
+  int64_t ops, reads;
+} lower_stored;
+
+/* store[id].why != 0 for each node of p's graph to materialise: the
+ * outputs, the reductions and matmuls, and those the cost rule and the chain
+ * cut pick (used: the nodes the outputs reach). store holds node-count
+ * zeroed entries. */
 int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, const unsigned char *used,
-                      unsigned char *store, uopc_error *err);
+                      lower_stored *store, uopc_error *err);
 
 /* LOWER_FUSE (lower_share.c, called by planning): each temporary's scratch
  * offset, sharing a place with one whose readers have all run, and the

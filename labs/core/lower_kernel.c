@@ -114,7 +114,11 @@ static int op_text(lower_ctx *c, const ir_node *n, int a, int b, int w, char *bu
     else fl ? snprintf(buf, size, "fabs%s(t%d)", f, a)
             : snprintf(buf, size, "t%d < 0 ? (%s)(0u - (%s)t%d) : t%d", a, T, U, a, a);
     return UOPC_OK;
-  case IR_KIND_MATH: snprintf(buf, size, "%s%s(t%d)", info->c, f, a); return UOPC_OK;
+  case IR_KIND_MATH:
+    if (n->op == IR_EXP && dt == UOPC_F32 && (c->p->flags & LOWER_VEC_EXP) && c->p->backend == LOWER_C)
+      snprintf(buf, size, "exp_f32(t%d)", a);      /* emit.c's prelude defines it */
+    else snprintf(buf, size, "%s%s(t%d)", info->c, f, a);
+    return UOPC_OK;
   case IR_KIND_CAST:
     if (n->dtype == UOPC_BOOL) snprintf(buf, size, "(uint8_t)(t%d != 0)", a);
     else snprintf(buf, size, "(%s)t%d", T, a);

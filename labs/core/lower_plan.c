@@ -60,17 +60,17 @@ int lower_plan_matmul_rows(const lower_program *p, const ir_node *n) {
 /* 1 when reading n at (k, j) walks memory with unit stride along j: a node
  * that is stored (a row-major buffer) or an input whose last stride is the
  * constant 1. Movement (a transpose, an expand) and a constant are not. */
-static int unit_stride_rows(const ir_node *n, const unsigned char *store) {
+static int unit_stride_rows(const ir_node *n, const lower_stored *store) {
   if (n->op == IR_INPUT) {   /* a matmul's operand: rank >= 2 */
     const sym_expr *s = n->strides[n->rank - 1];
     return s->kind == SYM_CONST && s->value == 1;
   }
-  return store[n->id] || materialised(n) || (computes(n) && ir_op_info_of(n->op)->kind != IR_KIND_MOVE);
+  return store[n->id].why || materialised(n) || (computes(n) && ir_op_info_of(n->op)->kind != IR_KIND_MOVE);
 }
 
 /* The right operand of a matmul in rows that is not read with unit stride:
  * stored contiguous once (K*N elements) rather than read strided M times. */
-static int packed_operand(const lower_program *p, const unsigned char *used, const unsigned char *store,
+static int packed_operand(const lower_program *p, const unsigned char *used, const lower_stored *store,
                           const ir_node *n) {
   if (!store) return 0;
   for (int id = n->id + 1; id < ir_graph_node_count(p->graph); id++) {
@@ -86,16 +86,28 @@ static void mark(const ir_node *n, unsigned char *used) {
   for (int i = 0; i < 3; i++) mark(n->src[i], used);
 }
 
-static int add_buffer(lower_program *p, lower_role role, const ir_node *n, const char *name) {
+static lower_buffer *add_buffer(lower_program *p, lower_role role, const ir_node *n, const char *name) {
   lower_buffer *b = &p->buffers[p->n_buffers++];
   b->role = role;
   b->node = n;
+  b->reason = role == LOWER_OUTPUT ? LOWER_WHY_OUTPUT : LOWER_WHY_INPUT;
   snprintf(b->name, sizeof b->name, "%s", name);
-  return p->n_buffers - 1;
+  return b;
+}
+
+/* Why a used node that is no output is a temporary (LOWER_WHY_INPUT: it is
+ * not one), with the fusion pass's numbers. */
+static lower_stored stored_why(const lower_program *p, const unsigned char *used, const lower_stored *store,
+                               const ir_node *n) {
+  if (materialised(n)) return (lower_stored){LOWER_WHY_REDUCE, 0, 0};
+  if (operand_of_matmul(p, used, n)) return (lower_stored){LOWER_WHY_MATMUL_OPERAND, 0, 0};
+  if (store && store[n->id].why) return store[n->id];
+  if (packed_operand(p, used, store, n)) return (lower_stored){LOWER_WHY_PACKED, 0, 0};
+  return (lower_stored){LOWER_WHY_INPUT, 0, 0};
 }
 
 static int plan_buffers(lower_program *p, const ir_node *const *outputs, const unsigned char *used,
-                        const unsigned char *store, uopc_error *err) {
+                        const lower_stored *store, uopc_error *err) {
   const ir_graph *g = p->graph;
   int nodes = ir_graph_node_count(g), inputs = ir_graph_input_count(g);
   p->buffers = calloc((size_t)(p->n_outputs + inputs + nodes), sizeof *p->buffers);
@@ -110,11 +122,14 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
   for (int k = 0; k < inputs; k++) add_buffer(p, LOWER_INPUT, ir_graph_input(g, k), ir_graph_input(g, k)->name);
   for (int id = 0; id < nodes; id++) {       /* ids are a topological order */
     const ir_node *n = ir_graph_node(g, id);
-    int stored = materialised(n) || operand_of_matmul(p, used, n) || (store && store[id]) ||
-                 packed_operand(p, used, store, n);
-    if (!used[id] || !stored || buffer_of(p, n) >= 0) continue;
+    if (!used[id] || buffer_of(p, n) >= 0) continue;
+    lower_stored why = stored_why(p, used, store, n);
+    if (why.why == LOWER_WHY_INPUT) continue;
     snprintf(name, sizeof name, "tmp%d", p->n_temps++);
-    add_buffer(p, LOWER_TEMP, n, name);
+    lower_buffer *b = add_buffer(p, LOWER_TEMP, n, name);
+    b->reason = why.why;
+    b->ops = why.ops;
+    b->reads = why.reads;
   }
   p->n_inputs = inputs;
   /* Kernels: every temporary and output, by node id, so each reads only what
@@ -158,7 +173,7 @@ static void node_dims(const ir_node *n, dim_set *s) {
  * the generated code"): a parameter named so would not compile, or would
  * shadow one of them (a dim 'g' read inside CUDA's loop over g). */
 static const char *const GENERATED[] = {
-  "scratch", "acc", "acc0", "LANES", "total", "g", "rest", "floordiv_i64", "mod_i64", "min_i64", "max_i64",
+  "scratch", "acc", "acc0", "LANES", "exp_f32", "total", "g", "rest", "floordiv_i64", "mod_i64", "min_i64", "max_i64",
   "int32_t", "int64_t", "uint8_t", "uint32_t", "uint64_t", "INT32_MIN", "INT64_MIN", "INT64_C",
   "blockIdx", "blockDim", "gridDim", "threadIdx",
   /* C11 keywords, then C++ keywords that can appear in CUDA C++ */
@@ -310,7 +325,8 @@ int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err)
   if (!used) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
   for (int k = 0; k < p->n_outputs; k++) mark(outputs[k], used);
   /* LOWER_FUSE: the cost rule's and the chain cut's extra temporaries. */
-  unsigned char *store = p->flags & LOWER_FUSE ? calloc((size_t)ir_graph_node_count(p->graph) + 1, 1) : NULL;
+  lower_stored *store = p->flags & LOWER_FUSE ? calloc((size_t)ir_graph_node_count(p->graph) + 1, sizeof *store)
+                                              : NULL;
   int rc = (p->flags & LOWER_FUSE) && !store ? UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory") : UOPC_OK;
   if (!rc && store) rc = lower_fuse_decide(p, outputs, used, store, err);
   if (!rc) rc = plan_buffers(p, outputs, used, store, err);
