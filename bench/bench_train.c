@@ -5,9 +5,13 @@
  * gradients of w1 and w2) against 23.4's eager mode (tp_run_eager, the core's
  * interpreter), at batch sizes 1, 16, 64 and 256, the artifacts built warm.
  * Then the artifacts built over a sweep of 20 batch sizes, for the model and
- * for sum(x / rows), and what a record holds (tj_train_text). Prints
+ * for sum(x / rows), and what a record holds (tj_train_text). Then a layer
+ * norm over rows of LN_COLS, loss = mean((xhat * g + b)^2) with gradients of
+ * x, g and b, the same way (its backward's counts come from runtime dims:
+ * var's and mean's). Prints
  *   bench train two-layer n=<B> ns=<per step>, bench train two-layer-eager n=<B> ns=...
  *   ratio train two-layer n=<B> eager/compiled=<x>
+ *   bench train layer-norm n=<B> ns=..., bench train layer-norm-eager n=<B> ns=...
  *   count train <model> sizes=20 forward=<n> backward=<n>
  * (best of REPS); bench/report.py adds NumPy's hand-written forward and
  * backward of the same model. */
@@ -17,7 +21,7 @@
 #include "tensorjit.h"
 #include "tp_compile.h"
 
-enum { REPS = 5, D_IN = 64, D_HID = 128, D_OUT = 16, SWEEP = 20 };
+enum { REPS = 5, D_IN = 64, D_HID = 128, D_OUT = 16, SWEEP = 20, LN_COLS = 512 };
 static const int64_t BATCHES[] = {1, 16, 64, 256};
 
 static int two_layer(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
@@ -40,6 +44,27 @@ static int sum_over_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user
   (void)user;
   tp_tensor *rows = tp_from_int_at(c, tp_size(c, in[0].t, 0), UOPC_F32, TP_HERE);
   out[0] = tp_sum(c, tp_div(c, in[0].t, rows), 0u, 0);
+  return tp_status(c);
+}
+
+/* A layer norm over the last axis and a loss of it: mean((xhat * g + b)^2),
+ * xhat = (x - mean) / sqrt(var + 1e-5), var with correction 0 (tp_stats.c). */
+static tp_tensor *layer_norm_loss(tp_ctx *c, tp_tensor *x, tp_tensor *g, tp_tensor *b) {
+  tp_tensor *xc = tp_sub(c, x, tp_reduce_at(c, IR_MEAN, x, 2u, 1, TP_HERE));
+  tp_tensor *sd = tp_sqrt(c, tp_add(c, tp_var(c, x, 2u, 1, 0), tp_scalar(c, 1e-5)));
+  tp_tensor *y = tp_add(c, tp_mul(c, tp_div(c, xc, sd), g), b);
+  return tp_mean(c, tp_mul(c, y, y));
+}
+
+static int layer_norm(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  (void)user;
+  out[0] = layer_norm_loss(c, in[0].t, in[1].t, in[2].t);
+  return tp_status(c);
+}
+
+static int layer_norm_tp(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
+  (void)user;
+  out[0] = layer_norm_loss(c, in[0], in[1], in[2]);
   return tp_status(c);
 }
 
@@ -69,6 +94,30 @@ static int eager_step(step *s, uopc_error *err) {
   const uopc_tensor *in[4] = {&s->t[0], &s->t[1], &s->t[2], &s->t[3]};
   int rc = tp_run_eager(two_layer_tp, NULL, in, 4, 1, 0x6, &loss, grads, err);
   if (!rc) uopc_tensor_release(&loss), uopc_tensor_release(&grads[0]), uopc_tensor_release(&grads[1]);
+  return rc;
+}
+
+static int ln_compiled_step(step *s, uopc_error *err) {
+  uopc_tensor loss, grads[3];
+  tj_arg args[3] = {tj_tensor(&s->t[0]), tj_tensor(&s->t[1]), tj_tensor(&s->t[2])};
+  tj_saved *saved = NULL;
+  const uopc_tensor *seed[1] = {&s->one};
+  int rc = tj_call_saving(s->f, args, 3, &loss, &saved, err);
+  if (!rc) rc = tj_backward(s->f, saved, seed, grads, err);
+  for (int g = 0; !rc && g < 3; g++) uopc_tensor_release(&grads[g]);
+  if (saved) uopc_tensor_release(&loss);
+  tj_saved_free(saved);
+  return rc;
+}
+
+static int ln_eager_step(step *s, uopc_error *err) {
+  uopc_tensor loss, grads[3];
+  const uopc_tensor *in[3] = {&s->t[0], &s->t[1], &s->t[2]};
+  int rc = tp_run_eager(layer_norm_tp, NULL, in, 3, 1, 0x7, &loss, grads, err);
+  if (!rc) {
+    uopc_tensor_release(&loss);
+    for (int g = 0; g < 3; g++) uopc_tensor_release(&grads[g]);
+  }
   return rc;
 }
 
@@ -102,6 +151,52 @@ static int time_batch(step *s, int64_t b, uopc_error *err) {
   printf("bench train two-layer-eager n=%lld ns=%.0f\n", (long long)b, e);
   printf("ratio train two-layer n=%lld eager/compiled=%.2f\n", (long long)b, e / c);
   return UOPC_OK;
+}
+
+static int fill_vec(uopc_tensor *t, int64_t n, double base, uopc_error *err) {
+  int rc = uopc_tensor_empty(t, UOPC_F32, 1, &n, err);
+  for (int64_t i = 0; !rc && i < n; i++) uopc_tensor_set(t, i, base + (double)(i % 13) / 26);
+  return rc;
+}
+
+/* The layer norm's step at each batch size, then its artifacts over SWEEP batch sizes. */
+static int layer_norm_bench(uopc_error *err) {
+  tj_function *f = NULL;
+  tj_options o = {.grad_args = 0x7};
+  step s = {NULL, {{0}}, {0}};
+  int rc = tj_compile(&f, layer_norm, NULL, &o, err);
+  s.f = f;
+  if (!rc) rc = uopc_tensor_empty(&s.one, UOPC_F32, 0, NULL, err);
+  if (!rc) uopc_tensor_set(&s.one, 0, 1);
+  if (!rc) rc = fill_vec(&s.t[1], LN_COLS, 1, err);
+  if (!rc) rc = fill_vec(&s.t[2], LN_COLS, 0, err);
+  for (size_t k = 0; k < sizeof BATCHES / sizeof *BATCHES && !rc; k++) {
+    int64_t b = BATCHES[k];
+    rc = fill(&s.t[0], b, LN_COLS, err);
+    double c = rc ? -1 : best_ns(ln_compiled_step, &s, err), e = c < 0 ? -1 : best_ns(ln_eager_step, &s, err);
+    uopc_tensor_release(&s.t[0]);
+    if (e < 0) rc = err->code ? err->code : UOPC_E_INVALID;
+    if (rc) break;
+    printf("bench train layer-norm n=%lld ns=%.0f\n", (long long)b, c);
+    printf("bench train layer-norm-eager n=%lld ns=%.0f\n", (long long)b, e);
+    printf("ratio train layer-norm n=%lld eager/compiled=%.2f\n", (long long)b, e / c);
+  }
+  tj_free(f);   /* a new function for the sweep: batches 2 .. (>= 2), as the two-layer's */
+  f = s.f = NULL;
+  if (!rc) rc = tj_compile(&f, layer_norm, NULL, &o, err);
+  s.f = f;
+  for (int k = 0; k < SWEEP && !rc; k++) {
+    rc = fill(&s.t[0], 2 + (k * 37) % 300, LN_COLS, err);
+    if (!rc) rc = ln_compiled_step(&s, err);
+    uopc_tensor_release(&s.t[0]);
+  }
+  if (!rc)
+    printf("count train layer-norm sizes=%d forward=%d backward=%d\n", SWEEP, (int)tj_forward_stats(f).artifacts_built,
+           (int)tj_backward_stats(f).artifacts_built);
+  for (int k = 0; k < 3; k++) uopc_tensor_release(&s.t[k]);
+  uopc_tensor_release(&s.one);
+  tj_free(f);
+  return rc;
 }
 
 /* Artifacts over SWEEP batch sizes 2 .. (all >= 2: the 0/1 rule is another row of the chapter's table). */
@@ -161,6 +256,7 @@ int main(void) {
   tj_free(f);
   if (!rc) rc = sweep("two-layer", two_layer, 4, 0x6, &err);
   if (!rc) rc = sweep("sum-x-over-rows", sum_over_rows, 1, 0x1, &err);
+  if (!rc) rc = layer_norm_bench(&err);
   if (rc) fprintf(stderr, "bench_train: %s\n", err.message);
   return rc ? 1 : 0;
 }

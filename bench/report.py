@@ -173,6 +173,25 @@ def two_layer_step(batch, d_in=64, d_hid=128, d_out=16):
     return loss, gw1, gw2
   return run
 
+def layer_norm_step(batch, cols=512):
+  """bench_train.c's layer norm step by hand: loss = mean((xhat * g + b)^2), xhat = (x - mean) /
+  sqrt(var + 1e-5) over each row, and d/dx, d/dg, d/db, f32."""
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((batch, cols)).astype(np.float32)
+  g, b = rng.standard_normal(cols).astype(np.float32), rng.standard_normal(cols).astype(np.float32)
+  def run():
+    xc = x - x.mean(1, keepdims=True)
+    inv = np.float32(1) / np.sqrt((xc * xc).mean(1, keepdims=True) + np.float32(1e-5))
+    xhat = xc * inv
+    y = xhat * g + b
+    loss = np.mean(y * y)
+    gy = y * np.float32(2 / y.size)
+    gg, gb = (gy * xhat).sum(0), gy.sum(0)
+    gxhat = gy * g
+    gx = inv * (gxhat - gxhat.mean(1, keepdims=True) - xhat * (gxhat * xhat).mean(1, keepdims=True))
+    return loss, gx, gg, gb
+  return run
+
 # (lab, case) -> (setup(n) -> callable, default n, bytes moved per element or None)
 CASES = {
   ("23.6", "square_plus_one"): (square_plus_one, 16777216, 8),
@@ -189,6 +208,7 @@ CASES = {
   **{("fuse", f"{kind}-{r}x{c}"): (rows_case(kind, r, c), r * c, None)
      for kind in ("softmax", "layernorm") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
   ("train", "two-layer"): (two_layer_step, 64, None),   # n is the batch
+  ("train", "layer-norm"): (layer_norm_step, 64, None),   # n is the batch
   # bench_fuse.c's softmax with LOWER_VEC_EXP (exp_f32), and compiled -march=native, against the
   # same NumPy softmax
   **{("fuse", f"{kind}-{r}x{c}"): (rows_case("softmax", r, c), r * c, None)
