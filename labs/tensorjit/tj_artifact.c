@@ -383,7 +383,7 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
   if (!n) return UOPC_OK;   /* every output a view: nothing to compile */
   /* fused with the cost rule (a producer read by several consumers is stored once, long chains are
    * cut) and its temporaries share space where their lifetimes allow: lower_fuse.c, lower_share.c */
-  int rc = exec_new_flags(&v->exec, v->graph, computed, n, v->entry, LOWER_FUSE, &c->opts.program, &inner);
+  int rc = exec_new_flags(&v->exec, v->graph, computed, n, v->entry, TJ_LOWER_FLAGS, &c->opts.program, &inner);
   if (!rc) return vcache_plan_run(c, v, err);
   /* what the code generator cannot do (a lowering's limit, such as an index it cannot prove fits int64;
    * an op; the compiler), not memory or the cache */

@@ -20,6 +20,11 @@ _Static_assert(TJ_MAX_OUTPUTS <= GUARD_MAX_ARGS, "a variant holds its outputs' n
 
 #define TJ_PATH_MAX 64   /* "params[2].bias" */
 
+/* How tensorjit lowers every region: fusion by the cost rule, planned
+ * temporaries, the matmul in rows, and f32 exp as the generated exp_f32
+ * (within LOWER_EXP_F32_ULPS of libm's, vectorised). */
+#define TJ_LOWER_FLAGS (LOWER_FUSE | LOWER_VEC_EXP)
+
 /* One node of a call's arguments, in depth-first order: the top-level
  * arguments and, after each container, its members. */
 typedef struct tj_node {
