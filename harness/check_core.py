@@ -13,7 +13,8 @@ the process counters must show one program per graph, however many calls. Each g
 compiled a second way, through the passes (fold, CSE, DCE: ir_passes_run) and with fusion and planned
 temporaries on and the vectorisable exp (exec_new_flags with LOWER_FUSE | LOWER_VEC_EXP), and every
 call runs both: each against NumPy, and the two results equal bit for bit (FUSED_ULPS) wherever no
-f32 exp reaches the output, since neither way reassociates a reduction. The generated C and
+f32 exp and no float matmul reaches the output (the fused matmul sums in order of k, the default
+in lanes), since neither way reassociates any other reduction. The generated C and
 CUDA source must hold no dim's upper bound as a number, and the CUDA source must compile (NVRTC
 or nvcc, compile only) when a compiler exists. Where a GPU is present too, every call also runs
 the CUDA program (exec_cuda.h) on the same inputs and checks it against NumPy the same way. Then fixed graphs that once failed, exec_run's
@@ -52,6 +53,8 @@ COUNTERS = ("graph programs built", "programs constructed", "compiler invocation
 # computes a constant as the generated C would. A change that reassociated a reduction would have
 # to state its bound here. An output that an f32 exp reaches is checked against NumPy alone: exp_f32
 # is within 3 ulps of expf (lower.h's LOWER_EXP_F32_ULPS), and what follows the exp may magnify that.
+# So is one a float matmul reaches: the fused matmul in rows adds its products in order of k, the
+# default one in lane partial sums, and the two roundings differ (both within NumPy's bound).
 FUSED_ULPS = 0
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?")
 
@@ -391,11 +394,13 @@ class GraphRun:
       self.call_gpu(what, call, wanted, kept)
 
   def through_exp(self, node_id):
-    """1 when an f32 exp is node_id or reaches it (the fused program's exp_f32 is not expf)."""
+    """1 when an f32 exp or a float matmul is node_id or reaches it: the fused program's exp_f32
+    is not expf, and its matmul in rows sums each element in order of k where the default one
+    sums in lanes (lower_matmul.c), a reassociation."""
     seen, todo = set(), [node_id]
     while todo:
       n = self.desc.nodes[todo.pop()]
-      if n.op == "exp" and n.dtype == F32:
+      if (n.op == "exp" and n.dtype == F32) or (n.op == "matmul" and n.dtype in FLOATS):
         return True
       todo.extend(s for s in n.src if s not in seen)
       seen.update(n.src)
@@ -533,7 +538,7 @@ def check_graphs(ctx):
   count = ctx.cases.passed + ctx.cases.failed - cases
   cuda = "CUDA compiled" if ctx.core.cuda else f"CUDA compile skipped ({ctx.core.no_cuda})"
   fused = f", {ctx.fused_calls} calls fused too ({ctx.fused_other} programs with other loop nests; " \
-          f"{ctx.fused_equal} outputs equal bit for bit, {ctx.fused_exp} after an f32 exp against NumPy only)"
+          f"{ctx.fused_equal} outputs equal bit for bit, {ctx.fused_exp} after an f32 exp or a float matmul against NumPy only)"
   cuda += fused if ctx.fused else ", fused programs skipped (--no-fused)"
   cuda += f", {ctx.gpu_calls} calls run on the GPU" if ctx.core.gpu else f", GPU runs skipped ({ctx.core.no_gpu})"
   return f"{len(only)} graphs, {count} cases ({ctx.bindings} calls per graph), {cuda}, " \
