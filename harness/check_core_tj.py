@@ -27,10 +27,10 @@ import numpy as np
 
 from harness import ffi
 from harness.check_core import Core, GraphRun, describe_call, input_names, mismatch
-from harness.check_tensorjit import API, MODEL, TjArg, TjCounts, TjOptions, TpInt, TpSite
+from harness.check_tensorjit import API, MODEL, TjArg, TjOptions, TpInt, TpSite, to_numpy
 from harness.common import Report, progress, start_check
 from harness.core_graphs import BuildError, Generator
-from harness.core_reference import evaluate
+from harness.core_reference import evaluate, used_nodes
 
 LAB = "23.7 tensorjit"
 DEFAULTS = {"graphs": 16, "bindings": 6}
@@ -49,7 +49,6 @@ MORE_API = {
   "tp_matmul_at": (P, [P, P, P, TpSite]),
   "tp_int_mul": (TpInt, [P, TpInt, TpInt]),
 }
-NP_DTYPE = {v: k for k, v in ffi.DTYPES.items()}
 
 
 class Skip(Exception):
@@ -71,17 +70,6 @@ class Tj:
   def __init__(self, rt):
     self.rt = rt
     self.lib = ffi._load(rt.build / "lib" / "libtensorjit.so", {**API, **MORE_API})
-
-
-def live_nodes(desc):
-  """The ids that reach an output, in creation order."""
-  seen, todo = set(), list(desc.outputs)
-  while todo:
-    i = todo.pop()
-    if i not in seen:
-      seen.add(i)
-      todo.extend(desc.nodes[i].src)
-  return sorted(seen)
 
 
 def check_expressible(desc):
@@ -106,7 +94,7 @@ def check_expressible(desc):
 def replay_model(lib, desc, failures):
   """desc as a tj_model: one tp_ call per live node. A Python error is recorded in failures and
   returned as a failure, never raised through C."""
-  live = live_nodes(desc)
+  live = sorted(used_nodes(desc))   # the ids that reach an output, in creation order
   where_dim = {}
   for k, i in enumerate(desc.inputs):
     for axis, spec in enumerate(desc.nodes[i].args["shape"]):
@@ -177,20 +165,6 @@ def replay_model(lib, desc, failures):
       failures.append(traceback.format_exc(limit=3))
       return 1
   return MODEL(model)
-
-
-def to_numpy(t):
-  """A uopc_tensor's elements as a new array of its dtype."""
-  dtype = NP_DTYPE[t.dtype]
-  shape, strides = tuple(t.shape[:t.rank]), tuple(t.strides[:t.rank])
-  if 0 in shape:
-    return np.zeros(shape, dtype)
-  lo = t.offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-  hi = t.offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
-  base = ctypes.cast(t.storage, ctypes.POINTER(ctypes.c_void_p)).contents.value
-  raw = (ctypes.c_char * ((hi - lo + 1) * dtype.itemsize)).from_address(base + dtype.itemsize * lo)
-  flat = np.frombuffer(raw, dtype)
-  return np.lib.stride_tricks.as_strided(flat[t.offset - lo:], shape, [dtype.itemsize * s for s in strides]).copy()
 
 
 class Replay:

@@ -291,16 +291,21 @@ def traced_model(lib, ops, failures):
   return MODEL(model)
 
 
+NP_DTYPE = {v: k for k, v in ffi.DTYPES.items()}
+
+
 def to_numpy(t):
-  """A uopc_tensor's elements (f32) as a new array."""
+  """A uopc_tensor's elements as a new array of its dtype."""
+  dtype = NP_DTYPE[t.dtype]
   shape, strides = tuple(t.shape[:t.rank]), tuple(t.strides[:t.rank])
   if 0 in shape:
-    return np.zeros(shape, np.float32)
+    return np.zeros(shape, dtype)
   lo = t.offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
   hi = t.offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
   base = ctypes.cast(t.storage, ctypes.POINTER(ctypes.c_void_p)).contents.value
-  flat = np.ctypeslib.as_array((ctypes.c_float * (hi - lo + 1)).from_address(base + 4 * lo))
-  return np.lib.stride_tricks.as_strided(flat[t.offset - lo:], shape, [4 * s for s in strides]).copy()
+  raw = (ctypes.c_char * ((hi - lo + 1) * dtype.itemsize)).from_address(base + dtype.itemsize * lo)
+  flat = np.frombuffer(raw, dtype)
+  return np.lib.stride_tricks.as_strided(flat[t.offset - lo:], shape, [dtype.itemsize * s for s in strides]).copy()
 
 
 def storage_of(handle):

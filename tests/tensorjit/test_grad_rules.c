@@ -98,13 +98,13 @@ static double value_at(const rcase *k, int i, int64_t e) {
 
 /* Input i as a tensor of its logical values vals: contiguous, or (rank 2,
  * transposed) a transposed view of a (C, R) buffer. */
-static uopc_tensor make_input(const rcase *k, int i, int64_t r, int64_t cols, const double *vals, int transposed) {
-  int64_t shape[2];
+/* A tensor of rank (0 to 2) and shape holding vals row-major, stored
+ * transposed (a view of column-major storage) when transposed and rank 2. */
+static uopc_tensor tensor_of(int rank, const int64_t *shape, const double *vals, int transposed) {
   uopc_tensor t, v;
   uopc_error err = {0};
-  for (int d = 0; d < k->rank[i]; d++) shape[d] = extent(k->shape[i][d], r, cols);
-  if (!transposed || k->rank[i] != 2) {
-    assert_uopc_ok(uopc_tensor_empty(&t, UOPC_F64, k->rank[i], shape, &err), err);
+  if (!transposed || rank != 2) {
+    assert_uopc_ok(uopc_tensor_empty(&t, UOPC_F64, rank, shape, &err), err);
     for (int64_t e = 0; e < uopc_tensor_numel(&t); e++) uopc_tensor_set(&t, e, vals[e]);
     return t;
   }
@@ -115,6 +115,12 @@ static uopc_tensor make_input(const rcase *k, int i, int64_t r, int64_t cols, co
   assert_uopc_ok(uopc_tensor_transpose(&v, &t, 0, 1, &err), err);
   uopc_tensor_release(&t);
   return v;
+}
+
+static uopc_tensor make_input(const rcase *k, int i, int64_t r, int64_t cols, const double *vals, int transposed) {
+  int64_t shape[2];
+  for (int d = 0; d < k->rank[i]; d++) shape[d] = extent(k->shape[i][d], r, cols);
+  return tensor_of(k->rank[i], shape, vals, transposed);
 }
 
 /* ---- The model: the case's body, then the loss over its outputs. */
@@ -201,28 +207,6 @@ static void check_fd(const rcase *k, int64_t r, int64_t cols, double *const *val
       fail_msg("%s: d loss / d in[%d] element %lld at R = %lld, C = %lld is %.10g; the finite difference says %.10g",
                k->name, i, (long long)e, (long long)r, (long long)cols, g, fd);
   }
-}
-
-static void compare(const rcase *k, const char *what, int64_t r, int64_t cols, const uopc_tensor *got, int rank,
-                    const int64_t *shape, const double *want, double tol);
-
-/* A tensor of rank (0 to 2) and shape holding vals row-major, stored
- * transposed (a view of column-major storage) when transposed and rank 2. */
-static uopc_tensor tensor_of(int rank, const int64_t *shape, const double *vals, int transposed) {
-  uopc_tensor t, v;
-  uopc_error err = {0};
-  if (!transposed || rank != 2) {
-    assert_uopc_ok(uopc_tensor_empty(&t, UOPC_F64, rank, shape, &err), err);
-    for (int64_t e = 0; e < uopc_tensor_numel(&t); e++) uopc_tensor_set(&t, e, vals[e]);
-    return t;
-  }
-  int64_t flip[2] = {shape[1], shape[0]};
-  assert_uopc_ok(uopc_tensor_empty(&t, UOPC_F64, 2, flip, &err), err);
-  for (int64_t a = 0; a < shape[0]; a++)
-    for (int64_t b = 0; b < shape[1]; b++) uopc_tensor_set(&t, b * shape[0] + a, vals[a * shape[1] + b]);
-  assert_uopc_ok(uopc_tensor_transpose(&v, &t, 0, 1, &err), err);
-  uopc_tensor_release(&t);
-  return v;
 }
 
 /* The case through tensorjit: the forward saves, the backward takes y + 1. */
