@@ -211,9 +211,7 @@ static const ir_node *operand(tp_ctx *c, tp_tensor *x, tp_site at) {
 static int expression_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadcast, tp_site at) {
   int64_t vp, vq;
   uopc_error err;
-  if ((p->kind == SYM_DIM && q->kind == SYM_DIM) || (p->kind == SYM_DIM && q->kind == SYM_CONST) ||
-      (q->kind == SYM_DIM && p->kind == SYM_CONST) || (p->kind == SYM_CONST && q->kind == SYM_CONST))
-    return 0;
+  if ((p->kind == SYM_DIM || p->kind == SYM_CONST) && (q->kind == SYM_DIM || q->kind == SYM_CONST)) return 0;
   if (broadcast && ((p->kind == SYM_CONST && p->value == 1) || (q->kind == SYM_CONST && q->value == 1))) return 0;
   if (sym_expr_eval(p, &c->binding, &vp, &err) || sym_expr_eval(q, &c->binding, &vq, &err) || vp != vq) return 0;
   char tp_[96], tq[96];
