@@ -151,6 +151,12 @@ int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size,
 /* f's counts so far (artifacts: kept, over every structure). */
 tj_counts tj_stats(const tj_function *f);
 
+/* The generated C source of f's kept artifact k (0 the first built, over
+ * every structure in the order they were made), as it lies on disk beside
+ * its cache entry; borrowed, valid until f's next call or tj_free. NULL when
+ * there is no artifact k, or it is interpreted or split around call-outs. */
+const char *tj_artifact_source(const tj_function *f, int k);
+
 /* ---- Availability. */
 
 typedef enum tj_backend { TJ_BACKEND_C = 1, TJ_BACKEND_CUDA } tj_backend;

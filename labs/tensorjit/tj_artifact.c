@@ -84,24 +84,16 @@ static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_var
   return UOPC_OK;
 }
 
-/* ---- The contract: the specialisation. */
+/* ---- The contract: the specialisation. Which extents are dims is lab
+ * 23.7's tj_extent_of (tj_sizes.c); the classes it reads are below. */
 
-/* Which extents are one size: a union-find over the inputs' axes, the axes
- * pinned to their value, and each class's bounds as the trace narrowed them. */
-#define TJ_SITES (TJ_MAX_TENSORS * UOPC_MAX_RANK)
-typedef struct tj_sizes {
-  int parent[TJ_SITES];
-  int pinned[TJ_SITES];
-  int64_t lo[TJ_SITES], hi[TJ_SITES];
-} tj_sizes;
-
-static int root(const tj_sizes *s, int x) {
+int tj_sizes_root(const tj_sizes *s, int x) {
   while (s->parent[x] != x) x = s->parent[x];
   return x;
 }
 
-static int new_dim(const tj_group *g, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int *out,
-                   uopc_error *err) {
+int tj_new_dim(const tj_group *g, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int *out,
+               uopc_error *err) {
   if (spec->n_dims == SYM_BINDING_MAX)
     return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the call needs more than %d dims (the limit)", g->f->label,
                      SYM_BINDING_MAX);
@@ -113,26 +105,6 @@ static int new_dim(const tj_group *g, vcache_spec *spec, guard_site at, int64_t 
   spec->dim_sites[spec->n_dims] = at;
   *out = spec->n_dims++;
   return UOPC_OK;
-}
-
-static int extent_of(const tj_group *g, const tj_sizes *s, const guard_call *call, guard_site at, int *dim_of_root,
-                     vcache_spec *spec, vcache_extent *e, uopc_error *err) {
-  const tj_function *f = g->f;
-  int64_t v = guard_site_value(call, at), hi = g->cache.opts.policy.max_extent;
-  int x = at.arg * UOPC_MAX_RANK + at.axis, r = root(s, x), pin01 = f->opts.specialize_01 == TJ_ON;
-  e->dim = -1;
-  e->value = v;
-  if (v < 0 || v > hi)
-    return UOPC_FAIL(err, UOPC_E_BOUNDS, "tensorjit '%s': argument '%s' axis %d is %" PRId64 ", outside [0, %" PRId64
-                     "]", f->label, g->nodes[g->tensor_node[at.arg]].path, at.axis, v, hi);
-  /* a container's tensor is specialised on its shape: the structure and its members' sizes are one key */
-  int member = g->nodes[g->tensor_node[at.arg]].depth > 0;
-  if (f->opts.dynamic == TJ_OFF || member || (pin01 && v <= 1) || s->pinned[r]) return UOPC_OK;
-  if (dim_of_root[r] >= 0) { e->dim = dim_of_root[r]; return UOPC_OK; }   /* the trace needed them equal */
-  int64_t lo = pin01 ? 2 : 0;
-  int rc = new_dim(g, spec, at, s->lo[r] > lo ? s->lo[r] : lo, s->hi[r] < hi ? s->hi[r] : hi, &e->dim, err);
-  if (!rc) dim_of_root[r] = e->dim;
-  return rc;
 }
 
 static int spec_of(const tj_group *g, const tj_sizes *s, const guard_call *call, vcache_spec *spec,
@@ -147,10 +119,10 @@ static int spec_of(const tj_group *g, const tj_sizes *s, const guard_call *call,
     arg->rank = call->args[a].rank;
     arg->strided = !guard_call_contiguous(call, a);   /* another layout class: never read as contiguous */
     for (int k = 0; k < arg->rank && !rc; k++)
-      rc = extent_of(g, s, call, (guard_site){a, GUARD_SHAPE, k}, dim_of_root, spec, &arg->shape[k], err);
+      rc = tj_extent_of(g, s, call, (guard_site){a, GUARD_SHAPE, k}, dim_of_root, spec, &arg->shape[k], err);
     int64_t lim = g->cache.opts.policy.max_stride;
     for (int k = 0; k < arg->rank && arg->strided && !rc; k++)
-      rc = new_dim(g, spec, (guard_site){a, GUARD_STRIDE, k}, -lim, lim, &arg->strides[k], err);
+      rc = tj_new_dim(g, spec, (guard_site){a, GUARD_STRIDE, k}, -lim, lim, &arg->strides[k], err);
   }
   return rc;
 }
@@ -163,55 +135,27 @@ static int site_named(const vcache_spec *spec, const char *name) {
   return -1;
 }
 
-/* What the trace needed, made a fact: two dims one, or a dim its constant. */
+/* What the trace needed, made a fact (lab 23.7's tj_sizes_unify): two
+ * dims one, or a dim its constant. */
 static int narrow(const tj_function *f, tj_sizes *s, const vcache_spec *spec, const tp_unify *u, uopc_error *err) {
   int a = site_named(spec, u->a), b = u->b[0] ? site_named(spec, u->b) : -1;
   if (a < 0 || (u->b[0] && b < 0))
     return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace needs dim '%s' %s%s, which is no input's size (a"
                      " bug)", f->label, u->a, u->b[0] ? "equal to " : "constant", u->b);
-  int ra = root(s, a), rb = b >= 0 ? root(s, b) : -1;
-  if (rb >= 0) {   /* one class, within both classes' bounds */
-    s->parent[rb] = ra;
-    s->lo[ra] = s->lo[rb] > s->lo[ra] ? s->lo[rb] : s->lo[ra];
-    s->hi[ra] = s->hi[rb] < s->hi[ra] ? s->hi[rb] : s->hi[ra];
-  } else s->pinned[ra] = 1;
-  return UOPC_OK;
+  return tj_sizes_unify(s, a, b, err);
 }
 
 /* ---- The contract: bounds the trace's comparisons narrow. A comparison of
- * one dim with a constant (c*d + k op 0) is a range of d: made the dim's
- * bounds and captured again, it is a guard of the cache's own kind, and the
- * IR's proofs may use it (issue 25: capture again under the narrowed facts). */
-
-static int64_t div_floor(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-static int64_t div_ceil(int64_t a, int64_t b) { return -div_floor(-a, b); }
-
-/* The range of c*d + k that g's truth says, as [*vlo, *vhi]; 0 for NE. */
-static int value_range(const tp_guard *g, int64_t *vlo, int64_t *vhi) {
-  static const tp_cmp negation[] = {[TP_LT] = TP_GE, [TP_LE] = TP_GT, [TP_GT] = TP_LE, [TP_GE] = TP_LT,
-                                    [TP_EQ] = TP_NE, [TP_NE] = TP_EQ};
-  tp_cmp op = g->truth ? g->op : negation[g->op];
-  const int64_t big = INT64_C(1) << 40;   /* past every extent; no overflow below */
-  *vlo = op == TP_GT ? 1 : op == TP_GE || op == TP_EQ ? 0 : -big;
-  *vhi = op == TP_LT ? -1 : op == TP_LE || op == TP_EQ ? 0 : big;
-  return op != TP_NE;
-}
-
-/* Narrows d's class by guard g when g compares one shape dim with a
- * constant; *changed = 1 when it did. */
+ * one dim with a constant (c*d + k op 0) is a range of d (lab 23.7's
+ * tj_sizes_narrow): made the dim's bounds and captured again, it is a guard
+ * of the cache's own kind, and the IR's proofs may use it (issue 25: capture
+ * again under the narrowed facts). */
 static int narrow_by(tj_sizes *s, const vcache_spec *spec, const tp_guard *g, int *changed, uopc_error *err) {
   sym_linear l;
-  int64_t vlo, vhi;
   int rc = sym_linear_of(g->diff, &l, err);
-  if (rc || l.count != 1 || l.atom[0]->kind != SYM_DIM || !value_range(g, &vlo, &vhi)) return rc;
+  if (rc || l.count != 1 || l.atom[0]->kind != SYM_DIM) return rc;
   int at = site_named(spec, l.atom[0]->dim.name);
-  if (at < 0) return UOPC_OK;
-  int64_t c = l.coef[0], k = l.constant, r = root(s, at);
-  int64_t lo = c > 0 ? div_ceil(vlo - k, c) : div_ceil(vhi - k, c);
-  int64_t hi = c > 0 ? div_floor(vhi - k, c) : div_floor(vlo - k, c);
-  if (lo > s->lo[r]) s->lo[r] = lo, *changed = 1;
-  if (hi < s->hi[r]) s->hi[r] = hi, *changed = 1;
-  return UOPC_OK;
+  return at < 0 ? UOPC_OK : tj_sizes_narrow(s, at, l.coef[0], l.constant, g->op, g->truth, changed, err);
 }
 
 /* ---- The contract: the trace. */

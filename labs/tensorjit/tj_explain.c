@@ -181,3 +181,12 @@ int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size,
   }
   return UOPC_OK;
 }
+
+const char *tj_artifact_source(const tj_function *f, int k) {
+  for (int i = 0; i < f->n_groups && k >= 0; k -= f->groups[i]->n_arts, i++)
+    if (k < f->groups[i]->n_arts) {
+      const tj_artifact *a = &f->groups[i]->arts[k];
+      return a->interpreted || a->callouts || !a->v->exec ? NULL : exec_source(a->v->exec);
+    }
+  return NULL;
+}

@@ -1,9 +1,9 @@
 /* tj_holds.c: whether an artifact serves a call, past what its guard set says
  * (section 23.7, given code): the scalars it was traced for, compared by
- * value (a container's too), and the trace's own comparisons on sizes (23.4's guards), evaluated
- * under the call's binding. Selection (tj_artifact.c) asks it on every call
- * and tj_explain.c asks it again to say which guard failed, so it sits below
- * both. */
+ * value (a container's too), and the binding the trace's own comparisons
+ * are evaluated under (lab 23.7's tj_trace_holds, labs/23.7-tensorjit/).
+ * Selection (tj_artifact.c) asks on every call and tj_explain.c asks again
+ * to say which guard failed, so it sits below both. */
 #include <string.h>
 #include "tj_internal.h"
 
@@ -31,22 +31,4 @@ void tj_binding_of(const vcache_spec *spec, const guard_call *call, sym_binding 
     b->dims[d] = spec->dims[d];
     b->values[d] = guard_site_value(call, spec->dim_sites[d]);
   }
-}
-
-int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err) {
-  sym_binding b;
-  *failed = -1;
-  if (!a->n_guards) return UOPC_OK;   /* the common case: no binding to build */
-  tj_binding_of(&a->v->spec, call, &b);
-  int rc = UOPC_OK;
-  for (int k = 0; !rc && k < a->n_guards; k++) {   /* one at a time, to name the one that fails */
-    const tp_variant one = {.guards = &a->guards[k], .n_guards = 1};
-    int holds = 0;
-    rc = tp_variant_holds(&one, &b, &holds, err);   /* 23.4's: when a trace's guards hold */
-    if (!rc && !holds) {
-      *failed = k;
-      return sym_expr_eval(a->guards[k].diff, &b, value, err);
-    }
-  }
-  return rc;
 }

@@ -180,6 +180,26 @@ int tj_group_new(tj_function *f, const tj_flat *flat, tj_group **out, uopc_error
 
 /* ---- tj_artifact.c: the cache's hooks, and its options for f. */
 
+/* Which extents of a call are one size: a union-find over the inputs' axes
+ * (site = arg * UOPC_MAX_RANK + axis), the classes pinned to their value,
+ * and each class's bounds as the trace narrowed them. The capture starts
+ * with every site its own class, unpinned, bounds [INT64_MIN, INT64_MAX]. */
+#define TJ_SITES (TJ_MAX_TENSORS * UOPC_MAX_RANK)
+typedef struct tj_sizes {
+  int parent[TJ_SITES];
+  int pinned[TJ_SITES];
+  int64_t lo[TJ_SITES], hi[TJ_SITES];
+} tj_sizes;
+
+static inline int tj_site(guard_site at) { return at.arg * UOPC_MAX_RANK + at.axis; }
+/* The representative of site x's class. */
+int tj_sizes_root(const tj_sizes *s, int x);
+/* A new dim of spec for the size at site at, bounds [lo, hi], named after
+ * its input and axis ("x_0"); *out its index. Errors: UOPC_E_LIMIT
+ * (SYM_BINDING_MAX dims), sym_dim_init's. */
+int tj_new_dim(const tj_group *g, vcache_spec *spec, guard_site at, int64_t lo, int64_t hi, int *out,
+               uopc_error *err);
+
 void tj_cache_options(tj_group *g, vcache_options *o);
 /* The contract of a new artifact of g for call (f->cur's arguments): v's
  * spec, graph (owned by v), guard set, key and entry; a's trace guards
@@ -198,9 +218,6 @@ tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v);
 void tj_binding_of(const vcache_spec *spec, const guard_call *call, sym_binding *b);
 /* 1 when a's scalars equal the call's (flat's nodes; doubles by their bits). */
 int tj_scalars_hold(const tj_group *g, const tj_artifact *a, const tj_flat *flat, int *failed);
-/* *failed = the first trace guard of a that fails on call, or -1; *value its
- * diff's value. Errors: those of sym_expr_eval. */
-int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err);
 
 /* ---- tj_view.c */
 
@@ -208,10 +225,6 @@ int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, in
  * permutes and expands over it), with their layouts; a->n_computed the
  * others. Errors: those of ir_view_layout. */
 int tj_view_plan(tj_artifact *a, const vcache_variant *v, int n_outputs, uopc_error *err);
-/* *out = output k of a as a view of base (the tensor it views) under b:
- * base's storage, retained. Errors: those of sym_expr_eval. */
-int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
-                 uopc_error *err);
 
 /* ---- tj_callout.c: the regions around a trace's call-outs. */
 
@@ -234,6 +247,42 @@ void tj_callouts_free(tj_callouts *co);
  * name, metadata kind and inputs' hash. */
 void tj_callouts_text(const tj_artifact *a, const char *indent, char *buf, size_t size);
 void tj_callouts_key(const tj_artifact *a, const ir_graph *graph, char *buf, size_t size);
+
+/* ---- Lab 23.7's student files (labs/23.7-tensorjit/; README.md there). */
+
+/* tj_sizes.c. The extent of call at site at (a shape axis) in spec, as *e:
+ * a constant (e->dim = -1, e->value the size) when the function is static,
+ * the tensor is a container's member, the size is 0 or 1 under
+ * specialize_01, or its class is pinned; else its class's dim: the one
+ * dim_of_root[root] already made, or a new one (tj_new_dim) bounded by the
+ * class's bounds and [2 or 0, max_extent], recorded in dim_of_root. Never a
+ * dim shared because two sizes are equal. Errors: UOPC_E_BOUNDS (the size
+ * outside [0, max_extent], naming the argument and axis), tj_new_dim's. */
+int tj_extent_of(const tj_group *g, const tj_sizes *s, const guard_call *call, guard_site at, int *dim_of_root,
+                 vcache_spec *spec, vcache_extent *e, uopc_error *err);
+/* What a trace needed made a fact: sites a and b one class (bounds the
+ * intersection of both); b < 0: a's class pinned to its value. Errors:
+ * UOPC_E_INVALID (a site outside [0, TJ_SITES)). */
+int tj_sizes_unify(tj_sizes *s, int a, int b, uopc_error *err);
+/* The trace compared c*d + k with 0 by op and found truth (d the size at
+ * site): the range of d that outcome allows, intersected into its class's
+ * bounds (integer division rounded toward the range's inside); *changed =
+ * 1 when a bound moved, untouched otherwise. TP_NE bounds nothing. Errors:
+ * UOPC_E_INVALID (a site outside [0, TJ_SITES), c == 0). */
+int tj_sizes_narrow(tj_sizes *s, int site, int64_t c, int64_t k, tp_cmp op, int truth, int *changed,
+                    uopc_error *err);
+
+/* tj_serve.c. *failed = the first trace guard of a that fails on call
+ * (each evaluated with 23.4's tp_variant_holds under the spec's binding
+ * at call), or -1; *value its diff's value. Errors: those of the
+ * evaluation. */
+int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err);
+/* *out = output k of a as a view of base (the tensor it views) under b: its
+ * layout a->view[k] (shape, strides, offset: expressions) evaluated, base's
+ * storage retained, the offset base's plus the view's. On error out is
+ * untouched. Errors: those of sym_expr_eval. */
+int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
+                 uopc_error *err);
 
 /* ---- tj_explain.c */
 

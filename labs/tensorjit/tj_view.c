@@ -5,7 +5,9 @@
  * that shares the input's storage, whose shape, strides and offset are the
  * chain's affine form (ir_view_layout) evaluated per call from the binding.
  * No kernel computes it, so a write through it is a write of the input, as
- * NumPy's and PyTorch's views are. Chapter 23.7, "Views". */
+ * NumPy's and PyTorch's views are. Which outputs are views is planned here;
+ * each is made per call by lab 23.7's tj_view_make (labs/23.7-tensorjit/).
+ * Chapter 23.7, "Views". */
 #include <string.h>
 #include "tj_internal.h"
 
@@ -23,25 +25,5 @@ int tj_view_plan(tj_artifact *a, const vcache_variant *v, int n_outputs, uopc_er
     }
     a->view_of[k] = base->input;
   }
-  return UOPC_OK;
-}
-
-int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
-                 uopc_error *err) {
-  const ir_layout *l = &a->view[k];
-  uopc_tensor t = {0};
-  int64_t offset = 0;
-  int rc = sym_expr_eval(l->offset, b, &offset, err);
-  t.rank = l->rank;
-  for (int d = 0; d < l->rank && !rc; d++) {
-    rc = sym_expr_eval(l->shape[d], b, &t.shape[d], err);
-    if (!rc) rc = sym_expr_eval(l->strides[d], b, &t.strides[d], err);
-  }
-  if (rc) return rc;
-  uopc_tensor_retain(out, base);   /* the storage's reference; the view's own geometry below */
-  out->rank = t.rank;
-  memcpy(out->shape, t.shape, sizeof t.shape);
-  memcpy(out->strides, t.strides, sizeof t.strides);
-  out->offset = base->offset + offset;
   return UOPC_OK;
 }
