@@ -79,16 +79,26 @@ def experiment_target(lab):
 
 def break_lib(lab, guard):
   """The lab's library without one guard (the Makefile's break rules)."""
-  return f"{BUILD}/break/{lab}-{guard}/liblab{lab.replace('.', '_')}.so"
+  return f"{BUILD}/break/{lab}-{guard}/{lib_name(lab)}"
 
 
 def experiment_tests(m):
   return [t for t in m.tests if t.kind == "experiment"]
 
 
+# Lab 23.7's student files are part of a stage with a folder of given code of its own:
+# tensorjit (labs/tensorjit, the Makefile's stage tj), whose library its driver and suites link.
+STAGE_LIBS = {"23.7": "libtensorjit.so"}
+GIVEN_DIRS = {"23.7": "labs/tensorjit"}
+
+
+def lib_name(lab):
+  return STAGE_LIBS.get(lab, f"liblab{lab.replace('.', '_')}.so")
+
+
 def lab_lib(lab, build=BUILD):
   """The library a lab's driver and suites link first."""
-  return f"{build}/lib/liblab{lab.replace('.', '_')}.so"
+  return f"{build}/lib/{lib_name(lab)}"
 
 
 # The compiler core (labs/core: given code, no student file) stands on lab 23.1's symbols and
@@ -118,9 +128,16 @@ def core_objects():
 
 
 def given_files(m):
-  """The lab's .c files that are neither student files nor its driver."""
-  folder = ROOT / m.lab_dir
-  return sorted(p.name for p in folder.glob("*.c") if p.name != "main.c" and p.name not in m.student_files)
+  """The .c files of the lab's stage that are neither student files nor its driver, as paths
+  from the tree's root: its folder's, and those of its stage's given folder (GIVEN_DIRS)."""
+  own = sorted(f"{m.lab_dir}/{p.name}" for p in (ROOT / m.lab_dir).glob("*.c")
+               if p.name != "main.c" and p.name not in m.student_files)
+  given = GIVEN_DIRS.get(m.lab)
+  return own + (sorted(f"{given}/{p.name}" for p in (ROOT / given).glob("*.c")) if given else [])
+
+
+def given_object(path):
+  return f"{BUILD}/obj/{path[:-2]}.o"
 
 
 def has_solutions(m):
@@ -165,7 +182,7 @@ class TrustedBuild:
         products[obj] = ROOT / obj
     for lab, m in manifests.items():
       for name in given_files(m):
-        obj = f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o"
+        obj = given_object(name)
         labs.append(obj)
         products[obj] = ROOT / obj
       for t in m.tests:
@@ -288,14 +305,17 @@ class Workspace:
     if not graded and not self.own_stages and references:
       where = "solutions/, as built by the grader" if has_solutions(m) else f"{SHIPPED}, shipped with the handout"
       self.notes.append(f"lab {m.lab}: the reference's library ({where})")
-      for h in (ROOT / m.lab_dir).glob("*.h"):
-        _copy(h, self.root / m.lab_dir / h.name)
+      for folder in [m.lab_dir] + ([GIVEN_DIRS[m.lab]] if m.lab in GIVEN_DIRS else []):
+        for h in (ROOT / folder).glob("*.h"):
+          _copy(h, self.root / folder / h.name)
       for lib in references:
         self._place(products, lib, f"reference/{lib}")
       return []
     shutil.copytree(ROOT / m.lab_dir, self.root / m.lab_dir, dirs_exist_ok=True)
+    if m.lab in GIVEN_DIRS:
+      shutil.copytree(ROOT / GIVEN_DIRS[m.lab], self.root / GIVEN_DIRS[m.lab], dirs_exist_ok=True)
     for name in given_files(m):
-      self._place(products, f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o")
+      self._place(products, given_object(name))
     got, where = self._read(m, graded)
     self.notes.append(f"lab {m.lab}: student files from {where}")
     self.screened.append(m.lab)
@@ -407,7 +427,7 @@ class Workspace:
           continue
         allowed = screen.symbols(reference, "undefined") if reference and reference.is_file() else set()
         for name in given_files(m):
-          allowed |= screen.symbols(ROOT / BUILD / "obj" / m.lab_dir / f"{name[:-2]}.o", "undefined")
+          allowed |= screen.symbols(ROOT / given_object(name), "undefined")
         refusals += [f"refused {rel}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
     return refusals
 
