@@ -304,6 +304,11 @@ $(BUILD)/bin/bench_tensorjit: bench/bench_tensorjit.c $(call lab_lib,tj) | $(cal
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
 BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tensorjit)
+# tensorjit's call latency against length, dynamic and static (TJ_OFF), for lab-23.7-plot's figure.
+$(BUILD)/bin/bench_tj_latency: bench/bench_tj_latency.c $(call lab_lib,tj) | $(call ref_stamp,tj)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
+BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_tj_latency)
 # tensorjit's training (issue 28): a forward and backward step compiled against eager, and its artifacts.
 $(BUILD)/bin/bench_train: bench/bench_train.c $(call lab_lib,tj) | $(call ref_stamp,tj)
 	@mkdir -p $(dir $@)
@@ -427,7 +432,7 @@ break: setup
 	    $(call student_test,$(LAB))
 
 # ---- commands ---------------------------------------------------------------
-.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness tsan bench bench-run lab-23.5-plot lab-23.5-plot-run doctor gpu-check figures \
+.PHONY: all setup lab-23 $(addprefix lab-,$(LAB_IDS)) test test-c test-build test-run test-harness tsan bench bench-run lab-23.5-plot lab-23.5-plot-run lab-23.7-plot lab-23.7-plot-run doctor gpu-check figures \
         clean cache-clean cache-stats labs check-sync
 
 all: $(UOPC_LIB) $(LAB_LIBS) $(LAB_BINS) $(if $(TJ_DIR),$(BUILD)/bin/tj-available)
@@ -498,6 +503,17 @@ lab-23.5-plot: setup
 
 lab-23.5-plot-run: $(BUILD)/bin/bench_23_5
 	@$(PYTHON) bench/report.py $(BUILD) --lab 23.5 --plot $(KV_PLOT)
+
+# tensorjit's call latency against length, with NumPy's and a static compiler's (chapter 23.7,
+# "Latency against length"): the figure chapters/figures/23.7-latency.png, its table in
+# build/tj_latency.md, from one run (bench_tj_latency compiles into scratch caches of its own).
+TJ_PLOT := chapters/figures/23.7-latency.png
+lab-23.7-plot: setup
+	@tools/setup.sh --plot
+	@$(MAKE) --no-print-directory IMPL=$(TEST_IMPL) lab-23.7-plot-run
+
+lab-23.7-plot-run: $(BUILD)/bin/bench_tj_latency
+	@$(PYTHON) bench/report.py $(BUILD) --lab tj_latency --tj-plot $(TJ_PLOT) --tj-table build/tj_latency.md
 
 # The checks that need a GPU (tools/gpu-check.sh): instructors with one; CI has none.
 gpu-check: setup

@@ -1,6 +1,7 @@
 """report.py: the C benchmarks and NumPy's time for the same work, in one run.
 
     .venv/bin/python bench/report.py build/labs [--lab 23.N] [--plot build/kv_latency.png]
+                                     [--tj-plot chapters/figures/23.7-latency.png --tj-table build/tj_latency.md]
 
 Runs every build/<impl>/bin/bench* binary (--lab: only bench_<lab>, and only
 that lab's NumPy cases) and echoes its lines:
@@ -13,7 +14,9 @@ The labs in INTERLEAVED are timed as their C benchmark times them: every case
 of the lab in turn, round after round, and the median of the rounds. With
 --plot and lab 23.5's lines, it draws the latency figure (bench/kv_plot.py,
 matplotlib) into that file, and writes lab 23.5's README table from the same run beside it
-(bench/kv_table.py; build/kv_latency.md for build/kv_latency.png).
+(bench/kv_table.py; build/kv_latency.md for build/kv_latency.png). With --tj-plot and
+bench_tj_latency's lines (--lab tj_latency), it draws tensorjit's latency figure
+(bench/tj_plot.py) and prints its table (written to --tj-table too).
 """
 import os
 import re
@@ -205,6 +208,7 @@ CASES = {
   ("23.5", "len-dynamic"): (kv_step, 512, None),
   ("23.5", "decode-step"): (kv_step, 512, None),
   ("fuse", "chain6-dynamic"): (chain6, 16777216, 12),
+  ("tj_latency", "chain6"): (chain6, 4096, None),        # bench_tj_latency.c's lengths, 1..4096
   **{("fuse", f"{kind}-{r}x{c}"): (rows_case(kind, r, c), r * c, None)
      for kind in ("softmax", "layernorm") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
   ("train", "two-layer"): (two_layer_step, 64, None),   # n is the batch
@@ -293,6 +297,8 @@ def main(argv):
   ap.add_argument("build", help="the build directory, e.g. build/labs")
   ap.add_argument("--lab", "--only", dest="lab", help="lab 23.N's benchmark alone (e.g. 23.3)")
   ap.add_argument("--plot", help="draw lab 23.5's latency figure into this PNG")
+  ap.add_argument("--tj-plot", help="draw tensorjit's latency figure (bench_tj_latency) into this PNG")
+  ap.add_argument("--tj-table", help="with --tj-plot: write its table (Markdown) into this file")
   args = ap.parse_args(argv)
   kernels, printed = run_binaries(Path(args.build), args.lab)
   runs = []   # (lab, case, n)
@@ -317,7 +323,30 @@ def main(argv):
   if args.plot:
     plot(kernels, numpy_ns, Path(args.plot))
     write_table(printed, kernels, numpy_ns, Path(args.plot).with_suffix(".md"))
+  if args.tj_plot:
+    plot_tj(printed, kernels, numpy_ns, Path(args.tj_plot), args.tj_table and Path(args.tj_table))
   return 0
+
+
+def plot_tj(printed, kernels, numpy_ns, path, table_path):
+  """tensorjit's figure and table (bench/tj_plot.py), when bench_tj_latency ran; the table is
+  printed too, and drawn without matplotlib it is all there is."""
+  import tj_plot
+  if not any(lab == tj_plot.LAB for (lab, _, _) in kernels):
+    print("note: no bench_tj_latency lines; no figure drawn")
+    return
+  lines = tj_plot.table(printed, kernels, numpy_ns)
+  print("\n".join(lines))
+  if table_path:
+    table_path.parent.mkdir(parents=True, exist_ok=True)
+    table_path.write_text("\n".join(lines) + "\n")
+    print(f"table: {table_path}")
+  try:
+    tj_plot.draw(kernels, numpy_ns, path)
+  except ImportError as e:
+    print(f"note: no figure ({e}); tools/setup.sh --plot installs matplotlib (bench/requirements.txt)")
+    return
+  print(f"figure: {path}")
 
 
 def write_table(printed, kernels, numpy_ns, path):

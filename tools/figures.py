@@ -3,7 +3,8 @@ prints, so that `make figures` draws them again and they stay true.
 
     .venv/bin/python tools/figures.py           write chapters/figures/23.3-versions.dot, 23.4-trace.dot
     .venv/bin/python tools/figures.py --check   exit 1 when a committed .dot is not what it would write
-                                                (make test and make check-quoted run it)
+                                                (make test and make check-quoted run it), or when
+                                                23.7's pipeline names a function its file lacks
 
 23.3, memory versions through a store: the two listings of `mv_program_print` that chapter 23.3
 quotes ("Memory versions": the two shifts, and the driver's view-survives program), parsed: each
@@ -12,6 +13,8 @@ storage's versions, each statement's loads (the view and the version read) and i
 two variants as chapter 23.4 lists them ("Symbolic integers and guards"), and the data branch's regions with their call
 counts from goldens/23.4.json (the driver's counters, `make goldens`). `make figures` renders each
 .dot into the .svg committed beside it (Graphviz's dot), as for the other figures.
+23.7, tensorjit's pipeline, is written by hand (chapters/figures/23.7-pipeline.dot); both modes check
+that each function a label names is defined in a file the same label names.
 """
 import json
 import re
@@ -158,6 +161,52 @@ def figure_23_4():
   return "\n".join(lines) + "\n"
 
 
+# ---- 23.7 -------------------------------------------------------------------
+# The pipeline is drawn by hand (it is the code's structure, not a printed listing); what keeps it
+# true is that every name() in a label is a function defined in a file that label (or its
+# cluster's) names.
+
+PIPELINE = "23.7-pipeline.dot"
+LABEL = re.compile(r'label="((?:[^"\\]|\\.)*)"')
+CALLED = re.compile(r"\b(\w+)\(\)")
+SOURCE = re.compile(r"\b((?:labs|uopc|solutions)/[\w./-]+\.[ch])\b")
+
+
+def defines(text, name):
+  """Whether C text defines function name: a declaration at column 0 whose next '{' comes before
+  its next ';' (a prototype ends at the ';')."""
+  for m in re.finditer(rf"^[A-Za-z_][^\n;=]*?\b{name}\(", text, re.M):
+    rest = text[m.end():]
+    brace, semi = rest.find("{"), rest.find(";")
+    if brace >= 0 and (semi < 0 or brace < semi):
+      return True
+  return False
+
+
+def pipeline_errors():
+  """What in the 23.7 pipeline's labels the code does not have: a file, or a function in it. A
+  cluster's label names the file of the hooks inside it, so its nodes' names may be in its files.
+  (The .dot keeps each statement on one line, which this reading relies on.)"""
+  errors, clusters = [], []   # the files each enclosing cluster's label names
+  for line in (FIGURES / PIPELINE).read_text().splitlines():
+    statement = line.strip()
+    if statement.startswith("subgraph cluster"):
+      clusters.append([])
+    elif statement == "}" and clusters:
+      clusters.pop()
+    for label in (text.replace("\\n", " ") for text in LABEL.findall(line)):
+      own = SOURCE.findall(label)
+      if statement.startswith("label=") and clusters:
+        clusters[-1] = own
+      paths = own + [p for files in clusters for p in files if p not in own]
+      missing = [p for p in paths if not (ROOT / p).is_file()]
+      errors += [f"no file {p}" for p in missing if p in own]
+      texts = [(ROOT / p).read_text() for p in paths if p not in missing]
+      errors += [f"{n}() is defined in none of {', '.join(paths) or 'no file named'}"
+                 for n in CALLED.findall(label) if not any(defines(t, n) for t in texts)]
+  return errors
+
+
 def main(argv):
   check = argv == ["--check"]
   if argv and not check:
@@ -173,8 +222,11 @@ def main(argv):
     elif not path.is_file() or path.read_text() != text:
       path.write_text(text)
       print(f"wrote {path.relative_to(ROOT)}")
+  errors = pipeline_errors()
+  print(f"{'ok  ' if not errors else 'FAIL'} chapters/figures/{PIPELINE}" + "".join(f"\n     {e}" for e in errors))
+  stale += bool(errors)
   if check:
-    print(f"{2 - stale} passed, {stale} failed")
+    print(f"{3 - stale} passed, {stale} failed")
   return 1 if stale else 0
 
 
