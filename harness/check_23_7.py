@@ -20,7 +20,8 @@ the lab's functions (the seed draws everything; --lengths sets the calls each ma
                   specialize_01 off one artifact for every shape, static one per shape.
   index bounds    tj_trace_holds: x[len(y)] * 3 on random (rows, len(y)): in bounds NumPy's row;
                   out of bounds UOPC_E_BOUNDS, also after an in-bounds artifact exists (x is lent
-                  inside a larger buffer, so an artifact that served it would read rows past x).
+                  inside a larger buffer, so an artifact that served such a call returns a wrong
+                  row, which is reported, rather than crash the worker).
   size branches   tj_sizes_narrow: x + a if c*n + k OP 0 else b*x, one model per OP, random c, k
                   (the boundary near 2..12), on random lengths and those around the boundary: each
                   output NumPy's branch; after each call the artifacts built equal the distinct
@@ -366,7 +367,7 @@ def check_reuse(ctx):
     built = affine_calls(ctx, fid, shapes, lambda k: len(set(patterns[:k + 1])), "specialize_01 on", a, b)
     if built is None:
       return None
-    notes.append(f"rank {rank}: {len(dims)} shapes of sizes >= 2 (the first {dims[0]}, then {dims[1]}) 1 artifact; "
+    notes.append(f"rank {rank}: {len(dims)} shapes of sizes >= 2 (the first {dims[0]}, then {dims[1]}), one artifact; "
                  f"{len(small)} more with sizes 0 and 1, {built} artifacts in all, one per pattern of 0, 1, >= 2")
   finally:
     ctx.lab.free(fid)
@@ -374,7 +375,7 @@ def check_reuse(ctx):
   try:
     if affine_calls(ctx, fid, shapes, lambda k: 1, "specialize_01 off", a, b) is None:
       return None
-    notes.append("specialize_01 off: 1 artifact for all of them")
+    notes.append("specialize_01 off: one artifact for all of them")
   finally:
     ctx.lab.free(fid)
   static = shapes[:3] + shapes[:1]
@@ -424,8 +425,8 @@ def check_index(ctx):
     built = ctx.lab.counts(fid)["artifacts_built"]
   finally:
     ctx.lab.free(fid)
-  return (f"x ({cols} columns): {served} calls in bounds equal NumPy's, {refused} past the end refused "
-          f"UOPC_E_BOUNDS, the first of them after an artifact served an index in bounds; {built} artifacts")
+  return (f"x with {cols} columns: {served} calls in bounds equal NumPy's, {refused} past the end refused "
+          f"UOPC_E_BOUNDS (the first after an artifact for an index in bounds was built); {built} artifacts")
 
 
 # ---- size branches (tj_sizes_narrow) ------------------------------------------------------------
