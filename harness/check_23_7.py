@@ -152,7 +152,7 @@ class Lab:
       answer = {"error": self.result(status, err), "counts": self.tj.counts(f)}
       if not status:
         try:
-          answer.update(self.output(out, tensors))
+          answer.update(self.output(out, tensors, [root for root, _ in inputs]))
         finally:
           self.rt.lib.uopc_tensor_release(ctypes.byref(out))
       return answer
@@ -164,11 +164,21 @@ class Lab:
           self.rt.lib.uopc_tensor_free(t)
 
   @staticmethod
-  def output(out, tensors):
-    storage, values = ctypes.cast(out.storage, ctypes.c_void_p).value, to_numpy(out)
-    return {"shape": list(out.shape[:out.rank]), "strides": list(out.strides[:out.rank]), "offset": out.offset,
-            "dtype": values.dtype.str, "data": values.tobytes(),
-            "shares": [ctypes.cast(t.storage, ctypes.c_void_p).value == storage for t in tensors]}
+  def output(out, tensors, roots):
+    """The output as data. A view of an input that reaches outside that input's buffer is not
+    read (it would fault here): "reach" says which elements it spans instead."""
+    storage = ctypes.cast(out.storage, ctypes.c_void_p).value
+    shares = [ctypes.cast(t.storage, ctypes.c_void_p).value == storage for t in tensors]
+    shape, strides = list(out.shape[:out.rank]), list(out.strides[:out.rank])
+    answer = {"shape": shape, "strides": strides, "offset": out.offset, "shares": shares, "dtype": "<f4", "data": b""}
+    if 0 not in shape:
+      lo = out.offset + sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
+      hi = out.offset + sum(max(0, (n - 1) * st) for n, st in zip(shape, strides))
+      size = next((root.size for root, shared in zip(roots, shares) if shared), None)
+      if size is not None and (lo < 0 or hi >= size):
+        return dict(answer, data=None, reach=[lo, hi], storage=size)
+    values = to_numpy(out)
+    return dict(answer, dtype=values.dtype.str, data=values.tobytes())
 
 
 # ---- the judge ----------------------------------------------------------------------------------
@@ -237,6 +247,12 @@ def expect_values(ctx, answer, want, case):
     ctx.report.fail(case, f"expected NumPy's {want.shape} result {want.ravel()[:8].tolist()}",
                     "got " + failure(answer["error"]))
     return 0
+  if answer["data"] is None:
+    lo, hi = answer["reach"]
+    ctx.report.fail(case, f"expected NumPy's {want.shape} result; got a view of shape {tuple(answer['shape'])}, "
+                          f"strides {answer['strides']}, offset {answer['offset']}, which reaches elements {lo} to {hi} "
+                          f"of its input's storage of {answer['storage']}")
+    return 0
   got = got_array(answer)
   if got.shape != want.shape or not np.array_equal(got, want):
     ctx.report.fail(case, f"expected shape {want.shape} {want.ravel()[:12].tolist()}",
@@ -248,7 +264,8 @@ def expect_values(ctx, answer, want, case):
 def expect_refusal(ctx, answer, code, why, case):
   if answer["error"]["name"] != code:
     got = failure(answer["error"]) if answer["error"]["name"] != "UOPC_OK" else \
-      f"success, shape {tuple(answer['shape'])} {got_array(answer).ravel()[:8].tolist()}"
+      f"success, shape {tuple(answer['shape'])} " + \
+      (f"{got_array(answer).ravel()[:8].tolist()}" if answer["data"] is not None else "(a view past its input)")
     ctx.report.fail(case, f"NumPy refuses it ({why}); expected {code}", f"got {got}")
     return 0
   return 1
