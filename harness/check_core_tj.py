@@ -27,10 +27,10 @@ import numpy as np
 
 from harness import ffi
 from harness.check_core import Core, GraphRun, describe_call, input_names, mismatch
-from harness.check_tensorjit import API, MODEL, TjArg, TjOptions, TpInt, TpSite, to_numpy
 from harness.common import Report, progress, start_check
 from harness.core_graphs import BuildError, Generator
 from harness.core_reference import evaluate, used_nodes
+from harness.tj_ffi import API, MODEL, TjArg, TjOptions, TpInt, TpSite, to_numpy
 
 LAB = "23.7 tensorjit"
 DEFAULTS = {"graphs": 16, "bindings": 6}

@@ -21,78 +21,18 @@ counting chains.
 import argparse
 import ctypes
 import random
-import traceback
 
 import numpy as np
 
 from harness import ffi
 from harness.common import Report, progress, start_check
+from harness.tj_ffi import TJ_TENSOR, Tj, TjArg, TjOptions, storage_of, to_numpy, traced_model
 
 LAB = "23.7 tensorjit"
 DEFAULTS = {"chains": 40}
-INT64_MIN = -(2 ** 63)
 CALLS = 4               # shapes per chain, then the first one again
 MAX_SIZE = 6
 SITE_FILE = b"check_tensorjit.py"
-SUB, FLOORDIV = 0, 1     # tp_int_op, tp.h's order
-
-
-class TpInt(ctypes.Structure):
-  _fields_ = [("value", ctypes.c_int64), ("expr", ctypes.c_void_p)]
-
-
-class TpSite(ctypes.Structure):
-  _fields_ = [("file", ctypes.c_char_p), ("line", ctypes.c_int)]
-
-
-class TjIn(ctypes.Structure):   # a container's members and the kind last: unused here
-  _fields_ = [("t", ctypes.c_void_p), ("i", ctypes.c_int64), ("d", ctypes.c_double), ("items", ctypes.c_void_p),
-              ("n", ctypes.c_int), ("names", ctypes.c_void_p), ("kind", ctypes.c_int)]
-
-
-class TjArg(ctypes.Structure):
-  _fields_ = [("kind", ctypes.c_int), ("tensor", ctypes.c_void_p), ("i", ctypes.c_int64), ("d", ctypes.c_double),
-              ("items", ctypes.c_void_p), ("n", ctypes.c_int), ("names", ctypes.c_void_p)]
-
-
-class TjOptions(ctypes.Structure):   # tensorjit.h's tj_options, field for field: C reads all of it
-  _fields_ = [("name", ctypes.c_char_p), ("n_outputs", ctypes.c_int), ("arg_names", ctypes.c_void_p),
-              ("dynamic", ctypes.c_int), ("specialize_01", ctypes.c_int), ("strict_native", ctypes.c_int),
-              ("max_variants", ctypes.c_int), ("on_limit", ctypes.c_int), ("program", ctypes.c_void_p),
-              ("grad_args", ctypes.c_uint)]
-
-
-class TjCounts(ctypes.Structure):
-  _fields_ = [(name, ctypes.c_int64) for name in ("calls", "artifacts_built", "artifact_hits", "guard_failures",
-                                                 "eager_fallbacks", "limit_hits", "unkept_runs")] + [("artifacts", ctypes.c_int)]
-
-
-MODEL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(TjIn), ctypes.POINTER(ctypes.c_void_p),
-                         ctypes.c_void_p)
-P, I, I64, ERR = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ffi.Error)
-API = {
-  "tj_compile": (I, [ctypes.POINTER(P), MODEL, P, ctypes.POINTER(TjOptions), ERR]),
-  "tj_call": (I, [P, ctypes.POINTER(TjArg), I, ctypes.POINTER(ffi.UopcTensor), ERR]),
-  "tj_stats": (TjCounts, [P]),
-  "tj_free": (None, [P]),
-  "tp_status": (I, [P]),
-  "tp_size_at": (TpInt, [P, P, I, TpSite]),
-  "tp_int_const": (TpInt, [P, I64]),
-  "tp_int_op_at": (TpInt, [P, I, TpInt, TpInt, TpSite]),
-  "tp_slice_at": (P, [P, P, I, TpInt, TpInt, I64, TpSite]),
-  "tp_select_at": (P, [P, P, I, TpInt, TpSite]),
-  "tp_reshape_at": (P, [P, P, I, ctypes.POINTER(TpInt), TpSite]),
-  "tp_transpose_at": (P, [P, P, TpSite]),
-  "tp_permute_at": (P, [P, P, I, ctypes.POINTER(I), TpSite]),
-  "tp_relu_at": (P, [P, P, TpSite]),
-  "tp_unsqueeze_at": (P, [P, P, I, TpSite]),
-  "tp_squeeze_at": (P, [P, P, I, TpSite]),
-  "tp_flatten_at": (P, [P, P, I, I, TpSite]),
-  "tp_diagonal_at": (P, [P, P, I64, TpSite]),
-  "tp_repeat_at": (P, [P, P, I, ctypes.POINTER(I64), TpSite]),
-  "tp_cast_at": (P, [P, P, I, TpSite]),
-}
-UOPC_F32, UOPC_I32 = 0, 2   # uopc_dtype, tensor.h's order
 # Ops that compute a new tensor in NumPy or may in tensorjit: a chain holding one need not be a view.
 COMPUTES = ("reshape", "relu", "flatten", "diagonal", "repeat", "cast", "unsqueeze")
 
@@ -106,12 +46,17 @@ def draw_bound(rng, symbolic):
   return ("none",) if rng.random() < 0.3 else ("const", rng.randint(-5, 5))
 
 
-def draw_chain(rng):
+ALL_KINDS = ("slice", "slice", "select", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten",
+             "diagonal", "repeat", "cast")
+
+
+def draw_chain(rng, kinds=ALL_KINDS, relu=0.5):
+  """(rank, ops): 1 to 4 operations drawn from kinds (a kind twice: twice as likely), then a relu
+  with probability relu."""
   rank = rng.randint(1, 3)
   ops, r = [], rank
   for _ in range(rng.randint(1, 4)):
-    kind = rng.choice(["slice", "slice", "select", "reshape", "transpose", "permute", "unsqueeze", "squeeze",
-                       "flatten", "diagonal", "repeat", "cast"])
+    kind = rng.choice(list(kinds))
     if kind == "slice":
       symbolic = rng.random() < 0.5
       step = rng.choice([1, 1, 2, 3]) if symbolic else rng.choice([1, 2, 3, -1, -2])
@@ -149,7 +94,7 @@ def draw_chain(rng):
       r = len(ops[-1][1])
     elif kind == "cast":
       ops.append(("cast",))
-  if rng.random() < 0.5:   # read through the chain by a kernel: relu of elements that are all >= 1
+  if rng.random() < relu:   # read through the chain by a kernel: relu of elements that are all >= 1
     ops.append(("relu",))
   return rank, ops
 
@@ -225,93 +170,6 @@ def numpy_chain(x, ops):
   return x
 
 
-class Tj:
-  """libtensorjit.so (and the runtime) of one build."""
-
-  def __init__(self, build):
-    self.rt = ffi.Runtime(build)
-    self.lib = ffi._load(self.rt.build / "lib" / "libtensorjit.so", API)
-
-
-def traced_model(lib, ops, failures):
-  """The chain as a tj_model: tp_ calls through ctypes. A Python error is recorded in failures
-  and returned as UOPC_E_INVALID, never raised through C."""
-  def site():
-    return TpSite(SITE_FILE, len(failures) + 1)
-
-  def bound(c, x, axis, b):
-    if b[0] == "none":
-      return TpInt(INT64_MIN, None)
-    if b[0] == "const":
-      return lib.tp_int_const(c, b[1])
-    size = lib.tp_size_at(c, x, axis, site())
-    if b[0] == "half":
-      return lib.tp_int_op_at(c, FLOORDIV, size, lib.tp_int_const(c, 2), site())
-    return lib.tp_int_op_at(c, SUB, size, lib.tp_int_const(c, b[1]), site())
-
-  def model(c, ins, outs, user):
-    try:
-      x = ins[0].t
-      for op in ops:
-        if not x:
-          break
-        if op[0] == "slice":
-          _, axis, start, stop, step = op
-          x = lib.tp_slice_at(c, x, axis, bound(c, x, axis, start), bound(c, x, axis, stop), step, site())
-        elif op[0] == "select":
-          x = lib.tp_select_at(c, x, op[1], bound(c, x, op[1], op[2]), site())
-        elif op[0] == "reshape":
-          shape = (TpInt * len(op[1]))(*[lib.tp_int_const(c, v) for v in op[1]])
-          x = lib.tp_reshape_at(c, x, len(op[1]), shape, site())
-        elif op[0] == "transpose":
-          x = lib.tp_transpose_at(c, x, site())
-        elif op[0] == "relu":
-          x = lib.tp_relu_at(c, x, site())
-        elif op[0] == "unsqueeze":
-          x = lib.tp_unsqueeze_at(c, x, op[1], site())
-        elif op[0] == "squeeze":
-          x = lib.tp_squeeze_at(c, x, op[1], site())
-        elif op[0] == "flatten":
-          x = lib.tp_flatten_at(c, x, op[1], op[2], site())
-        elif op[0] == "diagonal":
-          x = lib.tp_diagonal_at(c, x, op[1], site())
-        elif op[0] == "repeat":
-          reps = (ctypes.c_int64 * len(op[1]))(*op[1])
-          x = lib.tp_repeat_at(c, x, len(op[1]), reps, site())
-        elif op[0] == "cast":
-          x = lib.tp_cast_at(c, lib.tp_cast_at(c, x, UOPC_I32, site()), UOPC_F32, site())
-        else:
-          perm = (ctypes.c_int * len(op[1]))(*op[1])
-          x = lib.tp_permute_at(c, x, len(op[1]), perm, site())
-      outs[0] = x
-      return lib.tp_status(c)
-    except Exception:   # noqa: BLE001 (reported as the chain's failure)
-      failures.append(traceback.format_exc(limit=2))
-      return 1
-  return MODEL(model)
-
-
-NP_DTYPE = {v: k for k, v in ffi.DTYPES.items()}
-
-
-def to_numpy(t):
-  """A uopc_tensor's elements as a new array of its dtype."""
-  dtype = NP_DTYPE[t.dtype]
-  shape, strides = tuple(t.shape[:t.rank]), tuple(t.strides[:t.rank])
-  if 0 in shape:
-    return np.zeros(shape, dtype)
-  lo = t.offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-  hi = t.offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
-  base = ctypes.cast(t.storage, ctypes.POINTER(ctypes.c_void_p)).contents.value
-  raw = (ctypes.c_char * ((hi - lo + 1) * dtype.itemsize)).from_address(base + dtype.itemsize * lo)
-  flat = np.frombuffer(raw, dtype)
-  return np.lib.stride_tricks.as_strided(flat[t.offset - lo:], shape, [dtype.itemsize * s for s in strides]).copy()
-
-
-def storage_of(handle):
-  return ctypes.cast(ctypes.cast(handle, ctypes.POINTER(ffi.UopcTensor)).contents.storage, ctypes.c_void_p).value
-
-
 EXPECTED_CODE = {IndexError: "UOPC_E_BOUNDS", ValueError: "UOPC_E_INVALID"}
 
 
@@ -326,7 +184,7 @@ def one_call(tj, f, ops, x, counts, case):
     want, refused = None, e
   out, err = ffi.UopcTensor(), ffi.Error()
   with rt.wrap(x) as tx:
-    args = (TjArg * 1)(TjArg(1, tx, 0, 0.0))
+    args = (TjArg * 1)(TjArg(TJ_TENSOR, tx, 0, 0.0))
     status = lib.tj_call(f, args, 1, ctypes.byref(out), ctypes.byref(err))
     try:
       if refused is not None:
@@ -371,7 +229,7 @@ def one_chain(tj, rng, k, counts):
   rank, ops = draw_chain(rng)
   text = chain_text(ops)
   failures = []
-  model = traced_model(tj.lib, ops, failures)
+  model = traced_model(tj.lib, ops, failures, SITE_FILE)
   opts = TjOptions(specialize_01=-1 if rng.random() < 0.5 else 0)   # TJ_OFF half the time
   f, err = ctypes.c_void_p(), ffi.Error()
   tj.rt.check(tj.lib.tj_compile(ctypes.byref(f), model, None, ctypes.byref(opts), ctypes.byref(err)), err)

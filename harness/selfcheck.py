@@ -59,6 +59,7 @@ CHECKS = [
   lab_check("23.5"),
   lab_check("23.3"),
   lab_check("23.6"),
+  lab_check("23.7"),
 ]
 
 
