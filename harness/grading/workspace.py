@@ -404,8 +404,8 @@ class Workspace:
     only the tests that need it). Returns a Build."""
     lib = lab_lib(self.m.lab)
     argv = ["make", "-k", "-s", "-f", "Makefile", "-f", GRADE_MK, f"-j{os.cpu_count() or 2}", "IMPL=labs",
-            "GRADE_SCRATCH=1", f"GRADE_HIDDEN={self.hidden}"] + [f"-o{k}" for k in self.kept] + [lib] + targets \
-           + [unit_target(path) for path, *_ in self.units]
+            "GRADE_SCRATCH=1", f"GRADE_HIDDEN={self.hidden}"] + [f"-o{k}" for k in self.kept] \
+           + [unit_target(path) for path, *_ in self.units] + [lib] + targets
     rundir = self.rundir()
     try:
       script = f"cd {shlex.quote(str(self.root))} && exec {shlex.join(argv)} 2>&1"
@@ -422,14 +422,16 @@ class Workspace:
 
   def screen_units(self):
     """Refusals for the student files' translation units, preprocessed by the build in the
-    sandbox (screen.check_unit). A unit that is not there did not preprocess: its object did not
-    compile either, and the build's diagnostics say why."""
+    sandbox (screen.check_unit). A unit that is not there is refused: unscreened, its object must
+    not count (a file that does not preprocess does not compile either: the diagnostics say why)."""
     refusals = []
     for path, text, handout, handout_unit in self.units:
       unit = self.root / unit_target(path)
       try:
         fd = os.open(unit, os.O_RDONLY | os.O_NOFOLLOW)
-      except OSError:
+      except OSError as e:
+        refusals.append(f"refused {path}: the build did not preprocess it ({e.strerror}), so the screen "
+                        f"could not read what the compiler sees")
         continue
       with os.fdopen(fd, "rb") as f:
         size = os.fstat(f.fileno()).st_size

@@ -15,8 +15,9 @@ layer). The points asserted are exact, and each test fails when its defence is t
            imports too), <cpuid.h>'s __cpuid (inline assembly) and libgpg-error's
            _GPG_ERR_CONSTRUCTOR (a constructor; where that header is installed). Graded with
            every screen on, each is refused by name and line from the preprocessed file, and
-           the lab does not build (0 points); the reference, with helpers that use harmless
-           system macros (assert, __glibc_unlikely, __STRING), builds and earns its points.
+           the lab does not build (0 points); so is a file the build could not preprocess
+           (unscreened); the reference, with helpers that use harmless system macros (assert,
+           __glibc_unlikely, __STRING), builds and earns its points.
 
   keyed    (class 4) runs honestly only when its command line, binary, working directory,
            environment, mounts or cgroup say "grade", "hidden" or "edge", and otherwise exits: it
@@ -427,6 +428,11 @@ class MacroTest(unittest.TestCase):
     for macro, (what, _) in self.attacks.items():
       line = next(k for k, l in enumerate(self.code.splitlines(), 1) if macro in l)
       self.assertIn((what, line), seen, f"{macro} at line {line}: no refusal in\n{self.said}")
+
+  def test_a_file_the_build_cannot_preprocess_is_refused_unscreened(self):
+    got, said = self.grade("#include <uopc_no_such_header.h>\n")
+    self.assertEqual(sum(p for _, p in got.values()), 0, got)
+    self.assertIn(f"refused {LAB_DIR_PATH}: the build did not preprocess it (No such file or directory)", said)
 
   def test_the_reference_with_harmless_system_macros_builds_and_scores(self):
     got, said = self.grade(HONEST_MACROS)
