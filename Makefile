@@ -170,8 +170,10 @@ LAB_BOUNDS := $(if $(SAN),,-fsanitize=bounds -fsanitize-undefined-trap-on-error)
 
 # $(1) a stage: its objects, each compiled with its own stage's include path (the folders of
 # the stage and those below it, so a file cannot include a header above its layer), and its library.
+# (stage_cflags: also what the grader preprocesses a student file with, harness/grading/grade.mk)
+stage_cflags = $(call lab_incs,$(1)) $(LAB_BOUNDS)
 define STAGE_RULES
-$(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))): EXTRA_CFLAGS = $(call lab_incs,$(1)) $(LAB_BOUNDS)
+$(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))): EXTRA_CFLAGS = $(call stage_cflags,$(1))
 $(call lab_lib,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call lab_src,$(1))) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_$(1)),$(call lab_lib,$(l)))
 	@mkdir -p $$(dir $$@)
 	$$(call say,LINK,$$@) $$(CC) -shared $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call lab_deps_links,$(1)) -luopc -lm

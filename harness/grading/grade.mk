@@ -32,3 +32,16 @@ $(BUILD)/tests/$(1)/hidden_%: $(GRADE_HIDDEN)/$(1)/%.o $(call lab_lib,$(1))
 endef
 $(foreach l,$(LAB_IDS),$(eval $(call GRADE_HIDDEN_RULES,$(l))))
 endif
+
+# The source screen's view of a file (screen.py, check_unit): its translation unit as the compiler
+# sees it, preprocessed with the flags its object compiles with (the Makefile's stage_cflags).
+# build/labs/tu/labs/23.1-symbolic-dims/sym_dim.i from labs/23.1-symbolic-dims/sym_dim.c; made in
+# the grader's tree from the handout's files, and in a scratch copy, in the sandbox, from the student's.
+TU_DIR := $(BUILD)/tu
+define GRADE_TU_RULES
+$(patsubst %.c,$(TU_DIR)/%.i,$(call lab_src,$(1))): EXTRA_CFLAGS = $(call stage_cflags,$(1))
+endef
+$(foreach l,$(STAGES),$(eval $(call GRADE_TU_RULES,$(l))))
+$(TU_DIR)/%.i: %.c
+	@mkdir -p $(dir $@)
+	$(call say,CPP,$<) $(CC) $(CFLAGS) $(EXTRA_CFLAGS) -E -o $@ $<

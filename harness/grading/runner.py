@@ -151,10 +151,12 @@ class LabGrader:
     build = ws.build(targets)
     for note in build.notes:
       print(f"  {note}")
+    if not problems and self.opts.screen == "all":
+      problems += ws.screen_units()
     if build.ok and not problems and self.opts.screen != "none":
       problems += ws.screen_libraries(build)
     ok = build.ok and not problems
-    said = [l for l in build.log.splitlines() if not l.lstrip().startswith(("CC ", "LINK ", "TEST "))]
+    said = [l for l in build.log.splitlines() if not l.lstrip().startswith(("CC ", "CPP ", "LINK ", "TEST "))]
     text = "\n".join(problems + scrub.lines(said, workspace.DIAGNOSTIC_LINES))
     self.results.add_note(self.m.lab, f"{self.m.lab}.0", "build", ok,
                           ("the lab built\n" if ok else "the lab did not build:\n") + "\n".join(build.notes + [text]))

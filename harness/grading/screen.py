@@ -15,6 +15,11 @@ comments and spacing:
     #define's body, which may not spell an attribute (or a forbidden attribute's name) at all,
     since the code that uses the macro shows only its name.
 
+The build also preprocesses each student file (grade.mk: gcc -E, the object's own flags, in the
+sandbox), and the same rules hold for what the compiler sees at the file's lines, what a macro
+there expands to included (check_unit: a system header's macro can spell an asm label or an
+attribute that the text does not); the handout file's unit says what its given code may hold.
+
 After the build, the lab's library (built in the sandbox) is read with binutils in the sandbox:
 it may not define a name that the C library, cmocka, the runtime, the grade hook or an earlier
 stage defines (it would replace theirs), may hold no ifunc (code that runs while libraries are
@@ -24,7 +29,8 @@ it too. Each finding is a named refusal: the lab does not build.
 """
 import re
 import subprocess
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -66,40 +72,48 @@ class Item:
   name: str = ""         # a function's name
   head: tuple = ()       # a function's tokens before its body
   body: tuple = ()       # a function's body tokens
+  lines: tuple = field(default=(), compare=False)   # the line each token starts on
 
 
 def tokens(text):
+  return [tok for tok, _ in tokens_at(text)]
+
+
+def tokens_at(text, line=1):
+  """[(token, the line it starts on)] of C text, comments and spacing dropped."""
   out = []
   for m in TOKEN.finditer(text):
     kind = m.lastgroup
     if kind == "directive":
-      out.append("#" + " ".join(m.group().replace("\\\n", " ").split())[1:].lstrip())
+      out.append(("#" + " ".join(m.group().replace("\\\n", " ").split())[1:].lstrip(), line))
     elif kind not in ("comment", "space"):
-      out.append(m.group())
+      out.append((m.group(), line))
+    line += m.group().count("\n")
   return out
 
 
 def items(text):
   """The top-level items of a C file: declarations (to their ';'), function definitions (to
   their closing brace) and directives outside any of them."""
-  found, cur, depth = [], [], 0
-  for tok in tokens(text):
+  found, cur, at, depth = [], [], [], 0
+  for tok, line in tokens_at(text):
     if tok.startswith("#") and depth == 0 and not cur:
-      found.append(Item((tok,)))
+      found.append(Item((tok,), lines=(line,)))
       continue
     cur.append(tok)
+    at.append(line)
     if tok == "{":
       depth += 1
     elif tok == "}":
       depth = max(depth - 1, 0)
       if depth == 0 and _function_name(cur):
-        found.append(_item(cur))
-        cur = []
+        found.append(_item(cur, at))
+        cur, at = [], []
     elif tok == ";" and depth == 0:
-      found.append(_item(cur))
-      cur = []
+      found.append(_item(cur, at))
+      cur, at = [], []
   if cur:
-    found.append(_item(cur))
+    found.append(_item(cur, at))
   return found
 
 
@@ -118,8 +132,8 @@ def _function_name(toks):
   return head[j - 1] if j > 0 and re.fullmatch(r"[A-Za-z_]\w*", head[j - 1]) else ""
 
 
-def _item(toks):
-  item = Item(tuple(toks))
+def _item(toks, lines):
+  item = Item(tuple(toks), lines=tuple(lines))
   if (name := _function_name(toks)) and toks[-1] == "}":
     k = toks.index("{")
     item.name, item.head, item.body = name, tuple(toks[:k]), tuple(toks[k:])
@@ -229,6 +243,102 @@ def _forbidden(toks):
 def _short(toks, n=60):
   text = " ".join(toks)
   return text if len(text) <= n else text[:n - 3] + "..."
+
+
+# ---- what the compiler sees -----------------------------------------------------------------------
+# The text above cannot see what a system header's macro puts in the code: glibc's __REDIRECT
+# (<sys/cdefs.h>, which every libc header includes) is an asm label, <cpuid.h>'s __cpuid inline
+# assembly, a library's *_CONSTRUCTOR a constructor. The preprocessed translation unit (gcc -E,
+# with the object's own flags: grade.mk) has every expansion in place, each marked with the file
+# and line it is expanded at; what the screen refuses in the student's text it refuses there too.
+
+MARKER = re.compile(r'# (\d+) "((?:[^"\\]|\\.)*)"')
+UNIT_MAX_BYTES = 64 << 20     # far above any lab's (about 100 KiB to 1 MiB); past it, refused unread
+WHY = {"asm": "inline assembly, or an asm label, which renames the symbol a call reaches",
+       "counter": "a counter, which is the runtime's and the given code's to write",
+       "attribute": "an attribute that runs code before main or renames or replaces a symbol",
+       "pragma": "a #pragma (what _Pragma leaves), which can rename or weaken a symbol"}
+
+
+def unit_tokens(unit, path):
+  """[(line, token)] of a preprocessed translation unit (gcc -E's text) that come from the file
+  path: its own code and what each macro used there expands to, which gcc marks with path and
+  the line of the use (a system header's macro too: its marker adds the flag 3). A #pragma line
+  is one token."""
+  out, here, line = [], False, 0
+  for raw in unit.split("\n"):
+    if m := MARKER.match(raw):
+      line, here = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\") == path
+      continue
+    if here and raw.lstrip().startswith("#"):
+      out.append((line, "#" + " ".join(raw.split())[1:].lstrip()))
+    elif here:
+      out += [(line, tok) for tok, _ in tokens_at(raw)]
+    line += 1
+  return out
+
+
+def unit_findings(toks):
+  """[(line, kind, what)] of what the screen refuses among a file's tokens of its unit."""
+  found = []
+  for k, (line, t) in enumerate(toks):
+    if t in ("asm", "__asm", "__asm__", "_Pragma"):
+      found.append((line, "asm" if "asm" in t else "pragma", t))
+    elif t in FORBIDDEN_WORDS:
+      found.append((line, "counter", t))
+    elif t in ("__attribute__", "__attribute"):
+      found += [(line, "attribute", f"__attribute__(({a}))") for a in _attribute_names(toks, k + 1)
+                if a in FORBIDDEN_ATTRIBUTES or a.strip("_") in FORBIDDEN_ATTRIBUTES]
+    elif t.startswith("#"):
+      found.append((line, "pragma", _short((t,), 50)))
+  return found
+
+
+def _attribute_names(toks, k):
+  """The names an __attribute__((a, b(x), ...)) starting at toks[k] gives (those at depth 2)."""
+  names, depth = [], 0
+  for _, t in toks[k:]:
+    depth += {"(": 1, ")": -1}.get(t, 0)
+    if depth <= 0:
+      break
+    if depth == 2 and re.fullmatch(r"[A-Za-z_]\w*", t):
+      names.append(t)
+  return names
+
+
+def student_lines(text, handout):
+  """The lines of a student file that hold the student's own tokens: its function bodies and the
+  items it added (for a file check_file has passed: the rest is the handout's, in order)."""
+  given, mine = items(handout), items(text)
+  student = set(STUB.findall(handout))
+  lines, j = set(), 0
+  for it in given:
+    k = next((k for k in range(j, len(mine)) if _same(it, mine[k], student)), len(mine))
+    lines.update(line for m in mine[j:k] for line in m.lines)
+    if k < len(mine) and it.name in student:
+      lines.update(mine[k].lines[len(mine[k].head):])
+    j = k + 1
+  lines.update(line for m in mine[j:] for line in m.lines)
+  return lines
+
+
+def check_unit(name, path, unit, handout_unit, mine):
+  """Refusals for a student file's translation unit (unit, gcc -E's text; path, the file's name
+  in its line markers) against the handout file's (handout_unit): of each thing refused, the
+  given code may hold as many as the handout's; mine (student_lines) names the lines to blame."""
+  allowed = Counter((kind, what) for _, kind, what in unit_findings(unit_tokens(handout_unit, path)))
+  at = {}
+  for line, kind, what in unit_findings(unit_tokens(unit, path)):
+    at.setdefault((kind, what), []).append(line)
+  refusals = []
+  for (kind, what), lines in sorted(at.items()):
+    if len(lines) > allowed[(kind, what)]:
+      where = sorted(set(l for l in lines if l in mine)) or sorted(set(lines))
+      shown = ", ".join(map(str, where[:5])) + (", ..." if len(where) > 5 else "")
+      refusals.append(f"{name}: line{'s' if len(where) > 1 else ''} {shown}: the compiler sees {what} there, "
+                      f"where a macro expands (gcc -E shows it): {WHY[kind]}; the grader does not allow it "
+                      f"in student code")
+  return refusals
 
 
 # ---- the built library ----------------------------------------------------------------------------

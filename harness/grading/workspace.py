@@ -141,6 +141,11 @@ def given_object(path):
   return f"{BUILD}/obj/{path[:-2]}.o"
 
 
+def unit_target(path):
+  """The preprocessed translation unit of a .c file (grade.mk; screen.check_unit reads it)."""
+  return f"{BUILD}/tu/{path[:-2]}.i"
+
+
 def has_solutions(m):
   return (ROOT / "solutions" / Path(m.lab_dir).name).is_dir()
 
@@ -186,6 +191,10 @@ class TrustedBuild:
         obj = given_object(name)
         labs.append(obj)
         products[obj] = ROOT / obj
+      for name in m.student_files:   # the handout's files: what their given code may hold (screen.py)
+        if (ROOT / m.lab_dir / name).is_file():
+          labs.append(unit_target(f"{m.lab_dir}/{name}"))
+          products[f"handout/{labs[-1]}"] = ROOT / labs[-1]
       for t in m.tests:
         suite = t.spec.get("suite", "")
         if t.kind == "cmocka" and "/hidden/" in suite and (ROOT / suite).is_file():
@@ -224,6 +233,7 @@ class Workspace:
     self.hidden = self.top / "hidden"
     self.notes, self.kept = [], []      # kept: trusted products make must not remake
     self.screened = []                  # the labs built here from student files
+    self.units = []                     # (path, text, handout's text, handout's unit) of each one placed
     self.experiment = ""                # why the experiment test is not in the tree ("": it is)
     self.run_names = {}                 # a suite's binary: the name its tests run it by (run_name)
     if not sandbox.jail().bwrap and sandbox.sandbox_user(user):
@@ -334,6 +344,10 @@ class Workspace:
                         f"shows where; undo that part there (your bodies can stay), then run IMPL=solutions again)")
       if name in got.files and not refused:
         dst.write_bytes(got.files[name])
+        handout_unit = products.get(f"handout/{unit_target(f'{m.lab_dir}/{name}')}")
+        if self.screen == "all" and handout_unit:
+          self.units.append((f"{m.lab_dir}/{name}", got.files[name].decode("latin-1"),
+                             handout.read_text(encoding="latin-1"), handout_unit))
       else:
         dst.unlink(missing_ok=True)
         if name not in got.files and not any(name in r for r in got.refused):
@@ -391,7 +405,8 @@ class Workspace:
     only the tests that need it). Returns a Build."""
     lib = lab_lib(self.m.lab)
     argv = ["make", "-k", "-s", "-f", "Makefile", "-f", GRADE_MK, f"-j{os.cpu_count() or 2}", "IMPL=labs",
-            "GRADE_SCRATCH=1", f"GRADE_HIDDEN={self.hidden}"] + [f"-o{k}" for k in self.kept] + [lib] + targets
+            "GRADE_SCRATCH=1", f"GRADE_HIDDEN={self.hidden}"] + [f"-o{k}" for k in self.kept] \
+           + [unit_target(path) for path, *_ in self.units] + [lib] + targets
     rundir = self.rundir()
     try:
       script = f"cd {shlex.quote(str(self.root))} && exec {shlex.join(argv)} 2>&1"
@@ -405,6 +420,30 @@ class Workspace:
     missing = [t for t in [lib] + targets if not (self.root / t).exists()]
     return Build(self.root, lib not in missing, _diagnostics(log, self.root), missing, self.notes)
 
+
+  def screen_units(self):
+    """Refusals for the student files' translation units, preprocessed by the build in the
+    sandbox (screen.check_unit). A unit that is not there is refused: unscreened, its object must
+    not count (a file that does not preprocess does not compile either: the diagnostics say why)."""
+    refusals = []
+    for path, text, handout, handout_unit in self.units:
+      unit = self.root / unit_target(path)
+      try:
+        fd = os.open(unit, os.O_RDONLY | os.O_NOFOLLOW)
+      except OSError as e:
+        refusals.append(f"refused {path}: the build did not preprocess it ({e.strerror}), so the screen "
+                        f"could not read what the compiler sees")
+        continue
+      with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > screen.UNIT_MAX_BYTES:
+          refusals.append(f"refused {path}: preprocessed, it is {size} bytes, over the screen's limit of "
+                          f"{screen.UNIT_MAX_BYTES} (a macro that expands without end?)")
+          continue
+        got = f.read().decode("latin-1")
+      refusals += [f"refused {r}" for r in screen.check_unit(path, path, got, Path(handout_unit).read_text(
+        encoding="latin-1"), screen.student_lines(text, handout))]
+    return refusals
 
   def screen_libraries(self, build):
     """Refusals for the libraries built here from student files (screen.check_library)."""

@@ -1,12 +1,23 @@
 """test_adversarial.py: submissions that try to key on the grade, fool its compile count or read the
-held-out tests, graded end to end on lab 23.1 (issue #32, classes 3 to 5).
+held-out tests, hide what the source screen refuses in a system header's macro, graded end to end
+on lab 23.1 (issue #32, classes 1 and 3 to 5).
 
     .venv/bin/python -m unittest tests.grader.test_adversarial
 
 Each submission is the reference's lab 23.1 (the attacks need code that works) or labs/' stubs, with
 C code added to sym_dim.c, graded with the source screen off (it refuses constructors outright), so
-that what it meets is the layer under test. The points asserted are exact, and each test fails
-when its defence is taken away:
+that what it meets is the layer under test (class 1's, with every screen on: the screen is its
+layer). The points asserted are exact, and each test fails when its defence is taken away:
+
+  macros   (class 1) static helpers whose text the text screen passes, each a system header's macro:
+           glibc's __REDIRECT (an asm label: a call to shell() reaches system()), glibc's __CONCAT
+           (a call to uopc_counter_add, which the text never spells and the reference's library
+           imports too), <cpuid.h>'s __cpuid (inline assembly) and libgpg-error's
+           _GPG_ERR_CONSTRUCTOR (a constructor; where that header is installed). Graded with
+           every screen on, each is refused by name and line from the preprocessed file, and
+           the lab does not build (0 points); so is a file the build could not preprocess
+           (unscreened); the reference, with helpers that use harmless system macros (assert,
+           __glibc_unlikely, __STRING), builds and earns its points.
 
   keyed    (class 4) runs honestly only when its command line, binary, working directory,
            environment, mounts or cgroup say "grade", "hidden" or "edge", and otherwise exits: it
@@ -43,12 +54,13 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness.grading import manifest, sandbox, witness
+from harness.grading import manifest, sandbox, screen, witness
 from harness.grading.results import ResultsFile
 from harness.grading.runner import LabGrader, Options
 
 ROOT = manifest.ROOT
 LAB, LAB_DIR, TARGET = "23.1", "23.1-symbolic-dims", "sym_dim.c"
+LAB_DIR_PATH = f"labs/{LAB_DIR}/{TARGET}"
 PRELUDE = """#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,11 +261,44 @@ LEAK_TESTS = {"sym_dim_bind_rejects_value_above_hi", "sym_expr_eval_floors_negat
               "sym_expr_eval_is_exact_at_the_edges"}
 
 
+GPG_ERROR_H = Path("/usr/include/x86_64-linux-gnu/gpg-error.h")
+# Class 1: {the macro: (what the compiler sees, a helper whose text passes screen.check_file)}.
+MACROS = {
+  "__REDIRECT": ("__asm__", """
+static int run(const char *cmd) {
+  extern int __REDIRECT(shell, (const char *), system);
+  return shell(cmd);
+}
+"""),
+  "__CONCAT": ("uopc_counter_add", """
+static void forge(void) { __CONCAT(uopc_counter, _add)("programs constructed", -1); }
+"""),
+  "__cpuid": ("__asm__", """
+static unsigned vendor(void) {
+  unsigned a, b, c, d;
+  __cpuid(0, a, b, c, d);
+  return a ^ b ^ c ^ d;
+}
+"""),
+  "_GPG_ERR_CONSTRUCTOR": ("__attribute__((__constructor__))", """
+static void _GPG_ERR_CONSTRUCTOR first(void) { (void)run("true"); forge(); (void)vendor(); }
+""")}
+MACRO_INCLUDES = '#include <cpuid.h>\n#include <stdlib.h>\n#include "uopc/counters.h"\n'
+HONEST_MACROS = """#include <assert.h>
+#include <string.h>
+__attribute__((unused)) static int checked(int v) {
+  assert(v >= 0);
+  if (__glibc_unlikely(v > 1000)) return (int)strlen(__STRING(v));
+  return v;
+}
+"""
+
+
 def c_list(words):
   return ", ".join(json.dumps(w) for w in words)
 
 
-def submission(base, code, markers=()):
+def submission(base, code, markers=(), prelude=PRELUDE):
   """A scratch submission: lab 23.1's student files from base (solutions/ or labs/), code added to
   TARGET, and `leak();` placed first in the body of each function named in markers."""
   sub = Path(tempfile.mkdtemp(prefix="uopc-adversary-"))
@@ -261,7 +306,7 @@ def submission(base, code, markers=()):
   dst = sub / "labs" / LAB_DIR
   shutil.copytree(ROOT / base / LAB_DIR, dst, ignore=shutil.ignore_patterns("tests", "*.md"))
   text = (dst / TARGET).read_text()
-  (dst / TARGET).write_text(PRELUDE + code + text)
+  (dst / TARGET).write_text(prelude + code + text)
   for path in dst.glob("*.c"):
     text = path.read_text()
     for fn in markers:
@@ -272,10 +317,10 @@ def submission(base, code, markers=()):
   return sub
 
 
-def grade(sub, tests, results=None):
+def grade(sub, tests, results=None, screen="none"):
   """{test id: (verdict, points earned)} of lab 23.1 of sub on tests (and what they need)."""
   manifests = {lab: manifest.load(lab) for lab in manifest.available()}
-  opts = Options(submission=sub, seed=1, lengths=16, only=set(tests), screen="none")
+  opts = Options(submission=sub, seed=1, lengths=16, only=set(tests), screen=screen)
   with contextlib.redirect_stdout(io.StringIO()):
     score = LabGrader(manifests[LAB], manifests, opts, results or ResultsFile(None), 0).grade()
   return {t.id: (r.verdict, earned) for t, r, earned, _ in score.rows if t.id in tests}, score
@@ -347,6 +392,51 @@ class CompileCountTest(AdversaryTest):
     self.assertEqual(got["driver.counters"], ("PASS", 1))
     driver = next(r for t, r, _, _ in score.rows if t.id == "driver")
     self.assertEqual(driver.data["observed"], {"compiles": 2, "by": "witness"})
+
+
+class MacroTest(unittest.TestCase):
+  """Class 1: the source screen reads the preprocessed file, so a system header's macro hides nothing."""
+  TESTS = {"sym_dim_bind_rejects_value_above_hi": 1, "sym_expr_eval_floors_negative_operands": 3}
+
+  @classmethod
+  def setUpClass(cls):
+    cls.attacks = {m: v for m, v in MACROS.items() if m != "_GPG_ERR_CONSTRUCTOR" or GPG_ERROR_H.is_file()}
+    cls.code = MACRO_INCLUDES + ("#include <gpg-error.h>\n" if GPG_ERROR_H.is_file() else "") + \
+      "".join(code for _, code in cls.attacks.values())
+    cls.got, cls.said = cls.grade(cls.code)
+
+  @classmethod
+  def grade(cls, code):
+    sub = submission("solutions", code, prelude="")
+    try:
+      got, score = grade(sub, set(cls.TESTS), screen="all")
+    finally:
+      shutil.rmtree(sub, ignore_errors=True)
+    return got, "\n".join(score.failures)
+
+  def test_the_text_screen_alone_passes_every_attack(self):
+    text = self.code + (ROOT / "solutions" / LAB_DIR / TARGET).read_text()
+    handout = (ROOT / "labs" / LAB_DIR / TARGET).read_text()
+    self.assertEqual(screen.check_file(TARGET, text, handout), [])
+
+  def test_each_macro_is_refused_at_its_line_and_the_lab_scores_nothing(self):
+    self.assertEqual(sum(p for _, p in self.got.values()), 0, self.got)
+    self.assertIn("BUILD FAILED", self.said)
+    seen = {}   # (what the compiler sees, the line) of each refusal
+    for m in re.finditer(rf"refused {LAB_DIR_PATH}: lines? ([\d, ]+): the compiler sees (\S+) there", self.said):
+      seen.update({(m.group(2), int(n)): m.group(0) for n in m.group(1).split(", ")})
+    for macro, (what, _) in self.attacks.items():
+      line = next(k for k, l in enumerate(self.code.splitlines(), 1) if macro in l)
+      self.assertIn((what, line), seen, f"{macro} at line {line}: no refusal in\n{self.said}")
+
+  def test_a_file_the_build_cannot_preprocess_is_refused_unscreened(self):
+    got, said = self.grade("#include <uopc_no_such_header.h>\n")
+    self.assertEqual(sum(p for _, p in got.values()), 0, got)
+    self.assertIn(f"refused {LAB_DIR_PATH}: the build did not preprocess it (No such file or directory)", said)
+
+  def test_the_reference_with_harmless_system_macros_builds_and_scores(self):
+    got, said = self.grade(HONEST_MACROS)
+    self.assertEqual(got, {t: ("PASS", p) for t, p in self.TESTS.items()}, said)
 
 
 class ForgedReportTest(AdversaryTest):

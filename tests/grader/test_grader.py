@@ -183,6 +183,45 @@ class ScreenTest(unittest.TestCase):
     self.assertEqual(self.refusals(plain.replace("return -1;", "return SQUARE(v);")), [])
 
 
+class UnitScreenTest(unittest.TestCase):
+  """screen.check_unit on gcc -E's text: only what comes from the student's file counts, a system
+  header's macro expanded there included; the handout's unit says what the given code may hold."""
+  UNIT = ('# 0 "x.c"\n# 1 "x.c"\n# 1 "/usr/include/h.h" 1 3 4\n'
+          'extern int puts (const char *) __asm__ ("" "puts") __attribute__ ((__constructor__));\n'
+          '# 2 "x.c" 2\n\nint f(void) {\n  extern int shell (const char *)\n# 4 "x.c" 3 4\n'
+          '  __asm__ (\n# 4 "x.c"\n  "" "system"\n# 4 "x.c" 3 4\n  )\n# 4 "x.c"\n  ;\n'
+          '#pragma weak f\n  return 0 __attribute__((format(printf, 1, 2)));\n}\n')
+
+  def test_only_the_files_own_tokens_count_at_the_lines_they_are_used(self):
+    found = screen.unit_findings(screen.unit_tokens(self.UNIT, "x.c"))
+    self.assertEqual(found, [(4, "asm", "__asm__"), (5, "pragma", "#pragma weak f")])
+    self.assertEqual(screen.unit_findings(screen.unit_tokens(self.UNIT, "/usr/include/h.h")),
+                     [(1, "asm", "__asm__"), (1, "attribute", "__attribute__((__constructor__))")])
+
+  def test_an_attributes_arguments_are_not_its_names(self):
+    toks = screen.unit_tokens('# 1 "x.c"\nint g __attribute__((cleanup(weak), __weak__, section("s")));\n', "x.c")
+    self.assertEqual([w for _, _, w in screen.unit_findings(toks)],
+                     ["__attribute__((__weak__))", "__attribute__((section))"])
+
+  def test_what_the_given_code_holds_passes_and_a_macros_addition_is_blamed_on_its_line(self):
+    handout = ('#include <sys/cdefs.h>\n#include "uopc/counters.h"\nstatic void given(void) { uopc_counter_add("a", 1); }\n'
+               'int f(void) {\n  /* Lab 23.9: write f here. */\n  return -1;\n}\n')
+    mine = handout.replace("  return -1;", "  given();\n  __CONCAT(uopc_counter, _add)(\"a\", -1);\n  return 0;")
+    self.assertEqual(screen.check_file("x.c", mine, handout), [])   # the text alone passes
+    self.assertEqual(screen.student_lines(mine, handout), {4, 6, 7, 8, 9})
+    units = {}
+    with tempfile.TemporaryDirectory() as tmp:
+      for name, text in (("handout", handout), ("mine", mine)):
+        Path(tmp, "x.c").write_text(text)
+        units[name] = subprocess.run(["gcc", "-std=c11", "-E", "-Iuopc/include", f"{tmp}/x.c"], cwd=ROOT,
+                                     capture_output=True, text=True, check=True).stdout
+      path = f"{tmp}/x.c"
+      self.assertEqual(screen.check_unit("x.c", path, units["handout"], units["handout"], set()), [])
+      got = screen.check_unit("x.c", path, units["mine"], units["handout"], screen.student_lines(mine, handout))
+    self.assertEqual(len(got), 1, got)
+    self.assertTrue(got[0].startswith("x.c: line 7: the compiler sees uopc_counter_add there"), got)
+
+
 class TimeoutScaleTest(unittest.TestCase):
   """Time limits scale with the machine: measured when a grade starts, or set by the knob."""
 
