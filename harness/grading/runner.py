@@ -161,7 +161,7 @@ class LabGrader:
     if not ok:
       block = [f"--- BUILD FAILED: lab {self.m.lab}: every test of this lab is NOT RUN; the compiler said:"]
       block += [f"    {l}" for l in text.splitlines()]
-      lib = f"{workspace.BUILD}/lib/liblab{self.m.lab.replace('.', '_')}.so"
+      lib = workspace.lab_lib(self.m.lab)
       block.append(f"    replay: {in_this_tree(lib, self.opts)[0]}")
       print("\n".join(block))
       self.score.failures += block

@@ -31,7 +31,7 @@ from harness.grading.runner import LabGrader, Options
 from harness.grading.verdict import CRASH, EXITED, FAIL, TIMEOUT
 
 VAR = re.compile(r"^(\w+)\s*:=\s*\$\(BROKEN\)/(\S+)\s*$")
-RULE = re.compile(r"^\$\((\w+)\)/liblab\S*\.so\s*:")
+RULE = re.compile(r"^\$\((\w+)\)/lib(?:lab\S*|tensorjit)\.so\s*:")   # lab 23.7 is tensorjit's library
 EXPECT = re.compile(r"^BROKEN_EXPECT\s*\+=\s*\$\((\w+)\)/(\w+):(\w+)\s*$")
 
 

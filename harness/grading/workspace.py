@@ -79,15 +79,23 @@ def experiment_target(lab):
 
 def break_lib(lab, guard):
   """The lab's library without one guard (the Makefile's break rules)."""
-  return f"{BUILD}/break/{lab}-{guard}/liblab{lab.replace('.', '_')}.so"
+  return f"{BUILD}/break/{lab}-{guard}/{Path(lab_lib(lab)).name}"
 
 
 def experiment_tests(m):
   return [t for t in m.tests if t.kind == "experiment"]
 
 
+# Lab 23.7's student files are part of tensorjit (the Makefile's stage tj): its library is
+# libtensorjit.so, built from tensorjit's given folder and the lab's files together.
+TJ_LAB = "23.7"
+TJ_DIR = "labs/tensorjit"
+
+
 def lab_lib(lab, build=BUILD):
   """The library a lab's driver and suites link first."""
+  if lab == TJ_LAB:
+    return f"{build}/lib/libtensorjit.so"
   return f"{build}/lib/liblab{lab.replace('.', '_')}.so"
 
 
@@ -121,6 +129,17 @@ def given_files(m):
   """The lab's .c files that are neither student files nor its driver."""
   folder = ROOT / m.lab_dir
   return sorted(p.name for p in folder.glob("*.c") if p.name != "main.c" and p.name not in m.student_files)
+
+
+def given_dirs(m):
+  """The folders of given code a lab's library holds besides its own folder's (lab 23.7: tensorjit's)."""
+  return [TJ_DIR] if m.lab == TJ_LAB and (ROOT / TJ_DIR).is_dir() else []
+
+
+def given_objects(m):
+  """The trusted build's objects of a lab's given code: its folder's, then its given folders'."""
+  objs = [f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o" for name in given_files(m)]
+  return objs + [f"{BUILD}/obj/{d}/{p.stem}.o" for d in given_dirs(m) for p in sorted((ROOT / d).glob("*.c"))]
 
 
 def has_solutions(m):
@@ -164,8 +183,7 @@ class TrustedBuild:
         labs.append(obj)
         products[obj] = ROOT / obj
     for lab, m in manifests.items():
-      for name in given_files(m):
-        obj = f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o"
+      for obj in given_objects(m):
         labs.append(obj)
         products[obj] = ROOT / obj
       for t in m.tests:
@@ -294,8 +312,10 @@ class Workspace:
         self._place(products, lib, f"reference/{lib}")
       return []
     shutil.copytree(ROOT / m.lab_dir, self.root / m.lab_dir, dirs_exist_ok=True)
-    for name in given_files(m):
-      self._place(products, f"{BUILD}/obj/{m.lab_dir}/{name[:-2]}.o")
+    for d in given_dirs(m):   # headers and sources: the Makefile's stage lists its files
+      shutil.copytree(ROOT / d, self.root / d, dirs_exist_ok=True)
+    for obj in given_objects(m):
+      self._place(products, obj)
     got, where = self._read(m, graded)
     self.notes.append(f"lab {m.lab}: student files from {where}")
     self.screened.append(m.lab)
@@ -406,8 +426,8 @@ class Workspace:
         if not lib.is_file():
           continue
         allowed = screen.symbols(reference, "undefined") if reference and reference.is_file() else set()
-        for name in given_files(m):
-          allowed |= screen.symbols(ROOT / BUILD / "obj" / m.lab_dir / f"{name[:-2]}.o", "undefined")
+        for obj in given_objects(m):
+          allowed |= screen.symbols(ROOT / obj, "undefined")
         refusals += [f"refused {rel}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
     return refusals
 
