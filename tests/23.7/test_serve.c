@@ -209,6 +209,10 @@ static void expect_view(const uopc_tensor *out, const uopc_tensor *base, int ran
     expect_int(out->strides[d], strides[d], "%s: the view's strides[%d]", what, d);
   }
   expect_int(out->offset, offset, "%s: the view's offset", what);
+  for (int d = rank; d < UOPC_MAX_RANK && rank >= base->rank; d++) {   /* tensor.h: 0 past the rank */
+    expect_int(out->shape[d], 0, "%s: the view's shape[%d], past its rank %d", what, d, rank);
+    expect_int(out->strides[d], 0, "%s: the view's strides[%d], past its rank %d", what, d, rank);
+  }
 }
 
 /* base (n, 3) row-major, n = 6; output 1 its rows 1 .. n-2 transposed: shape
@@ -234,6 +238,18 @@ static void test_tj_view_make_evaluates_the_layout_under_the_binding(void **stat
   uopc_tensor_release(&base);                               /* the view keeps the storage */
   expect_close(uopc_tensor_get(&out, 1 * 4 + 1), want, 0, "x[1:n-1].T after x is released: element (1, 1)");
   uopc_tensor_release(&out);
+  /* every axis a tensor may have: (2, 1, 1, 1, 1, 1, 1, 3), the layout base's own */
+  int64_t shape[UOPC_MAX_RANK], strides[UOPC_MAX_RANK];
+  ir_layout whole = {.rank = UOPC_MAX_RANK, .offset = konst(&l, 0)};
+  for (int d = 0; d < UOPC_MAX_RANK; d++) {
+    shape[d] = d == 0 ? 2 : d == UOPC_MAX_RANK - 1 ? 3 : 1, strides[d] = d == UOPC_MAX_RANK - 1 ? 1 : 3;
+    whole.shape[d] = konst(&l, shape[d]), whole.strides[d] = konst(&l, strides[d]);
+  }
+  l.a.view[1] = whole;
+  base = tjf_tensor(UOPC_MAX_RANK, shape);
+  assert_uopc_ok(tj_view_make(&l.a, 1, &base, &l.b, &out, &err), err);
+  expect_view(&out, &base, UOPC_MAX_RANK, shape, strides, 0, "x itself, x of rank UOPC_MAX_RANK");
+  uopc_tensor_release(&out), uopc_tensor_release(&base);
   sym_arena_free(l.ar);
 }
 
