@@ -234,6 +234,15 @@ static void test_tj_view_make_evaluates_the_layout_under_the_binding(void **stat
     for (int j = 0; j < 4; j++)
       expect_close(uopc_tensor_get(&out, i * 4 + j), uopc_tensor_get(&base, (j + 1) * 3 + i), 0,
                    "x[1:n-1].T of x (6, 3): element (%d, %d)", i, j);
+  /* output 2 is row n - 4 of base (a select: rank 1 of a matrix), at offset 3 (n - 4) */
+  uopc_tensor row = {0};
+  l.a.view[2] = (ir_layout){.rank = 1, .shape = {konst(&l, 3)}, .strides = {konst(&l, 1)},
+                            .offset = sym_expr_mul(l.ar, konst(&l, 3), n_minus(&l, 4))};
+  assert_uopc_ok(tj_view_make(&l.a, 2, &base, &l.b, &row, &err), err);
+  expect_view(&row, &base, 1, (int64_t[]){3}, (int64_t[]){1}, 6, "x[n-4] of x (6, 3)");
+  for (int i = 0; i < 3; i++)
+    expect_close(uopc_tensor_get(&row, i), uopc_tensor_get(&base, 6 + i), 0, "x[n-4] of x (6, 3): element %d", i);
+  uopc_tensor_release(&row);
   float want = (float)uopc_tensor_get(&base, 2 * 3 + 1);   /* out (1, 1) */
   uopc_tensor_release(&base);                               /* the view keeps the storage */
   expect_close(uopc_tensor_get(&out, 1 * 4 + 1), want, 0, "x[1:n-1].T after x is released: element (1, 1)");
