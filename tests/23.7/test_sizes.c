@@ -195,6 +195,10 @@ static void test_tj_sizes_unify_joins_two_classes_within_both_bounds(void **stat
   expect_int(s.hi[r], 40, "after unify(9, 17) of [5, 50] and [0, 40]: the class's upper bound");
   expect_truth(s.pinned[r], 0, "after joining three unpinned sites: the class pinned");
   expect_truth(tj_sizes_root(&s, 3) == r, 0, "after unify(2, 9), unify(9, 17): site 3 in their class");
+  assert_uopc_ok(tj_sizes_unify(&s, 6, 0, &err), err);   /* site 0 (the first input's axis 0) is a site, not "none" */
+  expect_int(tj_sizes_root(&s, 6), tj_sizes_root(&s, 0), "after unify(6, 0): site 6's root (site 0's is %d)",
+             tj_sizes_root(&s, 0));
+  expect_truth(s.pinned[tj_sizes_root(&s, 6)], 0, "after unify(6, 0): the class of sites 6 and 0 pinned");
 }
 
 static void test_tj_sizes_unify_keeps_a_pinned_class_pinned_when_joined(void **state) {
