@@ -384,7 +384,7 @@ test-grader: setup
 # make mutants LAB=23.N FILES=a.c,b.c PER_FILE=N
 #                                  only those files: a deeper draw of the ones below the bar
 # make mutants-uopc [SAMPLE=N] ...  mutants of uopc/src/*.c through tests/uopc and tests/faults
-# make mutants-ci                  one mutant of a quarter of the solution files (23.1-23.5) and uopc sources, the quarter
+# make mutants-ci                  one mutant of a quarter of the solution files (23.1-23.5, 23.7) and uopc sources, the quarter
 #                                  chosen by the commit (CI; MUTANTS_CI_FILES=all: every file)
 # SAMPLE=0 runs every mutant (hours); the default is 40. Equivalent survivors are listed, with
 # their reason, in tests/mutants/<LAB>.equivalents.

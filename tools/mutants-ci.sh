@@ -3,7 +3,7 @@
 # solution file in the order `make mutants PER_FILE=1` draws them with the default seed (given
 # code in a student file, which the grader's screen refuses, is passed over), so every file is
 # represented however its lines are split between given and student code. The runtime's files
-# alike, through its own suites. Not 23.6: a worked lab, all of it given code, so the grader's
+# alike, through its own suites. Lab 23.7 is tensorjit's student files (graded as libtensorjit.so). Not 23.6: a worked lab, all of it given code, so the grader's
 # screen refuses every mutant of it (they could only print as "did not build"). Every target has
 # been triaged, so each must kill every mutant it draws (a weakened test shows as a survivor),
 # and an equivalents entry that matches no mutant any more fails too.
@@ -31,7 +31,7 @@ quarter() {   # $1: a glob of the target's files; prints --files with a quarter 
   [ ${#picked[@]} -gt 0 ] && printf -- '--files %s' "$(IFS=,; echo "${picked[*]}")"
 }
 status=0
-for t in 23.1 23.2 23.3 23.4 23.5; do
+for t in 23.1 23.2 23.3 23.4 23.5 23.7; do
   files=$(quarter "solutions/$t-*/*.c")
   echo "== mutants of $t ($per_file per solution file, ${which} of its files${files:+: ${files#--files }}, --min 100) =="
   .venv/bin/python tools/mutants.py "$t" --per-file "$per_file" $files --min 100 || status=1

@@ -126,6 +126,8 @@ def target(name):
   includes = [f"-I{data['dir']}"] + [f"-I{dirs[d]}" for d in data["deps"]]
   if name == "23.1" or "23.1" in data["deps"]:   # the compiler core stands on 23.1 (labs/core)
     includes.append("-Ilabs/core")
+  if name == "23.7":   # lab 23.7's files are tensorjit's: its internal header is in labs/tensorjit
+    includes.append("-Ilabs/tensorjit")
   files = sorted(str(p.relative_to(ROOT)) for p in solutions.glob("*.c"))
   handouts = {f: f"{data['dir']}/{Path(f).name}" for f in files if Path(f).name in data.get("student_files", [])}
   return Target(name, files, includes, [LAB_BOUNDS], EQUIVALENTS / f"{name}.equivalents", handouts)
