@@ -279,7 +279,8 @@ int tj_sizes_narrow(tj_sizes *s, int site, int64_t c, int64_t k, tp_cmp op, int 
 int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, int64_t *value, uopc_error *err);
 /* *out = output k of a as a view of base (the tensor it views) under b: its
  * layout a->view[k] (shape, strides, offset: expressions) evaluated, base's
- * storage retained, the offset base's plus the view's. On error out is
+ * storage retained, the offset base's plus the view's, shape and strides 0
+ * past the view's rank. On error out is
  * untouched. Errors: those of sym_expr_eval. */
 int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
                  uopc_error *err);

@@ -47,7 +47,8 @@ int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym
 #endif
   uopc_tensor_retain(out, base);   /* the storage's reference; the view's own geometry below */
   out->rank = l->rank;
-  for (int d = 0; d < l->rank; d++) out->shape[d] = shape[d], out->strides[d] = strides[d];
+  for (int d = 0; d < UOPC_MAX_RANK; d++)   /* past the rank 0, as tensor.h has it: not the input's */
+    out->shape[d] = d < l->rank ? shape[d] : 0, out->strides[d] = d < l->rank ? strides[d] : 0;
   out->offset = base->offset + offset;
   return UOPC_OK;
   // END STUDENT
