@@ -68,6 +68,7 @@ void tj_free(tj_function *f) {
     tj_group *g = f->groups[k];
     for (int a = 0; a < g->n_arts; a++) free(g->arts[a].guards), tj_callouts_free(g->arts[a].callouts);
     vcache_fini(&g->cache);
+    for (int a = 0; a < g->n_arts; a++) ir_graph_free(g->arts[a].passed);   /* after the execs on them */
     free(g);
   }
   free(f);

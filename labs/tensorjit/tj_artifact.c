@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ir_eval.h"
+#include "ir_pass.h"
 #include "tj_internal.h"
 
 tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v) {
@@ -73,6 +74,7 @@ static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_var
   if (rc) {
     free(g->pending.guards);
     tj_callouts_free(g->pending.callouts);
+    ir_graph_free(g->pending.passed);   /* after the build's cleanup freed the exec on it */
     memset(&g->pending, 0, sizeof g->pending);
     return rc;
   }
@@ -325,10 +327,17 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
     if (rc) return rc;
   }
   if (!n) return UOPC_OK;   /* every output a view: nothing to compile */
-  /* fused with the cost rule (a producer read by several consumers is stored once, long chains are
-   * cut) and its temporaries share space where their lifetimes allow: lower_fuse.c, lower_share.c */
-  int rc = exec_new_flags(&v->exec, v->graph, computed, n, v->entry, TJ_LOWER_FLAGS, &c->opts.program, &inner);
+  /* the core's passes first (fold, CSE, DCE: ir_passes.c), then fused with the cost rule (a producer
+   * read by several consumers is stored once, long chains are cut), its temporaries sharing space
+   * where their lifetimes allow: lower_fuse.c, lower_share.c. The variant keeps the traced graph
+   * (its guards, views and call-outs are expressions in it); the passed one lives beside it. */
+  const ir_node *passed[TJ_MAX_OUTPUTS];
+  int rc = ir_passes_run(&g->pending.passed, passed, v->graph, computed, n, IR_PASS_ALL, NULL, err);
+  if (rc) return rc;
+  rc = exec_new_flags(&v->exec, g->pending.passed, passed, n, v->entry, TJ_LOWER_FLAGS, &c->opts.program, &inner);
   if (!rc) return vcache_plan_run(c, v, err);
+  ir_graph_free(g->pending.passed);   /* nothing was lowered from it */
+  g->pending.passed = NULL;
   /* what the code generator cannot do (a lowering's limit, such as an index it cannot prove fits int64;
    * an op; the compiler), not memory or the cache */
   int generation = rc == UOPC_E_COMPILE || rc == UOPC_E_LIMIT || rc == UOPC_E_UNSUPPORTED || rc == UOPC_E_OVERFLOW;
@@ -445,6 +454,7 @@ int tj_run_unkept(tj_group *g, const guard_call *call, uopc_error *err) {
   if (!rc) rc = hook_compile(g, &g->cache, &v, err);
   if (!rc) rc = hook_run(g, &v, call, err);
   exec_free(v.exec);
+  ir_graph_free(a->passed);   /* after the exec lowered from it */
   guard_set_fini(&v.guards);
   tj_callouts_free(a->callouts);
   ir_graph_free(v.graph);

@@ -85,6 +85,8 @@ typedef struct tj_artifact {
   int n_computed;            /* outputs a kernel (or the interpreter) computes */
   int64_t number;            /* the call that built it */
   tj_callouts *callouts;     /* owned; NULL when the trace called none */
+  ir_graph *passed;          /* owned: v's graph after the core's passes, which v->exec was lowered
+                              * from (so freed after it); NULL when nothing was compiled */
 } tj_artifact;
 
 typedef struct tj_group tj_group;

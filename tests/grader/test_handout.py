@@ -129,6 +129,39 @@ class HandoutTest(unittest.TestCase):
     self.assertIn("lab 23.4: ok", out)
     self.assertEqual(done.returncode, 0, out)
 
+  def lab_23_7(self, reference):
+    """make lab-23.7 with the stubs of every other lab, its own files the reference's or stubs."""
+    folder = "23.7-tensorjit"
+    names = manifest.load("23.7").student_files
+    if reference:
+      for name in names:
+        shutil.copy(ROOT / "solutions" / folder / name, self.tree / "labs" / folder / name)
+    try:
+      done = self.make("lab-23.7")
+    finally:
+      for name in names:
+        shutil.copy(ROOT / "labs" / folder / name, self.tree / "labs" / folder / name)
+    return done, done.stdout + done.stderr
+
+  def test_lab_23_7_links_the_reference_of_23_1_23_2_and_23_4(self):
+    done, out = self.lab_23_7(reference=False)
+    self.assert_23_1_is_stubs()
+    self.assertIn("lab 23.7: linked with the reference's lab 23.1, lab 23.2, lab 23.4 (reference/lib; "
+                  "OWN_STAGES=1 links yours)", out)
+    for lab in ("23.1", "23.2", "23.4"):
+      self.assertIn(f"  lab {lab}: the reference's library (reference/lib, shipped with the handout)", out)
+    self.assertIn("lab 23.7: not implemented yet; the driver stops at tj_extent_of", out)
+    self.assertEqual(done.returncode, 0, out)
+
+  def test_lab_23_7_with_the_reference_files_passes_on_the_other_labs_stubs(self):
+    done, out = self.lab_23_7(reference=True)
+    self.assert_23_1_is_stubs()
+    total = re.search(r"^  total +(\d+)/(\d+)  \(visible tests only", out, re.M)
+    self.assertTrue(total and total.group(1) == total.group(2), out)
+    self.assertIn("one artifact across sizes          x.reshape(x.size(0), -1)*2", out)
+    self.assertIn("lab 23.7: ok", out)
+    self.assertEqual(done.returncode, 0, out)
+
   def test_own_stages_links_the_students_23_1_under_23_4(self):
     self.copy_reference_23_4()
     try:
