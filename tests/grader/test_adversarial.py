@@ -52,6 +52,11 @@ layer). The points asserted are exact, and each test fails when its defence is t
            names no "capacity", 4096 or 64, which the old check of the generated source passed;
            test_attn_build_loops_to_the_length_never_the_capacity now counts the loop nests'
            iterations under each call's binding, and the attack earns 0 of its 4 points.
+  dispatcher (class 6) the reference's dispatch_fast16_guards without the guards that the
+           dispatcher's own argument checks stand in for (ranks, dtypes, equal lengths, the
+           bounds of n): every test through the dispatcher passes, and the test of the set
+           itself, dispatch_fast16_guards_cover_every_assumption, now worth 3 of the function's
+           9 points (it was 1), earns 0.
 """
 import contextlib
 import io
@@ -530,10 +535,21 @@ SHORTCUTS = {
      "  // END STUDENT\n}\n\nint attn_build_masked")]},
     {"attn_build_matches_a_double_reference_for_every_length_and_capacity": 10,
      "attn_build_subtracts_the_maximum_before_exp": 6, "attn_build_loops_to_the_length_never_the_capacity": 4}),
+  "dispatcher": ("23.2", "23.2-guarded-dispatch", {"dispatch.c": [
+    (", out_n = {OUT, GUARD_SHAPE, 0};", ";"),
+    (": guard_set_add_bounds(s, &d->n, n, err);", ": ((void)d, UOPC_OK);   /* the dispatcher checks n's bounds */"),
+    ("  if (!rc) rc = guard_set_add_rank(s, X, 1, err);\n  if (!rc) rc = guard_set_add_rank(s, OUT, 1, err);\n"
+     "  if (!rc) rc = guard_set_add_equal(s, out_n, n, err);\n  if (!rc) rc = guard_set_add_dtype(s, X, UOPC_F32, err);\n"
+     "  if (!rc) rc = guard_set_add_dtype(s, OUT, UOPC_F32, err);\n", "")]},
+    {"dispatch_fast16_guards_cover_every_assumption": 3, "dispatch_length_33_matches_eager": 1,
+     "dispatch_misaligned_view_takes_generic_path": 1, "dispatch_strided_view_takes_generic_path": 1,
+     "dispatch_strided_out_takes_generic_path": 1, "dispatch_random_views_match_eager": 1,
+     "dispatch_rejects_bad_inputs": 0, "numpy.values": 1}),
 }
 # What the shortcut loses: {test: the verdict} (the rest pass).
 LOST = {"sixteen": {"sym_dim_bind_rejects_value_off_multiple": "FAIL", "sym_dim_check_multiples_at_the_edges": "FAIL"},
-        "capacity": {"attn_build_loops_to_the_length_never_the_capacity": "FAIL"}}
+        "capacity": {"attn_build_loops_to_the_length_never_the_capacity": "FAIL"},
+        "dispatcher": {"dispatch_fast16_guards_cover_every_assumption": "FAIL"}}
 
 
 @unittest.skipUnless((ROOT / "solutions").is_dir(), "needs solutions/ (the shortcuts are the reference's, changed)")
@@ -567,6 +583,13 @@ class ShortcutTest(unittest.TestCase):
 
   def test_the_reference_attention_earns_the_work_points(self):
     self.grade("capacity", shortcut=False)
+
+  def test_a_fast_set_that_leans_on_the_dispatchers_own_checks_loses_the_contract_points(self):
+    score = self.grade("dispatcher")
+    self.assertIn("exact_n 0: the fast set holds for a call that breaks only \"x's dtype f32\"", "\n".join(score.failures))
+
+  def test_the_reference_fast_set_earns_the_contract_points(self):
+    self.grade("dispatcher", shortcut=False)
 
 
 if __name__ == "__main__":
