@@ -73,12 +73,12 @@ static void test_sym_dim_bind_rejects_value_off_multiple(void **state) {
     sym_dim m = dim("n", cases[k].multiple, 100 * cases[k].multiple, cases[k].multiple);
     int rc = sym_dim_bind(&b, &m, cases[k].on, &err);
     if (rc != UOPC_OK)
-      fail_msg("dim 'n' multiple of %lld: value %lld should be accepted, got %s: %s", (long long)cases[k].multiple,
-               (long long)cases[k].on, uopc_error_name(rc), err.message);
+      fail_msg("bind n = %lld (multiple_of %lld): expected UOPC_OK, got %s: %s", (long long)cases[k].on,
+               (long long)cases[k].multiple, uopc_error_name(rc), err.message);
     rc = sym_dim_bind(&b, &m, cases[k].off, &err);
     if (rc != UOPC_E_BOUNDS)
-      fail_msg("dim 'n' multiple of %lld: value %lld should be UOPC_E_BOUNDS, got %s", (long long)cases[k].multiple,
-               (long long)cases[k].off, uopc_error_name(rc));
+      fail_msg("bind n = %lld (multiple_of %lld): expected UOPC_E_BOUNDS, got %s", (long long)cases[k].off,
+               (long long)cases[k].multiple, uopc_error_name(rc));
     expect_message(&err, cases[k].message);
   }
 }

@@ -570,8 +570,8 @@ class ShortcutTest(unittest.TestCase):
 
   def test_a_check_that_knows_only_the_multiple_16_loses_its_point(self):
     score = self.grade("sixteen")
-    self.assertIn("dim 'n' multiple of 3: value 9 should be accepted, got UOPC_E_BOUNDS: "
-                  "dim 'n' = 9 is not a multiple of 16", "\n".join(score.failures))
+    self.assertIn("bind n = 9 (multiple_of 3): expected UOPC_OK, got UOPC_E_BOUNDS: dim 'n' = 9 is not a multiple of 16",
+                  "\n".join(score.failures))
 
   def test_the_reference_earns_the_multiples_point(self):
     self.grade("sixteen", shortcut=False)
