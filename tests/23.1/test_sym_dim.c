@@ -60,6 +60,27 @@ static void test_sym_dim_bind_rejects_value_off_multiple(void **state) {
   assert_uopc_code(sym_dim_bind(&b, &n, 20, &err), UOPC_E_BOUNDS, err);
   expect_message(&err, "dim 'n' = 20 is not a multiple of 16");
   assert_uopc_ok(sym_dim_bind(&b, &n, 4096, &err), err);
+  /* The multiple is the dim's own, never 16 alone: 9 is a multiple of 3 but not of 16, 48 of 16 but
+   * not of 32, so a check that knows only 16 fails here. */
+  static const struct { int64_t multiple, on, off; const char *message; } cases[] = {
+    {3, 9, 10, "dim 'n' = 10 is not a multiple of 3"},
+    {8, 24, 20, "dim 'n' = 20 is not a multiple of 8"},
+    {12, 36, 32, "dim 'n' = 32 is not a multiple of 12"},
+    {32, 64, 48, "dim 'n' = 48 is not a multiple of 32"},
+    {64, 192, 96, "dim 'n' = 96 is not a multiple of 64"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sym_dim m = dim("n", cases[k].multiple, 100 * cases[k].multiple, cases[k].multiple);
+    int rc = sym_dim_bind(&b, &m, cases[k].on, &err);
+    if (rc != UOPC_OK)
+      fail_msg("bind n = %lld (multiple_of %lld): expected UOPC_OK, got %s: %s", (long long)cases[k].on,
+               (long long)cases[k].multiple, uopc_error_name(rc), err.message);
+    rc = sym_dim_bind(&b, &m, cases[k].off, &err);
+    if (rc != UOPC_E_BOUNDS)
+      fail_msg("bind n = %lld (multiple_of %lld): expected UOPC_E_BOUNDS, got %s", (long long)cases[k].off,
+               (long long)cases[k].multiple, uopc_error_name(rc));
+    expect_message(&err, cases[k].message);
+  }
 }
 
 static void test_sym_dim_bind_keeps_old_value_on_rejection(void **state) {

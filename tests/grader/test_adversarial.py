@@ -1,6 +1,7 @@
 """test_adversarial.py: submissions that try to key on the grade, fool its compile count or read the
 held-out tests, hide what the source screen refuses in a system header's macro, graded end to end
-on lab 23.1 (issue #32, classes 1 and 3 to 5).
+on lab 23.1 (issue #32, classes 1 and 3 to 5); and shortcuts that a test used to pass (class 6),
+on labs 23.1 and 23.5.
 
     .venv/bin/python -m unittest tests.grader.test_adversarial
 
@@ -43,6 +44,19 @@ layer). The points asserted are exact, and each test fails when its defence is t
   leak     (class 3) crashes in two student functions after printing every string of its own
            binary: none of the held-out suites' strings reaches results.json (a visible test's
            entry shows what its own binary holds).
+  sixteen  (class 6) the reference's sym_dim_check with the multiple taken as 16 whenever the dim
+           has one (multiple_of > 1): sym_dim_bind_rejects_value_off_multiple, which used to bind
+           only multiples of 16, earns 0 of its 1 point (and the held-out edges test fails).
+  capacity (class 6) the reference's attn_build plus a pass over every slot of the capacity
+           (head_stride / head_dim of them) that adds 0: exact values, and a loop whose text
+           names no "capacity", 4096 or 64, which the old check of the generated source passed;
+           test_attn_build_loops_to_the_length_never_the_capacity now counts the loop nests'
+           iterations under each call's binding, and the attack earns 0 of its 4 points.
+  dispatcher (class 6) the reference's dispatch_fast16_guards without the guards that the
+           dispatcher's own argument checks stand in for (ranks, dtypes, equal lengths, the
+           bounds of n): every test through the dispatcher passes, and the test of the set
+           itself, dispatch_fast16_guards_cover_every_assumption, now worth 3 of the function's
+           9 points (it was 1), earns 0.
 """
 import contextlib
 import io
@@ -298,6 +312,22 @@ def c_list(words):
   return ", ".join(json.dumps(w) for w in words)
 
 
+def edited(lab_dir, edits):
+  """A scratch submission: a lab's student files from solutions/, each (old, new) of edits[file]
+  replacing its one occurrence of old."""
+  sub = Path(tempfile.mkdtemp(prefix="uopc-adversary-"))
+  os.chmod(sub, 0o755)
+  dst = sub / "labs" / lab_dir
+  shutil.copytree(ROOT / "solutions" / lab_dir, dst, ignore=shutil.ignore_patterns("tests", "*.md"))
+  for name, pairs in edits.items():
+    text = (dst / name).read_text()
+    for old, new in pairs:
+      assert text.count(old) == 1, f"{name}: {old!r} is not there once"
+      text = text.replace(old, new)
+    (dst / name).write_text(text)
+  return sub
+
+
 def submission(base, code, markers=(), prelude=PRELUDE):
   """A scratch submission: lab 23.1's student files from base (solutions/ or labs/), code added to
   TARGET, and `leak();` placed first in the body of each function named in markers."""
@@ -317,12 +347,12 @@ def submission(base, code, markers=(), prelude=PRELUDE):
   return sub
 
 
-def grade(sub, tests, results=None, screen="none"):
-  """{test id: (verdict, points earned)} of lab 23.1 of sub on tests (and what they need)."""
+def grade(sub, tests, results=None, screen="none", lab=LAB):
+  """{test id: (verdict, points earned)} of lab (23.1) of sub on tests (and what they need)."""
   manifests = {lab: manifest.load(lab) for lab in manifest.available()}
   opts = Options(submission=sub, seed=1, lengths=16, only=set(tests), screen=screen)
   with contextlib.redirect_stdout(io.StringIO()):
-    score = LabGrader(manifests[LAB], manifests, opts, results or ResultsFile(None), 0).grade()
+    score = LabGrader(manifests[lab], manifests, opts, results or ResultsFile(None), 0).grade()
   return {t.id: (r.verdict, earned) for t, r, earned, _ in score.rows if t.id in tests}, score
 
 
@@ -480,6 +510,86 @@ class LeakTest(AdversaryTest):
     visible = [e for e in entries if "LEAK " in e["output"]]
     self.assertTrue(visible, "the attack printed into no visible test's entry: it did not run")
     self.assertEqual(sorted(s for s in secrets if s in text), [])
+
+
+# Class 6: {lab: (its folder, {student file: [(the reference's text, the shortcut's)]}, {test: points})}.
+SHORTCUTS = {
+  "sixteen": ("23.1", LAB_DIR, {"sym_dim.c": [
+    ("  if (value % d->multiple_of != 0)", "  int64_t m = d->multiple_of > 1 ? 16 : 1;   /* every multiple is 16 */\n"
+     "  if (value % m != 0)"),
+    ("d->name, value, d->multiple_of);", "d->name, value, m);")]},
+    {"sym_dim_bind_rejects_value_off_multiple": 1, "sym_dim_bind_rejects_value_above_hi": 1,
+     "sym_dim_bind_rejects_value_below_lo": 1, "sym_dim_check_accepts_and_rejects_at_every_edge": 1,
+     "sym_dim_check_multiples_at_the_edges": 0}),
+  "capacity": ("23.5", "23.5-kv-cache", {"attn.c": [
+    ("  return done(g, as_heads(g, d, softmax_weighted(g, scores_of(g, d, q, k), v)), out, err);\n"
+     "  // END STUDENT\n}\n\nint attn_build_masked",
+     "  /* A pass over every slot of the capacity, adding 0 (q's sums are finite). */\n"
+     "  const sym_expr *wide[2] = {sym_expr_const(a, d->heads),\n"
+     "                             sym_expr_floordiv(a, sym_expr_dim(a, &d->head_stride), sym_expr_const(a, d->head_dim))};\n"
+     "  const ir_node *sums = ir_reduce(g, IR_SUM, q, 1u << 1, 1);\n"
+     "  const ir_node *slots = ir_reduce(g, IR_SUM, ir_expand(g, sums, 2, wide), 1u << 1, 1);\n"
+     "  const ir_node *zero = ir_binary(g, IR_MUL, slots, ir_const(g, 0.0, UOPC_F32));\n"
+     "  const ir_node *o = as_heads(g, d, softmax_weighted(g, scores_of(g, d, q, k), v));\n"
+     "  return done(g, ir_binary(g, IR_ADD, o, zero), out, err);\n"
+     "  // END STUDENT\n}\n\nint attn_build_masked")]},
+    {"attn_build_matches_a_double_reference_for_every_length_and_capacity": 10,
+     "attn_build_subtracts_the_maximum_before_exp": 6, "attn_build_loops_to_the_length_never_the_capacity": 4}),
+  "dispatcher": ("23.2", "23.2-guarded-dispatch", {"dispatch.c": [
+    (", out_n = {OUT, GUARD_SHAPE, 0};", ";"),
+    (": guard_set_add_bounds(s, &d->n, n, err);", ": ((void)d, UOPC_OK);   /* the dispatcher checks n's bounds */"),
+    ("  if (!rc) rc = guard_set_add_rank(s, X, 1, err);\n  if (!rc) rc = guard_set_add_rank(s, OUT, 1, err);\n"
+     "  if (!rc) rc = guard_set_add_equal(s, out_n, n, err);\n  if (!rc) rc = guard_set_add_dtype(s, X, UOPC_F32, err);\n"
+     "  if (!rc) rc = guard_set_add_dtype(s, OUT, UOPC_F32, err);\n", "")]},
+    {"dispatch_fast16_guards_cover_every_assumption": 3, "dispatch_length_33_matches_eager": 1,
+     "dispatch_misaligned_view_takes_generic_path": 1, "dispatch_strided_view_takes_generic_path": 1,
+     "dispatch_strided_out_takes_generic_path": 1, "dispatch_random_views_match_eager": 1,
+     "dispatch_rejects_bad_inputs": 0, "numpy.values": 1}),
+}
+# What the shortcut loses: {test: the verdict} (the rest pass).
+LOST = {"sixteen": {"sym_dim_bind_rejects_value_off_multiple": "FAIL", "sym_dim_check_multiples_at_the_edges": "FAIL"},
+        "capacity": {"attn_build_loops_to_the_length_never_the_capacity": "FAIL"},
+        "dispatcher": {"dispatch_fast16_guards_cover_every_assumption": "FAIL"}}
+
+
+@unittest.skipUnless((ROOT / "solutions").is_dir(), "needs solutions/ (the shortcuts are the reference's, changed)")
+class ShortcutTest(unittest.TestCase):
+  """Class 6: a shortcut that passed a test no longer does, and the reference still earns its points."""
+
+  def grade(self, name, shortcut=True):
+    lab, lab_dir, edits, tests = SHORTCUTS[name]
+    sub = edited(lab_dir, edits if shortcut else {})
+    try:
+      got, score = grade(sub, set(tests), screen="all", lab=lab)
+    finally:
+      shutil.rmtree(sub, ignore_errors=True)
+    want = {t: (LOST[name].get(t, "PASS") if shortcut else "PASS", p) for t, p in tests.items()}
+    want = {t: (v, p if v == "PASS" else 0) for t, (v, p) in want.items()}
+    self.assertEqual(got, want, "\n".join(score.failures))
+    return score
+
+  def test_a_check_that_knows_only_the_multiple_16_loses_its_point(self):
+    score = self.grade("sixteen")
+    self.assertIn("bind n = 9 (multiple_of 3): expected UOPC_OK, got UOPC_E_BOUNDS: dim 'n' = 9 is not a multiple of 16",
+                  "\n".join(score.failures))
+
+  def test_the_reference_earns_the_multiples_point(self):
+    self.grade("sixteen", shortcut=False)
+
+  def test_attention_with_a_loop_over_the_capacity_loses_the_work_points(self):
+    score = self.grade("capacity")
+    self.assertRegex("\n".join(score.failures), r"attn, L 1: the loop nests run \d+ iterations at capacity 64 "
+                     r"and \d+ at capacity 4096: the work must follow the populated slots, never the capacity")
+
+  def test_the_reference_attention_earns_the_work_points(self):
+    self.grade("capacity", shortcut=False)
+
+  def test_a_fast_set_that_leans_on_the_dispatchers_own_checks_loses_the_contract_points(self):
+    score = self.grade("dispatcher")
+    self.assertIn("exact_n 0: the fast set holds for a call that breaks only \"x's dtype f32\"", "\n".join(score.failures))
+
+  def test_the_reference_fast_set_earns_the_contract_points(self):
+    self.grade("dispatcher", shortcut=False)
 
 
 if __name__ == "__main__":
