@@ -115,51 +115,50 @@ static int call(tj_function *f, const uopc_tensor *x, const uopc_tensor *y, cons
   return UOPC_OK;
 }
 
+/* The reference of a pointwise example: element x of an input of shape. */
+typedef float pointwise_ref(float x, const int64_t *shape);
+
+static float twice(float x, const int64_t *shape) { (void)shape; return 2 * x; }
+static float twice_plus_one(float x, const int64_t *shape) { (void)shape; return 2 * x + 1; }
+static float branch_ref(float x, const int64_t *shape) { return shape[0] > 4 ? x + 1 : 2 * x; }
+
+/* f on a new input of each of the n shapes (rank 1 or 2; at most 121 elements),
+ * each output against ref, then e's row with the artifacts f built. */
+static int pointwise(tj_function *f, int rank, const int64_t (*shapes)[2], int n, pointwise_ref *ref, example e,
+                     uopc_error *err) {
+  int rc = UOPC_OK;
+  for (int k = 0; k < n && !rc; k++) {
+    uopc_tensor x;
+    float want[121];
+    if ((rc = make(&x, rank, shapes[k], err))) break;
+    for (int64_t i = 0; i < uopc_tensor_numel(&x); i++) want[i] = ref((float)uopc_tensor_get(&x, i), shapes[k]);
+    rc = call(f, &x, NULL, want, uopc_tensor_numel(&x), NULL, err);
+    uopc_tensor_release(&x);
+  }
+  if (!rc) e.built = (int)tj_stats(f).artifacts_built, row(&e);
+  return rc;
+}
+
 static int scenario_flatten_rows(uopc_error *err) {
   static const int64_t shapes[][2] = {{3, 7}, {5, 11}};
   tj_function *f = NULL;
   int rc = compiled(&f, flatten_rows, "flatten_rows", 1, err);
-  for (int k = 0; k < 2 && !rc; k++) {
-    uopc_tensor x;
-    float want[55];
-    if ((rc = make(&x, 2, shapes[k], err))) break;
-    for (int64_t i = 0; i < uopc_tensor_numel(&x); i++) want[i] = 2 * (float)uopc_tensor_get(&x, i);
-    rc = call(f, &x, NULL, want, uopc_tensor_numel(&x), NULL, err);
-    uopc_tensor_release(&x);
-  }
-  if (!rc) row(&(example){"one artifact across sizes", "x.reshape(x.size(0), -1)*2", "(3, 7), (5, 11), strict_native",
-                          "tj_extent_of", (int)tj_stats(f).artifacts_built, 1});
+  if (!rc) rc = pointwise(f, 2, shapes, 2, twice, (example){"one artifact across sizes", "x.reshape(x.size(0), -1)*2",
+                          "(3, 7), (5, 11), strict_native", "tj_extent_of", 0, 1}, err);
   tj_free(f);
   return rc;
 }
 
 /* 2x+1 over n: sizes 0 and 1 constants, then equal sizes not assumed equal. */
 static int scenario_affine(uopc_error *err) {
-  static const int64_t lengths[] = {3, 1, 0, 7, 1, 0, 11};
+  static const int64_t lengths[][2] = {{3}, {1}, {0}, {7}, {1}, {0}, {11}}, squares[][2] = {{3, 3}, {3, 5}};
   tj_function *f = NULL, *g = NULL;
   int rc = compiled(&f, affine, "affine", 0, err);
-  for (int k = 0; k < 7 && !rc; k++) {
-    uopc_tensor x;
-    float want[11];
-    if ((rc = make(&x, 1, &lengths[k], err))) break;
-    for (int64_t i = 0; i < lengths[k]; i++) want[i] = 2 * (float)uopc_tensor_get(&x, i) + 1;
-    rc = call(f, &x, NULL, want, lengths[k], NULL, err);
-    uopc_tensor_release(&x);
-  }
-  if (!rc) row(&(example){"sizes 0 and 1 are specialised", "2x+1", "n = 3, 1, 0, 7, 1, 0, 11", "tj_extent_of",
-                          (int)tj_stats(f).artifacts_built, 3});
-  static const int64_t squares[][2] = {{3, 3}, {3, 5}};
+  if (!rc) rc = pointwise(f, 1, lengths, 7, twice_plus_one, (example){"sizes 0 and 1 are specialised", "2x+1",
+                          "n = 3, 1, 0, 7, 1, 0, 11", "tj_extent_of", 0, 3}, err);
   if (!rc) rc = compiled(&g, affine, "affine2", 0, err);
-  for (int k = 0; k < 2 && !rc; k++) {
-    uopc_tensor x;
-    float want[15];
-    if ((rc = make(&x, 2, squares[k], err))) break;
-    for (int64_t i = 0; i < uopc_tensor_numel(&x); i++) want[i] = 2 * (float)uopc_tensor_get(&x, i) + 1;
-    rc = call(g, &x, NULL, want, uopc_tensor_numel(&x), NULL, err);
-    uopc_tensor_release(&x);
-  }
-  if (!rc) row(&(example){"equal sizes are not assumed equal", "2x+1", "(3, 3), (3, 5)", "tj_extent_of",
-                          (int)tj_stats(g).artifacts_built, 1});
+  if (!rc) rc = pointwise(g, 2, squares, 2, twice_plus_one, (example){"equal sizes are not assumed equal", "2x+1",
+                          "(3, 3), (3, 5)", "tj_extent_of", 0, 1}, err);
   tj_free(f), tj_free(g);
   return rc;
 }
@@ -185,20 +184,11 @@ static int scenario_needed_equality(uopc_error *err) {
 }
 
 static int scenario_branch(uopc_error *err) {
-  static const int64_t lengths[] = {3, 7, 2, 9, 4, 11};
+  static const int64_t lengths[][2] = {{3}, {7}, {2}, {9}, {4}, {11}};
   tj_function *f = NULL;
   int rc = compiled(&f, branchy, "branchy", 0, err);
-  for (int k = 0; k < 6 && !rc; k++) {
-    uopc_tensor x;
-    float want[11];
-    if ((rc = make(&x, 1, &lengths[k], err))) break;
-    for (int64_t i = 0; i < lengths[k]; i++)
-      want[i] = lengths[k] > 4 ? (float)uopc_tensor_get(&x, i) + 1 : 2 * (float)uopc_tensor_get(&x, i);
-    rc = call(f, &x, NULL, want, lengths[k], NULL, err);
-    uopc_tensor_release(&x);
-  }
-  if (!rc) row(&(example){"a branch on a size is a bound", "x+1 if len(x) > 4 else 2x", "n = 3, 7, 2, 9, 4, 11",
-                          "tj_sizes_narrow", (int)tj_stats(f).artifacts_built, 2});
+  if (!rc) rc = pointwise(f, 1, lengths, 6, branch_ref, (example){"a branch on a size is a bound",
+                          "x+1 if len(x) > 4 else 2x", "n = 3, 7, 2, 9, 4, 11", "tj_sizes_narrow", 0, 2}, err);
   tj_free(f);
   return rc;
 }
