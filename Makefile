@@ -95,7 +95,10 @@ LAB_DIRS := $(patsubst %/,%,$(sort $(wildcard labs/23.*-*/)))
 LAB_IDS := $(foreach d,$(LAB_DIRS),$(firstword $(subst -, ,$(notdir $(d)))))
 CORE_DIR := $(wildcard labs/core)
 TJ_DIR := $(wildcard labs/tensorjit)
-STAGES := $(if $(CORE_DIR),sym core) $(filter-out 23.7,$(LAB_IDS)) $(if $(TJ_DIR),tj)
+# The lab whose files are part of tensorjit's stage; it has no library of its own.
+TJ_LAB := 23.7
+TJ_LAB_IDS := $(filter $(TJ_LAB),$(LAB_IDS))
+STAGES := $(if $(CORE_DIR),sym core) $(filter-out $(TJ_LAB),$(LAB_IDS)) $(if $(TJ_DIR),tj)
 LAB_DEPS_sym :=
 LAB_DEPS_core := sym
 LAB_DEPS_23.1 := core sym
@@ -104,18 +107,18 @@ LAB_DEPS_23.3 := core sym
 LAB_DEPS_23.4 := core sym
 LAB_DEPS_23.5 := core sym
 LAB_DEPS_tj := 23.4 23.2 core sym
-LAB_DEPS_23.7 := tj $(LAB_DEPS_tj)
+LAB_DEPS_$(TJ_LAB) := tj $(LAB_DEPS_tj)
 # Lab 23.1's files above the core; the rest of its folder is the stage sym.
 LAB231_PLANS := plan.c
 
 lab_dir = $(filter labs/$(1)-%,$(LAB_DIRS))
 stage_dir = $(if $(filter sym,$(1)),$(call lab_dir,23.1),$(if $(filter core,$(1)),$(CORE_DIR),$(if $(filter tj,$(1)),$(TJ_DIR),$(call lab_dir,$(1)))))
-stage_name = $(if $(filter sym,$(1)),lab23_1_sym,$(if $(filter core,$(1)),core,$(if $(filter tj 23.7,$(1)),tensorjit,lab$(subst .,_,$(1)))))
+stage_name = $(if $(filter sym,$(1)),lab23_1_sym,$(if $(filter core,$(1)),core,$(if $(filter tj $(TJ_LAB),$(1)),tensorjit,lab$(subst .,_,$(1)))))
 lab_lib = $(BUILD)/lib/lib$(call stage_name,$(1)).so
 stage_all = $(filter-out %/main.c,$(wildcard $(call stage_dir,$(1))/*.c))
 stage_files = $(if $(filter sym,$(1)),$(filter-out $(addprefix %/,$(LAB231_PLANS)),$(call stage_all,sym)),\
   $(if $(filter 23.1,$(1)),$(filter $(addprefix %/,$(LAB231_PLANS)),$(call stage_all,23.1)),\
-  $(if $(filter tj 23.7,$(1)),$(call stage_all,tj) $(call stage_all,23.7),$(call stage_all,$(1)))))
+  $(if $(filter tj $(TJ_LAB),$(1)),$(call stage_all,tj) $(call stage_all,$(TJ_LAB)),$(call stage_all,$(1)))))
 # (a student file's reference is solutions/<its own folder>/<its name>)
 lab_src = $(foreach f,$(call stage_files,$(1)),\
   $(if $(and $(filter solutions,$(IMPL)),$(wildcard solutions/$(notdir $(patsubst %/,%,$(dir $(f))))/$(notdir $(f)))),\
@@ -142,7 +145,7 @@ override OWN_STAGES := $(filter-out 0,$(OWN_STAGES))
 export OWN_STAGES
 REF_LIB := $(wildcard reference/lib)
 REF_MODE := $(if $(OWN_STAGES),own,reference)
-stage_lab = $(if $(filter sym,$(1)),23.1,$(if $(filter tj,$(1)),23.7,$(1)))
+stage_lab = $(if $(filter sym,$(1)),23.1,$(if $(filter tj,$(1)),$(TJ_LAB),$(1)))
 ref_stages = $(strip $(if $(REF_LIB),$(foreach l,$(LAB_DEPS_$(1)),$(if $(filter-out $(call stage_lab,$(1)),$(call stage_lab,$(l))),\
   $(if $(wildcard $(REF_LIB)/lib$(call stage_name,$(l)).so),$(l))))))
 ref_dir = $(BUILD)/ref/$(1)
@@ -155,7 +158,7 @@ define REF_RULES
 $(call ref_stamp,$(1)):
 	@rm -rf $(call ref_dir,$(1)) && mkdir -p $(call ref_dir,$(1)) $(if $(OWN_STAGES),,$(foreach l,$(call ref_stages,$(1)),&& ln -s ../../../../$(REF_LIB)/lib$(call stage_name,$(l)).so $(call ref_dir,$(1))/)) && touch $$@
 endef
-$(foreach l,$(STAGES) $(filter 23.7,$(LAB_IDS)),$(if $(call ref_stages,$(l)),$(eval $(call REF_RULES,$(l)))))
+$(foreach l,$(STAGES) $(TJ_LAB_IDS),$(if $(call ref_stages,$(l)),$(eval $(call REF_RULES,$(l)))))
 # The stages whose reference tools/handout.sh ships: those with student files that a stage
 # of another lab links (sym: 23.2 to 23.5 and the core; 23.2 and 23.4: tensorjit).
 HANDOUT_REF_STAGES = $(sort $(foreach s,$(STAGES),$(foreach l,$(LAB_DEPS_$(s)),\
@@ -209,7 +212,7 @@ $(BUILD)/tests/$(call test_dir,$(1))/%: tests/$(call test_dir,$(1))/%.c $(call l
 	@mkdir -p $$(dir $$@)
 	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -Itests $(call lab_incs,$(1)) -o $$@ $$< $$(LDFLAGS) $$(call ref_rpath,$(1),../../) -Wl,-rpath,'$$$$ORIGIN/../../lib' $(call lab_links,$(1)) -luopc -lcmocka -lpthread -lm
 endef
-$(foreach l,$(filter-out sym,$(STAGES)) $(filter 23.7,$(LAB_IDS)),$(eval $(call TEST_RULES,$(l))))
+$(foreach l,$(filter-out sym,$(STAGES)) $(TJ_LAB_IDS),$(eval $(call TEST_RULES,$(l))))
 
 # ---- broken builds ----------------------------------------------------------
 # tests/broken/23.N.mk builds the reference with one guard removed and links a
