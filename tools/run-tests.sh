@@ -34,11 +34,14 @@ skips() {
          print substr($0, 14) ": " (reason == "" ? "(the suite gave no reason)" : reason) }' "$1"
 }
 skipped=0; : >"$scratch/skips"
+# Seconds each step took ("seconds name" lines), so that a slow CI run says where its time went.
+: >"$scratch/times"
+timed() { local t0=$SECONDS; "$@"; local rc=$?; echo "$((SECONDS - t0)) $TIMED_NAME" >>"$scratch/times"; return $rc; }
 
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   bin=$1; shift
   cache=$(mktemp -d "$scratch/cache.XXXXXX")
-  UOPC_CACHE_DIR=$cache "$bin" >"$scratch/log" 2>&1
+  TIMED_NAME=$bin timed env UOPC_CACHE_DIR="$cache" "$bin" >"$scratch/log" 2>&1
   status=$?
   p=$(count PASSED "$scratch/log"); f=$(count FAILED "$scratch/log")
   p=${p:-0}; f=${f:-0}
@@ -60,7 +63,7 @@ for spec in "$@"; do
   fi
 done
 if [ -n "$student_build" ]; then
-  if IMPL=labs tools/run-labs.sh "$student_build" "${student_labs[@]}" >"$scratch/labs" 2>&1; then
+  if IMPL=labs TIMED_NAME="the student tree's drivers" timed tools/run-labs.sh "$student_build" "${student_labs[@]}" >"$scratch/labs" 2>&1; then
     echo "ok   the student tree's drivers pass or report their stubs"; passed=$((passed + 1))
   else
     echo "FAIL the student tree's drivers:"; cat "$scratch/labs"; failed=$((failed + 1))
@@ -69,7 +72,9 @@ fi
 # Runs a Python suite that ends with `N passed, N failed` and adds its counts.
 python_suite() {
   local name=$1; shift
+  local t0=$SECONDS
   "$@" 2>&1 | tee "$scratch/suite"
+  echo "$((SECONDS - t0)) $name" >>"$scratch/times"
   local line hp hf
   line=$(tail -n 1 "$scratch/suite")
   hp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
@@ -85,7 +90,7 @@ if [ $harness = 1 ]; then
   python_suite tensorjit .venv/bin/python -m harness.check_tensorjit --build "$build" --chains 60
   # The core's random graphs replayed through tj_compile, dynamic and static (about 20 s, mostly gcc).
   python_suite core-tj .venv/bin/python -m harness.check_core_tj --build "$build" --graphs 24
-  if .venv/bin/python -m unittest discover -s tests/grader >"$scratch/unit" 2>&1; then
+  if TIMED_NAME="grader's own tests" timed .venv/bin/python -m unittest discover -s tests/grader >"$scratch/unit" 2>&1; then
     echo "ok   the grader's own tests ($(grep -o 'Ran [0-9]* tests' "$scratch/unit"))"; passed=$((passed + 1))
   else
     echo "FAIL the grader's own tests:"; cat "$scratch/unit"; failed=$((failed + 1))
@@ -99,6 +104,8 @@ if [ $harness = 1 ]; then
   python_suite integrity .venv/bin/python -m harness.grading.integrity
 fi
 echo
+echo "the slowest steps (seconds):"
+sort -rn "$scratch/times" | head -n 8 | sed 's/^/  /'
 if [ $skipped != 0 ]; then
   echo "$skipped skipped (neither passed nor failed; the suite's reason after each):"
   sed 's/^/  /' "$scratch/skips"
