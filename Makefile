@@ -294,12 +294,12 @@ $(BUILD)/bin/bench_core: bench/bench_core.c $(call lab_lib,core) | $(call ref_st
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
 BENCH_BINS += $(BUILD)/bin/bench_core
-# Fusion's figures through the core (LOWER_FUSE): a 6-op chain against the triad, softmax and
-# layer norm, compile time.
-$(BUILD)/bin/bench_fuse: bench/bench_fuse.c $(call lab_lib,core) | $(call ref_stamp,core)
+# Fusion's figures through the core (LOWER_FUSE with tensorjit's rule, TJ_FUSE_RULE): a 6-op
+# chain against the triad, softmax and layer norm, compile time.
+$(BUILD)/bin/bench_fuse: bench/bench_fuse.c $(call lab_lib,tj) | $(call ref_stamp,tj)
 	@mkdir -p $(dir $@)
-	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,core) -o $@ $< $(LDFLAGS) $(call ref_rpath,core,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,core) -luopc
-BENCH_BINS += $(BUILD)/bin/bench_fuse
+	$(call say,LINK,$@) $(CC) $(CFLAGS) $(call lab_incs,tj) -o $@ $< $(LDFLAGS) $(call ref_rpath,tj,../) -Wl,-rpath,'$$ORIGIN/../lib' $(call lab_links,tj) -luopc -lm
+BENCH_BINS += $(if $(TJ_DIR),$(BUILD)/bin/bench_fuse)
 # LOWER_VEC_EXP's exp_f32 against expf over every f32 (about a minute; not run by make bench).
 $(BUILD)/bin/exp_sweep: bench/exp_sweep.c $(call lab_lib,core) | $(call ref_stamp,core)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,6 @@
 /* bench_fuse.c: what fusion and planned temporaries buy (issue #27), through
- * the compiler core with LOWER_FUSE, every graph compiled once with symbolic
+ * the compiler core with LOWER_FUSE and tensorjit's fusion rule (TJ_FUSE_RULE,
+ * lab 23.7's tj_fuse_rule), every graph compiled once with symbolic
  * extents. Prints, each the best of REPS repetitions:
  *   bench fuse chain6-<dynamic|fixed> n=<N> ns=<per call>   ((a*b + a)*0.5 - b)**2 + 1, f32
  *   ratio fuse chain6 n=<N> dynamic/fixed=<x>                 the price of dynamism
@@ -21,6 +22,7 @@
 #include <unistd.h>
 #include "bench.h"
 #include "exec.h"
+#include "tj_internal.h"
 
 enum { REPS = 7 };
 static const int64_t LENGTHS[] = {4096, 65536, 1 << 20, 1 << 24};
@@ -108,7 +110,7 @@ static const ir_node *long_chain(ir_graph *g, const ir_node *x, int ops) {
 static int compile_flags(ir_graph *g, const ir_node *out, const char *entry, unsigned flags,
                          const uopc_program_options *o, exec **e, uopc_error *err) {
   if (ir_graph_error(g)->code) return (*err = *ir_graph_error(g), err->code);
-  return exec_new_flags(e, g, &out, 1, entry, LOWER_FUSE | flags, o, err);
+  return exec_new_rule(e, g, &out, 1, entry, LOWER_FUSE | flags, &TJ_FUSE_RULE, o, err);
 }
 
 static int compile(ir_graph *g, const ir_node *out, const char *entry, const uopc_program_options *o, exec **e,

@@ -88,6 +88,7 @@ class Core:
   def __init__(self, build):
     self.rt = ffi.Runtime(build)
     self.lib = self.rt.core()
+    self.fuse_rule, self.no_rule = self.rt.fuse_rule(), None
     self.stubs()
     self.cache = tempfile.mkdtemp(prefix="uopc-core-")
     self.opts = ffi.ProgramOptions(None, None, 0, self.cache.encode())
@@ -132,16 +133,23 @@ class Core:
 
   def exec_fused(self, builder, entry):
     """(exec handle or None, the passes' graph or None, error): the graph through ir_passes_run
-    (fold, CSE, DCE), lowered with LOWER_FUSE and LOWER_VEC_EXP. The caller frees both (exec
-    first)."""
+    (fold, CSE, DCE), lowered with LOWER_FUSE, tensorjit's fusion rule and LOWER_VEC_EXP. The
+    caller frees both (exec first)."""
     graph, handle, err = ctypes.c_void_p(), ctypes.c_void_p(), ffi.Error()
     outs = builder.outputs_array()
     moved = (ffi.NODE_P * len(outs))()
     if self.lib.ir_passes_run(ctypes.byref(graph), moved, builder.g, outs, len(outs), ffi.IR_PASS_ALL, None,
                               ctypes.byref(err)):
       return None, None, err
-    if self.lib.exec_new_flags(ctypes.byref(handle), graph, moved, len(moved), entry.encode(),
-                               ffi.LOWER_FUSE | ffi.LOWER_VEC_EXP, ctypes.byref(self.opts), ctypes.byref(err)):
+    status = self.lib.exec_new_rule(ctypes.byref(handle), graph, moved, len(moved), entry.encode(),
+                                    ffi.LOWER_FUSE | ffi.LOWER_VEC_EXP, self.fuse_rule, ctypes.byref(self.opts),
+                                    ctypes.byref(err))
+    if status and self.fuse_rule and self.rt.error_name(err.code) == NOT_IMPLEMENTED:
+      # a build whose lab 23.7 is still a stub: the mechanism is checked without tensorjit's rule
+      self.fuse_rule, self.no_rule = None, err.message.decode(errors="replace")
+      self.lib.ir_graph_free(graph)
+      return self.exec_fused(builder, entry)
+    if status:
       self.lib.ir_graph_free(graph)
       return None, None, err
     return handle, graph, err
@@ -539,7 +547,9 @@ def check_graphs(ctx):
   cuda = "CUDA compiled" if ctx.core.cuda else f"CUDA compile skipped ({ctx.core.no_cuda})"
   fused = f", {ctx.fused_calls} calls fused too ({ctx.fused_other} programs with other loop nests; " \
           f"{ctx.fused_equal} outputs equal bit for bit, {ctx.fused_exp} after an f32 exp or a float matmul against NumPy only)"
-  cuda += fused if ctx.fused else ", fused programs skipped (--no-fused)"
+  rule = (" with tensorjit's fusion rule" if ctx.core.fuse_rule else
+          f" without a fusion rule ({ctx.core.no_rule or 'no libtensorjit.so in this build'})")
+  cuda += fused + rule if ctx.fused else ", fused programs skipped (--no-fused)"
   cuda += f", {ctx.gpu_calls} calls run on the GPU" if ctx.core.gpu else f", GPU runs skipped ({ctx.core.no_gpu})"
   return f"{len(only)} graphs, {count} cases ({ctx.bindings} calls per graph), {cuda}, " \
          f"{time.monotonic() - start:.1f}s"

@@ -179,7 +179,7 @@ class CodegenText(ctypes.Structure):
 class LowerProgram(ctypes.Structure):
   """lower_program from lower.h (read-only here)."""
   _fields_ = [("entry", ctypes.c_char * 64), ("backend", ctypes.c_int), ("flags", ctypes.c_uint),
-              ("graph", ctypes.c_void_p),
+              ("fuse_rule", ctypes.c_void_p), ("graph", ctypes.c_void_p),
               ("n_buffers", ctypes.c_int), ("buffers", ctypes.c_void_p), ("n_outputs", ctypes.c_int),
               ("n_inputs", ctypes.c_int), ("n_temps", ctypes.c_int), ("n_kernels", ctypes.c_int),
               ("kernel_buffer", ctypes.c_void_p), ("n_dims", ctypes.c_int), ("dims", ctypes.POINTER(SymDim)),
@@ -311,6 +311,8 @@ CORE_API = {   # the compiler core's builders return NULL after recording an err
                               ctypes.c_char_p, ctypes.c_void_p, ERR]),
   "exec_new_flags": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                                     ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p, ERR]),
+  "exec_new_rule": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                   ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ERR]),
   "exec_free": (None, [ctypes.c_void_p]),
   "ir_passes_run": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_int, ctypes.c_uint, ctypes.c_void_p, ERR]),
@@ -369,6 +371,16 @@ class Runtime:
     23.1 it stands on (found through the core's own dependency; lab 23.1's plans are above it)."""
     below = {k: v for k, v in LAB_API["23.1"].items() if not k.startswith("plan_")}
     return _load(self.build / "lib" / "libcore.so", {**below, **CORE_API})
+
+  def fuse_rule(self):
+    """The address of tensorjit's fusion rule (TJ_FUSE_RULE, a lower_fuse_rule of
+    libtensorjit.so: lab 23.7's tj_fuse_rule), for exec_new_rule; None where this build has
+    no tensorjit (LOWER_FUSE then stores what must be stored)."""
+    path = self.build / "lib" / "libtensorjit.so"
+    if not path.is_file():
+      return None
+    self.tensorjit = _load(path, {})   # kept: the address lives while the library does
+    return ctypes.addressof(ctypes.c_char.in_dll(self.tensorjit, "TJ_FUSE_RULE"))
 
   def error_name(self, code):
     return self.lib.uopc_error_name(code).decode()

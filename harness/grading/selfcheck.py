@@ -1,6 +1,6 @@
 """selfcheck.py: checks that the grader's checks work (part of `make test`).
 
-    .venv/bin/python -m harness.grading.selfcheck [--seed N]
+    .venv/bin/python -m harness.grading.selfcheck [--seed N] [--broken-in-full]
 
 1. solutions/ scores full marks on every lab;
 2. the untouched stubs (labs/) score zero on every exercise, and full marks on a worked lab
@@ -10,9 +10,9 @@
    the first of the README's suggested order that is not implemented (never a waiting one);
 3. every broken variant under tests/broken/ (the reference built with one guard removed, read
    from the .mk files: its -D flags and the BROKEN_EXPECT test it must fail) fails that named
-   test when graded as a submission; the claim says that test's points and all the points the
-   variant loses (other tests may catch it too). The -D flags become #defines at the top of the
-   lab's student files of a scratch submission.
+   test when graded as a submission (that test alone; with --broken-in-full the whole lab, and
+   the claim says all the points the variant loses too: other tests may catch it). The -D flags
+   become #defines at the top of the lab's student files of a scratch submission.
 Prints one line per claim and last `N passed, N failed`; exit status 1 when a claim fails.
 """
 import argparse
@@ -91,6 +91,9 @@ class Claims:
 def main(argv=None):
   ap = argparse.ArgumentParser(description="Checks that the grader's checks work.")
   ap.add_argument("--seed", type=int, default=1)
+  ap.add_argument("--broken-in-full", action="store_true",
+                  help="grade each broken variant's whole lab, to print all the points it loses (the "
+                       "chapters' figures; about six times as long as its named test alone, the default)")
   args = ap.parse_args(argv)
   if not (ROOT / "solutions").is_dir():
     print("grader selfcheck: no solutions/ in this tree (a handout); nothing to check\n0 passed, 0 failed")
@@ -114,7 +117,7 @@ def main(argv=None):
   for lab in labs:
     claims.say(*table_claim(manifests[lab], ref[lab], stub[lab]))
   for lab, name, defines, suite, case in broken_variants():
-    claims.say(*broken_claim(manifests, lab, name, defines, suite, case, args.seed))
+    claims.say(*broken_claim(manifests, lab, name, defines, suite, case, args.seed, args.broken_in_full))
   print(f"{claims.passed} passed, {claims.failed} failed")
   return 1 if claims.failed else 0
 
@@ -140,21 +143,23 @@ def table_claim(m, ref, stub):
   return not bad, f"make lab-{m.lab}'s table: solutions/ all passed, stubs reported as stubs", bad[:5]
 
 
-def broken_claim(manifests, lab, name, defines, suite, case, seed):
-  """(ok, text, details) for one broken variant."""
+def broken_claim(manifests, lab, name, defines, suite, case, seed, full=False):
+  """(ok, text, details) for one broken variant: its named test graded alone (what the claim
+  needs; about a sixth of a whole grade's time), or with full the whole lab, so that the text
+  says all the points the variant loses (the chapters' figures)."""
   m = manifests.get(lab)
   test = next((t for t in m.tests if t.kind == "cmocka" and t.spec["case"] == case), None) if m else None
   if test is None or not test.points:
     return False, f"broken {name}: no test with points for {case} in harness/manifests/{lab}.json", []
   sub = broken_submission(m, defines)
   try:
-    s = grade_quietly([lab], manifests, Options(submission=sub, seed=seed))[lab]
+    s = grade_quietly([lab], manifests, Options(submission=sub, seed=seed, **({} if full else {"only": {test.id}})))[lab]
   finally:
     shutil.rmtree(sub, ignore_errors=True)
   row = next((r for t, r, _, _ in s.rows if t.id == test.id), None)
   ok = row is not None and row.verdict in (FAIL, CRASH, TIMEOUT, EXITED)   # not NOT RUN: it must build
   verdict = f"{row.verdict}: {row.detail}" if row else "not run"
-  return ok, (broken_text(name, defines, test, s.earned, s.possible) if ok
+  return ok, (broken_text(name, defines, test, *((s.earned, s.possible) if full else ())) if ok
               else f"broken {name} should fail {test.id}, got {verdict}"), [verdict] if ok else []
 
 
@@ -163,11 +168,14 @@ def points_text(x):
   return f"{x:g} point{'' if x == 1 else 's'}"
 
 
-def broken_text(name, defines, test, earned, possible):
-  """The claim of a broken variant that failed its named test: that test's points, and all the
-  points the variant loses (other tests may catch it too), as the score shows them."""
-  return (f"broken {name} (-D{' -D'.join(defines)}) fails {test.id} ({points_text(test.points)}) and loses "
-          f"{points_text(possible - earned)} in all ({earned:g}/{possible:g})")
+def broken_text(name, defines, test, earned=None, possible=None):
+  """The claim of a broken variant that failed its named test: that test's points, and (from a
+  whole grade) all the points the variant loses (other tests may catch it too), as the score
+  shows them."""
+  text = f"broken {name} (-D{' -D'.join(defines)}) fails {test.id} ({points_text(test.points)})"
+  if earned is None:
+    return text
+  return f"{text} and loses {points_text(possible - earned)} in all ({earned:g}/{possible:g})"
 
 
 if __name__ == "__main__":

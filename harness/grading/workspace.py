@@ -251,7 +251,8 @@ class Workspace:
     products = TrustedBuild.ensure(self.manifests)
     self.root.mkdir(mode=0o755)
     self.hidden.mkdir(mode=0o755)
-    for rel in ("Makefile", GRADE_MK, "tests/testutil.h") + WORKER_FILES:
+    # (coreutil.h: the core's test helpers, which lab 23.7's fusion suite builds its graphs with)
+    for rel in ("Makefile", GRADE_MK, "tests/testutil.h", "tests/core/coreutil.h") + WORKER_FILES:
       _copy(ROOT / rel, self.root / rel)
     _copy(ROOT / "harness" / f"check_{self.m.lab.replace('.', '_')}.py",
           self.root / "harness" / f"check_{self.m.lab.replace('.', '_')}.py", missing_ok=True)

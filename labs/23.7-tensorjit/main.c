@@ -271,7 +271,7 @@ static int scenario_fused(uopc_error *err) {
     rc = call(f, &x, NULL, want, uopc_tensor_numel(&x), NULL, err);
     uopc_tensor_release(&x);
   }
-  if (!rc) row(&(example){"a fused softmax over rows", "softmax(x, -1)", "(4, 6), (3, 100), strict_native", "(given)",
+  if (!rc) row(&(example){"a fused softmax over rows", "softmax(x, -1)", "(4, 6), (3, 100), strict_native", "tj_fuse_rule",
                           (int)tj_stats(f).artifacts_built, 1});
   const char *src = rc ? NULL : tj_artifact_source(f, 0);
   if (!rc) check(src != NULL, "the softmax's artifact has no generated source");

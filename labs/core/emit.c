@@ -41,8 +41,9 @@ static int banner(lower_ctx *c) {
     rc = codegen_printf(t, err, " * aliasing: an output may be an input's memory, read only at the element it\n"
                         " *   writes (lab 23.3's proof), so no buffer is restrict\n");
   if (!rc && (p->flags & LOWER_FUSE))
-    rc = codegen_printf(t, err, " * fusion: the cost rule (chapter 23.1): a computed node is stored when\n"
-                        " *   ops x (reads - 1) > %d, and a chain every %d levels\n", LOWER_STORE_COST, LOWER_CHAIN_CUT);
+    rc = codegen_printf(t, err, " * fusion: %s;\n *   and a chain is cut every %d levels (chapter 23.1)\n",
+                        p->fuse_rule ? p->fuse_rule->name : "no rule: the outputs, reductions and matmuls are stored",
+                        LOWER_CHAIN_CUT);
   if (!rc && (p->flags & LOWER_VEC_EXP) && p->backend == LOWER_C)
     rc = codegen_printf(t, err, " * exp: an f32 exp is exp_f32 below, without a call, at most %d ulps from expf\n",
                         LOWER_EXP_F32_ULPS);

@@ -49,9 +49,15 @@ int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n
 
 int exec_new_flags(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
                    const char *entry, unsigned flags, const uopc_program_options *opts, uopc_error *err) {
+  return exec_new_rule(out, g, outputs, n_outputs, entry, flags, NULL, opts, err);
+}
+
+int exec_new_rule(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
+                  const char *entry, unsigned flags, const lower_fuse_rule *rule,
+                  const uopc_program_options *opts, uopc_error *err) {
   exec *e = calloc(1, sizeof *e);
   if (!e) return UOPC_FAIL(err, UOPC_E_NOMEM, "exec '%s': out of memory", entry ? entry : "?");
-  int rc = lower_program_new_flags(&e->low, g, outputs, n_outputs, entry, LOWER_C, flags, err);
+  int rc = lower_program_new_rule(&e->low, g, outputs, n_outputs, entry, LOWER_C, flags, rule, err);
   if (!rc) rc = uopc_program_new(&e->program, e->low->source.data, e->low->entry, e->low->signature,
                                  opts, err);
   if (rc) { exec_free(e); return rc; }

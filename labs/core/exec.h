@@ -30,6 +30,10 @@ int exec_new(exec **out, const ir_graph *g, const ir_node *const *outputs, int n
 /* The same, lowered with lower_program_new_flags' flags. */
 int exec_new_flags(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
                    const char *entry, unsigned flags, const uopc_program_options *opts, uopc_error *err);
+/* The same with LOWER_FUSE's rule (lower_program_new_rule). */
+int exec_new_rule(exec **out, const ir_graph *g, const ir_node *const *outputs, int n_outputs,
+                  const char *entry, unsigned flags, const lower_fuse_rule *rule,
+                  const uopc_program_options *opts, uopc_error *err);
 void exec_free(exec *e);
 
 /* Binds the graph's dims from inputs (in ir_graph_input order).

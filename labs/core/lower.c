@@ -19,6 +19,12 @@ int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *con
 int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                             int n_outputs, const char *entry, lower_backend backend, unsigned flags,
                             uopc_error *err) {
+  return lower_program_new_rule(out, g, outputs, n_outputs, entry, backend, flags, NULL, err);
+}
+
+int lower_program_new_rule(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
+                           int n_outputs, const char *entry, lower_backend backend, unsigned flags,
+                           const lower_fuse_rule *rule, uopc_error *err) {
   int rc = lower_plan_check_outputs(g, outputs, n_outputs, entry, err);
   if (rc) return rc;
   lower_program *p = calloc(1, sizeof *p);
@@ -26,6 +32,7 @@ int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_nod
   snprintf(p->entry, sizeof p->entry, "%s", entry);
   p->backend = backend;
   p->flags = flags & (LOWER_MAY_ALIAS | LOWER_FUSE | LOWER_VEC_EXP);
+  p->fuse_rule = p->flags & LOWER_FUSE ? rule : NULL;
   p->graph = g;
   p->n_outputs = n_outputs;
   rc = lower_plan(p, outputs, err);

@@ -50,13 +50,14 @@ typedef struct lower_nonempty {
  * read only at the output's own index (23.3's in-place stores and reused
  * buffers): the buffers are then not declared restrict. */
 #define LOWER_MAY_ALIAS 1u
-/* lower_program_new_flags: fusion by the cost rule (chapter 23.1, "Fusion
- * and its cost rule"; lower_fuse.c): a computed node read by several nests,
- * or broadcast, is stored once in a temporary when recomputing it costs
- * more than storing it, and an elementwise chain is cut into temporaries
- * every LOWER_CHAIN_CUT levels instead of refused. Off for labs 23.1-23.5,
- * whose text (and cache keys) stay the given rule's; the passes' tests and
- * tensorjit turn it on. */
+/* lower_program_new_flags: fusion groups (chapter 23.1, "Fusion and its
+ * cost rule"; lower_fuse.c): besides the outputs, reductions and matmuls, a
+ * caller's fusion rule (lower_program_new_rule) picks the computed nodes to
+ * store once in a temporary instead of recomputing them in each nest that
+ * reads them, and an elementwise chain is cut into temporaries every
+ * LOWER_CHAIN_CUT levels instead of refused; temporaries whose lifetimes do
+ * not overlap share scratch. Off for labs 23.1-23.5, whose text (and cache
+ * keys) stay the given rule's; the passes' tests and tensorjit turn it on. */
 #define LOWER_FUSE 2u
 /* lower_program_new_flags, C back end: an f32 exp is exp_f32, a function of
  * the generated text without a call or a branch, so gcc vectorises the loop
@@ -67,6 +68,46 @@ typedef struct lower_nonempty {
 #define LOWER_VEC_EXP 4u
 #define LOWER_EXP_F32_ULPS 3
 
+/* ---- A fusion rule (LOWER_FUSE) ------------------------------------------
+ * The lowering decides nothing about cost: a compiler gives it a rule
+ * (tensorjit's is lab 23.7's tj_fuse_rule, chapter 23.7 "Fusion with a cost
+ * rule"). The units a rule counts in, and what the printed groups quote: */
+#define LOWER_CALL_COST 8          /* a libm call or pow, in units of one add */
+#define LOWER_STORE_COST 4         /* a store and a load of one element */
+#define LOWER_BROADCAST_READS 16   /* a broadcast operand: read "many" times */
+/* A chain is stored every this many elementwise levels (< LOWER_NESTING_MAX). */
+#define LOWER_CHAIN_CUT 256
+
+/* What fusion decided for one node: why it is stored (0: it is fused into
+ * each nest that reads it) and, for a rule's and the chain cut's decisions,
+ * their numbers (printed with the groups). */
+typedef struct lower_stored {
+  lower_reason why;
+  int64_t ops, reads;
+} lower_stored;
+
+/* decide: store[id] for each node id of g (ir_graph_node_count entries) comes
+ * with why set for the outputs (LOWER_WHY_OUTPUT) and for every reduction
+ * and matmul (LOWER_WHY_REDUCE) that the outputs reach (used[id] != 0); the
+ * rule sets {LOWER_WHY_COST, ops, reads} for each other computed node it
+ * stores, and changes nothing else (the lowering refuses a decision about a
+ * node that is not a computed one the outputs reach, with UOPC_E_INVALID).
+ * name: how the generated banner states the rule. */
+typedef struct lower_fuse_rule {
+  const char *name;
+  int (*decide)(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err);
+} lower_fuse_rule;
+
+/* For a rule: the op units of n alone (LOWER_CALL_COST for a libm call or
+ * pow, 1 for any other op that computes, 0 for a leaf, a move, a reduction
+ * or a matmul); whether n computes (a node a rule may store: not a leaf, a
+ * move, a reduction or a matmul); whether consumer m reads operand s at
+ * fewer distinct elements than it has (s is broadcast: an EXPAND, or
+ * NumPy's implicit broadcast), so that each element of s is read many times. */
+int64_t lower_op_units(const ir_node *n);
+int lower_computes(const ir_node *n);
+int lower_broadcasts(const ir_node *m, const ir_node *s);
+
 /* The longest entry name a program takes: a C identifier that, with the
  * "_k<n>" of its kernels, stays inside lower_program's entry field. */
 #define LOWER_ENTRY_MAX 47
@@ -75,6 +116,7 @@ typedef struct lower_program {
   char entry[64];
   lower_backend backend;
   unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP */
+  const lower_fuse_rule *fuse_rule; /* LOWER_FUSE's rule, or NULL (borrowed: static) */
   const ir_graph *graph;            /* borrowed: outlives the program */
   int n_buffers;                    /* parameter order: outputs, inputs, temps */
   lower_buffer *buffers;
@@ -108,6 +150,12 @@ int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *con
 int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                             int n_outputs, const char *entry, lower_backend backend, unsigned flags,
                             uopc_error *err);
+/* The same with LOWER_FUSE's rule (NULL: the outputs, reductions, matmuls
+ * and chain cuts only; ignored without LOWER_FUSE). Errors: those above, and
+ * the rule's. */
+int lower_program_new_rule(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
+                           int n_outputs, const char *entry, lower_backend backend, unsigned flags,
+                           const lower_fuse_rule *rule, uopc_error *err);
 void lower_program_free(lower_program *p);
 
 /* The fusion groups and the plan of temporaries, as text appended to t: one

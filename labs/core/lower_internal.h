@@ -40,24 +40,10 @@ typedef struct lower_ctx {
 
 /* ---- Pass 0, lower_fuse.c (LOWER_FUSE only): which other nodes to store. */
 
-/* The cost rule's constants (lower_fuse.c states the rule). */
-#define LOWER_CALL_COST 8          /* a libm call or pow, in units of one add */
-#define LOWER_STORE_COST 4         /* a store and a load of one element */
-#define LOWER_BROADCAST_READS 16   /* a broadcast operand: read "many" times */
-/* A chain is stored every this many elementwise levels (< LOWER_NESTING_MAX). */
-#define LOWER_CHAIN_CUT 256
-
-/* What the fusion pass decided for one node: why it is stored (0: it is
- * not) and, for the cost rule and the chain cut, their numbers. */
-typedef struct lower_stored {
-  lower_reason why;
-  int64_t ops, reads;
-} lower_stored;
-
 /* store[id].why != 0 for each node of p's graph to materialise: the
- * outputs, the reductions and matmuls, and those the cost rule and the chain
- * cut pick (used: the nodes the outputs reach). store holds node-count
- * zeroed entries. */
+ * outputs, the reductions and matmuls, those p's fusion rule picks (checked:
+ * computed nodes the outputs reach) and the chain cut's (used: the nodes the
+ * outputs reach). store holds node-count zeroed entries. */
 int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, const unsigned char *used,
                       lower_stored *store, uopc_error *err);
 

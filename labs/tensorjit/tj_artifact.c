@@ -15,6 +15,13 @@
 #include "ir_pass.h"
 #include "tj_internal.h"
 
+#define TJ_STR_(x) #x
+#define TJ_STR(x) TJ_STR_(x)
+/* Named in every generated banner, so the text (and the cache key) says which rule drew the groups. */
+const lower_fuse_rule TJ_FUSE_RULE = {
+    "tensorjit's cost rule (lab 23.7): a computed node is stored when ops x (reads - 1) > " TJ_STR(LOWER_STORE_COST),
+    tj_fuse_rule};
+
 tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v) {
   for (int k = 0; k < g->n_arts; k++)
     if (g->arts[k].v == v) return (tj_artifact *)&g->arts[k];
@@ -327,14 +334,15 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
     if (rc) return rc;
   }
   if (!n) return UOPC_OK;   /* every output a view: nothing to compile */
-  /* the core's passes first (fold, CSE, DCE: ir_passes.c), then fused with the cost rule (a producer
-   * read by several consumers is stored once, long chains are cut), its temporaries sharing space
-   * where their lifetimes allow: lower_fuse.c, lower_share.c. The variant keeps the traced graph
+  /* the core's passes first (fold, CSE, DCE: ir_passes.c), then fused by tensorjit's cost rule (a
+   * producer read by several consumers is stored once: tj_fuse.c), long chains cut, its temporaries
+   * sharing space where their lifetimes allow: the core's lower_fuse.c, lower_share.c. The variant keeps the traced graph
    * (its guards, views and call-outs are expressions in it); the passed one lives beside it. */
   const ir_node *passed[TJ_MAX_OUTPUTS];
   int rc = ir_passes_run(&g->pending.passed, passed, v->graph, computed, n, IR_PASS_ALL, NULL, err);
   if (rc) return rc;
-  rc = exec_new_flags(&v->exec, g->pending.passed, passed, n, v->entry, TJ_LOWER_FLAGS, &c->opts.program, &inner);
+  rc = exec_new_rule(&v->exec, g->pending.passed, passed, n, v->entry, TJ_LOWER_FLAGS, &TJ_FUSE_RULE,
+                     &c->opts.program, &inner);
   if (!rc) return vcache_plan_run(c, v, err);
   ir_graph_free(g->pending.passed);   /* nothing was lowered from it */
   g->pending.passed = NULL;

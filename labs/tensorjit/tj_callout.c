@@ -54,7 +54,8 @@ int tj_callouts_compile(const vcache *c, vcache_variant *v, tj_artifact *a, uopc
     if (!s->n_computed) continue;
     char entry[64];
     snprintf(entry, sizeof entry, "%.56s_c%d", v->entry, k & 3);   /* k < TP_CALLOUTS_MAX */
-    int rc = exec_new_flags(&s->exec, v->graph, s->computed, s->n_computed, entry, TJ_LOWER_FLAGS, &c->opts.program, err);
+    int rc = exec_new_rule(&s->exec, v->graph, s->computed, s->n_computed, entry, TJ_LOWER_FLAGS, &TJ_FUSE_RULE,
+                           &c->opts.program, err);
     if (rc) return rc;
     /* the cache's own plan (each program dim at its site), made for this program: v->exec is not built yet */
     exec *own = v->exec;

@@ -20,9 +20,10 @@ _Static_assert(TJ_MAX_OUTPUTS <= GUARD_MAX_ARGS, "a variant holds its outputs' n
 
 #define TJ_PATH_MAX 64   /* "params[2].bias" */
 
-/* How tensorjit lowers every region: fusion by the cost rule, planned
- * temporaries, the matmul in rows, and f32 exp as the generated exp_f32
- * (within LOWER_EXP_F32_ULPS of libm's, vectorised). */
+/* How tensorjit lowers every region: fusion by its cost rule (TJ_FUSE_RULE,
+ * lab 23.7's tj_fuse_rule), planned temporaries, the matmul in rows, and f32
+ * exp as the generated exp_f32 (within LOWER_EXP_F32_ULPS of libm's,
+ * vectorised). */
 #define TJ_LOWER_FLAGS (LOWER_FUSE | LOWER_VEC_EXP)
 
 /* One node of a call's arguments, in depth-first order: the top-level
@@ -286,6 +287,26 @@ int tj_trace_holds(const tj_artifact *a, const guard_call *call, int *failed, in
  * untouched. Errors: those of sym_expr_eval. */
 int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym_binding *b, uopc_tensor *out,
                  uopc_error *err);
+
+/* tj_fuse.c. Tensorjit's fusion rule (lower.h's lower_fuse_rule, called by
+ * the core's LOWER_FUSE through TJ_FUSE_RULE): over the nodes of g the
+ * outputs reach (used[id]), with store[id].why already set for the outputs,
+ * reductions and matmuls, set store[id] = {LOWER_WHY_COST, ops, reads} for
+ * each other computed node (lower_computes) with ops * (reads - 1) >
+ * LOWER_STORE_COST, where
+ *   ops(n) = lower_op_units(n) plus ops of each operand not stored (a stored
+ *            node's own operands are not counted: it is a load);
+ *   reads(n) = the sum over its consumers m of r(m), times
+ *            LOWER_BROADCAST_READS where m broadcasts n (lower_broadcasts);
+ *            r(m) = 1 when m is stored (a reduction too: it reads each
+ *            element once), else reads(m);
+ * decided consumers first (highest id first), so that a consumer stored
+ * makes its operands read once. Counts saturate at 2^40. Errors:
+ * UOPC_E_NOMEM. */
+int tj_fuse_rule(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err);
+
+/* How tensorjit lowers every region: the rule above, named in the banner. */
+extern const lower_fuse_rule TJ_FUSE_RULE;
 
 /* ---- tj_explain.c */
 

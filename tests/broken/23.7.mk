@@ -13,6 +13,7 @@ B237_HEADERS := $(wildcard labs/tensorjit/*.h)
 B237_DEPS := $(B237_HEADERS) $(UOPC_LIB) $(foreach l,$(LAB_DEPS_tj),$(call lab_lib,$(l)))
 B237_SIZES := $(filter %/tj_sizes.c,$(B237_SRC)) $(filter-out %/tj_sizes.o,$(B237_OBJS)) $(B237_DEPS)
 B237_SERVE := $(filter %/tj_serve.c,$(B237_SRC)) $(filter-out %/tj_serve.o,$(B237_OBJS)) $(B237_DEPS)
+B237_FUSE := $(filter %/tj_fuse.c,$(B237_SRC)) $(filter-out %/tj_fuse.o,$(B237_OBJS)) $(B237_DEPS)
 # $(1) the -D flag: the student file (the rule's first prerequisite) compiled with it, linked with the rest
 b237_lib = mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(LAB_BOUNDS) $(1) $(call lab_incs,23.7) -shared -o $@ $< \
   $(filter %.o,$^) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib' $(call lab_deps_links,tj) -luopc -lm
@@ -82,3 +83,15 @@ $(B237V)/test_serve: tests/23.7/test_serve.c $(B237_FIXTURE) $(B237V)/libtensorj
 	$(call broken_test_link,23.7) -lm
 BROKEN_BINS += $(B237V)/test_serve
 BROKEN_EXPECT += $(B237V)/test_serve:test_tj_call_slice_of_an_input_is_a_view_of_its_storage
+
+# What a reduction reads is not counted: softmax's exp(x - max) looks read
+# once (by the divide) and is fused into the sum's nest and the divide's,
+# computed twice an element (test_fuse also fails the fan-out cases, whose
+# sum reads the exp, and the lowered softmax's groups and exp count).
+B237F := $(BROKEN)/23.7-fuse-past-reduction
+$(B237F)/libtensorjit.so: $(B237_FUSE)
+	$(call say,LINK,$@) $(call b237_lib,-DTJ_FUSE_PAST_REDUCTION)
+$(B237F)/test_fuse: tests/23.7/test_fuse.c $(B237_FIXTURE) $(B237F)/libtensorjit.so
+	$(call broken_test_link,23.7) -lm
+BROKEN_BINS += $(B237F)/test_fuse
+BROKEN_EXPECT += $(B237F)/test_fuse:test_tj_fuse_rule_counts_what_a_reduction_reads

@@ -118,7 +118,7 @@ static void test_one_exec_called_from_eight_threads(void **state) {
   exec_free(e);
 }
 
-/* LOWER_FUSE: max, exp(x - max) (read twice: stored by the cost rule) and
+/* LOWER_FUSE: max, exp(x - max) (stored by the rule: coreutil.h's, as tensorjit's stores it) and
  * sum are temporaries; the sum takes the max's place, whose last reader
  * (the exp nest) ran before it. */
 static void test_one_fused_exec_called_from_eight_threads(void **state) {
@@ -129,7 +129,7 @@ static void test_one_fused_exec_called_from_eight_threads(void **state) {
   const ir_node *y = ok_node(c, ir_binary(c->g, IR_DIV, t, ir_reduce(c->g, IR_SUM, t, 2u, 1)), "softmax");
   exec *e = NULL;
   uopc_error err = {0};
-  assert_uopc_ok(exec_new_flags(&e, c->g, &y, 1, "softmax_rows", LOWER_FUSE, &OPTIONS, &err), err);
+  assert_uopc_ok(exec_new_rule(&e, c->g, &y, 1, "softmax_rows", LOWER_FUSE, core_store_exps_rule(), &OPTIONS, &err), err);
   const lower_program *p = exec_lowered(e);
   assert_int_equal(p->n_temps, 3);
   assert_ptr_equal(p->buffers[p->n_outputs + p->n_inputs].scratch_offset,

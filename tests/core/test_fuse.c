@@ -1,11 +1,14 @@
-/* test_fuse.c: the lowering's fusion rule with LOWER_FUSE (labs/core/
- * lower_fuse.c): a costly producer read by several nests is computed once
- * (the generated source is inspected), a cheap one stays fused, a broadcast
- * one is stored, and a chain of 5000 ops compiles and runs; every result is
- * checked against the interpreter (ir_eval.h). Without the flag the given
- * rule's text is unchanged: the same graphs recompute and refuse as before.
- * Then the groups' printed text (lower_program_print_groups), and
- * LOWER_VEC_EXP's exp_f32 against expf. */
+/* test_fuse.c: fusion groups with LOWER_FUSE, the mechanism (labs/core/
+ * lower_fuse.c): without a rule only the outputs, reductions and matmuls are
+ * stored; a rule's decisions are honoured (a node it stores is computed
+ * once: the generated source is inspected) and checked (a rule that marks a
+ * leaf, an unreached node or an output is refused); a chain of 5000 ops
+ * compiles and runs; temporaries share space; every result is checked
+ * against the interpreter (ir_eval.h). Without the flag the given rule's
+ * text is unchanged: the same graphs recompute and refuse as before. Then
+ * the groups' printed text (lower_program_print_groups), and LOWER_VEC_EXP's
+ * exp_f32 against expf. tensorjit's cost rule is lab 23.7's
+ * (tests/23.7/test_fuse.c). */
 #include <float.h>
 #include "coreutil.h"
 #include "ir_eval.h"
@@ -68,65 +71,110 @@ static void fill(buf *b, double scale) {
   for (int64_t i = 0; i < uopc_tensor_numel(&b->t); i++) uopc_tensor_set(&b->t, i, scale * (double)(i % 17 - 8) / 8.0);
 }
 
-/* t = exp(x) read by t*2, t+1 and sum(t): with the rule, one expf. */
-static void test_fanout_producer_is_computed_once(void **state) {
-  core *c = *state;
+/* Rules of this suite's own, to test the mechanism: every exp stored
+ * (coreutil.h's core_store_exps_rule), or one wrong decision each. */
+static int store_op(const ir_graph *g, lower_stored *store, ir_op op, lower_reason why) {
+  for (int id = 0; id < ir_graph_node_count(g); id++)
+    if (ir_graph_node(g, id)->op == op) store[id] = (lower_stored){why, 1, 1};
+  return UOPC_OK;
+}
+static int store_input(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err) {
+  (void)err;
+  (void)used;
+  return store_op(g, store, IR_INPUT, LOWER_WHY_COST);
+}
+static int store_unreached(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err) {
+  (void)err;
+  for (int id = 0; id < ir_graph_node_count(g); id++)
+    if (!used[id]) store[id] = (lower_stored){LOWER_WHY_COST, 1, 1};
+  return UOPC_OK;
+}
+static int unmark_output(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err) {
+  (void)err;
+  (void)used;
+  return store_op(g, store, IR_MUL, 0);
+}
+static int other_reason(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err) {
+  (void)err;
+  (void)used;
+  return store_op(g, store, IR_EXP, LOWER_WHY_PACKED);
+}
+static int refuses(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err) {
+  (void)g, (void)used, (void)store;
+  return UOPC_FAIL(err, UOPC_E_LIMIT, "this suite's rule refuses");
+}
+
+/* t = exp(x) read by t*2, t+1 and sum(t), an unreached t - 1 beside them. */
+static void fanout(core *c, const ir_node **outs) {
   const sym_expr *n = dim(c, "n", 1, 4096), *m = dim(c, "m", 1, 4096);
   const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(n, m));
   const ir_node *t = ir_unary(c->g, IR_EXP, x);
-  const ir_node *outs[3] = {ir_binary(c->g, IR_MUL, t, ir_const(c->g, 2, UOPC_F32)),
-                            ir_binary(c->g, IR_ADD, t, ir_const(c->g, 1, UOPC_F32)), ir_reduce(c->g, IR_SUM, t, 2u, 0)};
-  for (int k = 0; k < 3; k++) ok_node(c, outs[k], "out");
-  exec *given = built(c, outs, 3, "fanout_given", 0), *fused = built(c, outs, 3, "fanout_fused", LOWER_FUSE);
-  int before = count_of(body_of(given), "expf("), after = count_of(body_of(fused), "expf(");
+  outs[0] = ok_node(c, ir_binary(c->g, IR_MUL, t, ir_const(c->g, 2, UOPC_F32)), "t*2");
+  outs[1] = ok_node(c, ir_binary(c->g, IR_ADD, t, ir_const(c->g, 1, UOPC_F32)), "t+1");
+  outs[2] = ok_node(c, ir_reduce(c->g, IR_SUM, t, 2u, 0), "sum");
+  ok_node(c, ir_binary(c->g, IR_SUB, t, ir_const(c->g, 1, UOPC_F32)), "unreached");
+}
+
+/* Without a rule: the given rule's nests (exp in each, 4 expf), the banner
+ * saying so; with one, what it stores is computed once, and named. */
+static void test_a_rule_decides_what_is_stored_and_is_named(void **state) {
+  core *c = *state;
+  const ir_node *outs[3];
+  fanout(c, outs);
+  exec *given = built(c, outs, 3, "fanout_given", 0), *none = built(c, outs, 3, "fanout_none", LOWER_FUSE), *ruled = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(exec_new_rule(&ruled, c->g, outs, 3, "fanout_ruled", LOWER_FUSE, core_store_exps_rule(), NULL, &err), err);
   /* The given rule: one per elementwise nest, two in the sum's (lane blocks and tail). */
-  if (before != 4) fail_msg("given rule: expected 4 expf, got %d:\n%s", before, exec_source(given));
-  if (after != 1) fail_msg("LOWER_FUSE: expected 1 expf, got %d:\n%s", after, exec_source(fused));
-  assert_int_equal(exec_lowered(fused)->n_temps, 1);
-  assert_int_equal(exec_lowered(fused)->n_kernels, 4);
-  assert_non_null(strstr(exec_source(fused), " * fusion: the cost rule"));
+  assert_int_equal(count_of(body_of(given), "expf("), 4);
+  assert_int_equal(count_of(body_of(none), "expf("), 4);
+  assert_int_equal(count_of(body_of(ruled), "expf("), 1);
+  assert_int_equal(exec_lowered(none)->n_temps, 0);
+  assert_int_equal(exec_lowered(ruled)->n_temps, 1);
+  assert_int_equal(exec_lowered(ruled)->n_kernels, 4);
   assert_null(strstr(exec_source(given), "fusion:"));
+  assert_non_null(strstr(exec_source(none), " * fusion: no rule: the outputs, reductions and matmuls are stored;\n"
+                                            " *   and a chain is cut every 256 levels"));
+  assert_non_null(strstr(exec_source(ruled), " * fusion: every exp stored (a test's rule);\n"));
   buf in;
   buf_new(&in, UOPC_F32, 2, (const int64_t[]){37, 45});
   fill(&in, 2);
-  check_against_eval(c, fused, outs, 3, &in, 1, 1e-5, "fanout");
+  check_against_eval(c, ruled, outs, 3, &in, 1, 1e-5, "fanout, exp stored");
+  check_against_eval(c, none, outs, 3, &in, 1, 1e-5, "fanout, no rule");
   buf_free(&in);
   exec_free(given);
-  exec_free(fused);
+  exec_free(none);
+  exec_free(ruled);
 }
 
-/* (x + 1) read twice: recomputing one add costs less than storing it. */
-static void test_cheap_producer_stays_fused(void **state) {
+/* Each wrong decision is refused with UOPC_E_INVALID, naming the rule, the
+ * node and what was wrong; a rule's own error comes back as it is. */
+static void test_a_rules_wrong_decisions_are_refused(void **state) {
   core *c = *state;
-  const sym_expr *n = dim(c, "n", 1, 4096);
-  const ir_node *x = input(c, "x", UOPC_F32, 1, SHAPE(n));
-  const ir_node *t = ir_binary(c->g, IR_ADD, x, ir_const(c->g, 1, UOPC_F32));
-  const ir_node *outs[2] = {ok_node(c, ir_binary(c->g, IR_MUL, t, t), "sq"), ok_node(c, ir_unary(c->g, IR_NEG, t), "neg")};
-  exec *e = built(c, outs, 2, "cheap_fused", LOWER_FUSE);
-  assert_int_equal(exec_lowered(e)->n_temps, 0);
-  exec_free(e);
-}
-
-/* exp(y) of shape (m) added to x of (n, m): broadcast, so stored once
- * rather than computed n times per element. */
-static void test_broadcast_producer_is_stored(void **state) {
-  core *c = *state;
-  const sym_expr *n = dim(c, "n", 1, 4096), *m = dim(c, "m", 1, 4096);
-  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(n, m)), *y = input(c, "y", UOPC_F32, 1, SHAPE(m));
-  const ir_node *out = ok_node(c, ir_binary(c->g, IR_ADD, x, ir_unary(c->g, IR_EXP, y)), "out");
-  exec *given = built(c, &out, 1, "bcast_given", 0), *fused = built(c, &out, 1, "bcast_fused", LOWER_FUSE);
-  assert_int_equal(exec_lowered(given)->n_temps, 0);
-  assert_int_equal(exec_lowered(fused)->n_temps, 1);
-  buf in[2];
-  buf_new(&in[0], UOPC_F32, 2, (const int64_t[]){5, 7});
-  buf_new(&in[1], UOPC_F32, 1, (const int64_t[]){7});
-  fill(&in[0], 1);
-  fill(&in[1], 3);
-  check_against_eval(c, fused, &out, 1, in, 2, 0, "broadcast");
-  buf_free(&in[0]);
-  buf_free(&in[1]);
-  exec_free(given);
-  exec_free(fused);
+  const ir_node *outs[3];
+  fanout(c, outs);
+  static const struct { lower_fuse_rule rule; const char *says; } cases[] = {
+      {{"stores an input", store_input}, "stored a leaf or a move: node %0 (input)"},
+      {{"stores the unreached", store_unreached}, "stored a node the outputs do not reach: node %"},
+      {{"unmarks an output", unmark_output}, "changed the mark of node %3 (mul)"},
+      {{"another reason", other_reason}, "gave a reason other than LOWER_WHY_COST to node %1 (exp)"},
+  };
+  for (int k = 0; k < COUNT(cases); k++) {
+    lower_program *p = NULL;
+    uopc_error err = {0};
+    int rc = lower_program_new_rule(&p, c->g, outs, 3, "wrong", LOWER_C, LOWER_FUSE, &cases[k].rule, &err);
+    if (rc != UOPC_E_INVALID || !strstr(err.message, cases[k].says) || !strstr(err.message, cases[k].rule.name))
+      fail_msg("rule '%s': expected UOPC_E_INVALID saying \"%s\", got %s: %s", cases[k].rule.name, cases[k].says,
+               uopc_error_name(rc), err.message);
+    assert_null(p);
+  }
+  lower_program *p = NULL;
+  uopc_error err = {0};
+  const lower_fuse_rule refusing = {"refuses", refuses};
+  assert_int_equal(lower_program_new_rule(&p, c->g, outs, 3, "refused", LOWER_C, LOWER_FUSE, &refusing, &err), UOPC_E_LIMIT);
+  assert_string_equal(err.message, "this suite's rule refuses");
+  /* without LOWER_FUSE the rule is not asked */
+  assert_uopc_ok(lower_program_new_rule(&p, c->g, outs, 3, "unasked", LOWER_C, 0, &refusing, &err), err);
+  lower_program_free(p);
 }
 
 /* 5000 elementwise ops in one chain: refused by the given rule (past 4096
@@ -199,77 +247,6 @@ static char *groups_of(core *c, const ir_node *const *outs, int n, const char *e
   return t.data;                                /* the caller frees it */
 }
 
-static void expect_text(char *got, const char *want, const char *what) {
-  if (strcmp(got, want) != 0) fail_msg("%s: expected\n%s\ngot\n%s", what, want, got);
-  free(got);
-}
-
-/* The fan-out graph's groups, both ways: the given rule computes exp(x) in
- * every nest (its line under each), the cost rule in one nest of its own. */
-static void test_groups_print_fanout_with_and_without_the_rule(void **state) {
-  core *c = *state;
-  const sym_expr *n = dim(c, "n", 1, 4096), *m = dim(c, "m", 1, 4096);
-  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(n, m));
-  const ir_node *t = ir_unary(c->g, IR_EXP, x);
-  const ir_node *outs[3] = {ir_binary(c->g, IR_MUL, t, ir_const(c->g, 2, UOPC_F32)),
-                            ir_binary(c->g, IR_ADD, t, ir_const(c->g, 1, UOPC_F32)), ir_reduce(c->g, IR_SUM, t, 2u, 0)};
-  for (int k = 0; k < 3; k++) ok_node(c, outs[k], "out");
-  expect_text(groups_of(c, outs, 3, "fanout", 0), 
-              "fanout: 3 loop nests, 0 temporaries\n"
-              "nest 0: out0 = %3 (an output), reads x\n"
-              "  %1 = exp(%0) : f32[n, m]\n"
-              "  %2 = const(2) : f32[]\n"
-              "  %3 = mul(%1, %2) : f32[n, m]\n"
-              "nest 1: out1 = %5 (an output), reads x\n"
-              "  %1 = exp(%0) : f32[n, m]\n"
-              "  %4 = const(1) : f32[]\n"
-              "  %5 = add(%1, %4) : f32[n, m]\n"
-              "nest 2: out2 = %6 (an output), reads x\n"
-              "  %1 = exp(%0) : f32[n, m]\n"
-              "  %6 = sum(%1, axes=[1]) : f32[n]\n"
-              "scratch bytes: 0 (no temporaries)\n", "given rule");
-  expect_text(groups_of(c, outs, 3, "fanout", LOWER_FUSE), 
-              "fanout: 4 loop nests, 1 temporary (LOWER_FUSE)\n"
-              "nest 0: tmp0 = %1 (cost rule: 8 ops x (3 reads - 1) > 4), reads x\n"
-              "  %1 = exp(%0) : f32[n, m]\n"
-              "nest 1: out0 = %3 (an output), reads tmp0\n"
-              "  %2 = const(2) : f32[]\n"
-              "  %3 = mul(%1, %2) : f32[n, m]\n"
-              "nest 2: out1 = %5 (an output), reads tmp0\n"
-              "  %4 = const(1) : f32[]\n"
-              "  %5 = add(%1, %4) : f32[n, m]\n"
-              "nest 3: out2 = %6 (an output), reads tmp0\n"
-              "  %6 = sum(%1, axes=[1]) : f32[n]\n"
-              "scratch: tmp0 at 0, live from nest 0 to nest 3\n"
-              "scratch bytes: (m*(n*4) + 63)//64*64\n", "LOWER_FUSE");
-}
-
-/* A row softmax: exp(x - max) is read by the sum's nest and the output's
- * (stored by the cost rule); the sum takes the max's place, whose last
- * reader, the exp nest, ran before it. */
-static void test_groups_print_softmax_plan(void **state) {
-  core *c = *state;
-  const sym_expr *n = dim(c, "n", 1, 4096), *m = dim(c, "m", 1, 4096);
-  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(n, m));
-  const ir_node *t = ir_unary(c->g, IR_EXP, ir_binary(c->g, IR_SUB, x, ir_reduce(c->g, IR_MAX, x, 2u, 1)));
-  const ir_node *y = ok_node(c, ir_binary(c->g, IR_DIV, t, ir_reduce(c->g, IR_SUM, t, 2u, 1)), "softmax");
-  expect_text(groups_of(c, &y, 1, "softmax", LOWER_FUSE), 
-              "softmax: 4 loop nests, 3 temporaries (LOWER_FUSE)\n"
-              "nest 0: tmp0 = %1 (a reduction: always stored), reads x\n"
-              "  %1 = max(%0, axes=[1], keepdims) : f32[n, 1]\n"
-              "nest 1: tmp1 = %3 (cost rule: 9 ops x (2 reads - 1) > 4), reads x, tmp0\n"
-              "  %2 = sub(%0, %1) : f32[n, m]\n"
-              "  %3 = exp(%2) : f32[n, m]\n"
-              "nest 2: tmp2 = %4 (a reduction: always stored), reads tmp1\n"
-              "  %4 = sum(%3, axes=[1], keepdims) : f32[n, 1]\n"
-              "nest 3: out = %5 (an output), reads tmp1, tmp2\n"
-              "  %5 = div(%3, %4) : f32[n, m]\n"
-              "scratch: tmp0 at 0, live from nest 0 to nest 1\n"
-              "scratch: tmp1 at (n*4 + 63)//64*64, live from nest 1 to nest 3\n"
-              "scratch: tmp2 at 0, live from nest 2 to nest 3\n"
-              "scratch bytes: (m*(n*4) + 63)//64*64 + (n*4 + 63)//64*64\n", "softmax");
-}
-
 /* 300 adds: the chain is cut once, at the 257th level. */
 static void test_groups_print_a_chain_cut(void **state) {
   core *c = *state;
@@ -337,13 +314,10 @@ static void test_vec_exp_is_within_its_bound_of_expf(void **state) {
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
   const struct CMUnitTest tests[] = {
-    T(test_fanout_producer_is_computed_once),
-    T(test_cheap_producer_stays_fused),
-    T(test_broadcast_producer_is_stored),
+    T(test_a_rule_decides_what_is_stored_and_is_named),
+    T(test_a_rules_wrong_decisions_are_refused),
     T(test_chain_of_5000_ops_compiles_and_runs),
     T(test_temporaries_share_space_when_lifetimes_do_not_overlap),
-    T(test_groups_print_fanout_with_and_without_the_rule),
-    T(test_groups_print_softmax_plan),
     T(test_groups_print_a_chain_cut),
     T(test_vec_exp_is_within_its_bound_of_expf),
   };

@@ -42,6 +42,11 @@ class SelfcheckTextTest(unittest.TestCase):
     self.assertIn("(1 point) and loses 1 point in all (79/80)",
                   selfcheck.broken_text("b", ["X"], test, 79, 80))
 
+  def test_a_broken_variant_graded_alone_says_only_what_its_test_costs(self):
+    test = types.SimpleNamespace(id="dispatch_rejects_odd_length", points=2)
+    self.assertEqual(selfcheck.broken_text("23.2-no-divisibility", ["A", "B"], test),
+                     "broken 23.2-no-divisibility (-DA -DB) fails dispatch_rejects_odd_length (2 points)")
+
 
 class MakeTest(unittest.TestCase):
   def test_a_step_with_a_note_prints_one_line(self):

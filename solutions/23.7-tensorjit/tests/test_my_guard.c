@@ -25,6 +25,14 @@ static int inner(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /*
   return tp_status(c);
 }
 
+static int softmax_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  (void)user;
+  tp_tensor *x = in[0].t;
+  tp_tensor *e = tp_exp(c, tp_sub(c, x, tp_reduce_at(c, IR_MAX, x, 1u << 1, 1, TP_HERE)));
+  out[0] = tp_div(c, e, tp_sum(c, e, 1u << 1, 1));
+  return tp_status(c);
+}
+
 /* A new f32 tensor, element i = i % 5 - 2. */
 static uopc_tensor ramp(int rank, const int64_t *shape) {
   uopc_tensor t;
@@ -105,12 +113,29 @@ static void test_my_guard_slice_view_starts_at_element_1(void **state) {
   tj_free(f);
 }
 
+/* reduction-reads: softmax's exp(x - max), read by the sum and the divide,
+ * is stored once: the generated body calls exp_f32 once. */
+static void test_my_guard_softmax_computes_exp_once(void **state) {
+  (void)state;
+  tj_function *f = compile(softmax_rows);
+  uopc_tensor x = ramp(2, (int64_t[]){3, 8}), out = {0};
+  uopc_error err = {0};
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, &out, &err), err);
+  const char *src = tj_artifact_source(f, 0), *body = src ? strstr(src, "*/") : NULL;
+  int calls = 0;
+  for (const char *p = body ? strstr(body, "exp_f32(t") : NULL; p; p = strstr(p + 1, "exp_f32(t")) calls++;
+  expect_int(calls, 1, "softmax over rows: exp_f32 calls in the generated body");
+  uopc_tensor_release(&out), uopc_tensor_release(&x);
+  tj_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_my_guard_size_1_builds_its_own_artifact),
     cmocka_unit_test(test_my_guard_square_matrix_serves_a_rectangle),
     cmocka_unit_test(test_my_guard_index_past_the_end_is_refused),
     cmocka_unit_test(test_my_guard_slice_view_starts_at_element_1),
+    cmocka_unit_test(test_my_guard_softmax_computes_exp_once),
   };
   return cmocka_run_group_tests(tests, testutil_fresh_cache, testutil_remove_cache);
 }
