@@ -520,7 +520,7 @@ SHORTCUTS = {
     ("d->name, value, d->multiple_of);", "d->name, value, m);")]},
     {"sym_dim_bind_rejects_value_off_multiple": 1, "sym_dim_bind_rejects_value_above_hi": 1,
      "sym_dim_bind_rejects_value_below_lo": 1, "sym_dim_check_accepts_and_rejects_at_every_edge": 1,
-     "sym_dim_check_multiples_at_the_edges": 0}),
+     "sym_dim_check_multiples_at_the_edges": 1}),
   "capacity": ("23.5", "23.5-kv-cache", {"attn.c": [
     ("  return done(g, as_heads(g, d, softmax_weighted(g, scores_of(g, d, q, k), v)), out, err);\n"
      "  // END STUDENT\n}\n\nint attn_build_masked",
