@@ -37,6 +37,7 @@ from harness.grading.manifest import ROOT
 BUILD = "build/labs"
 GRADE_MK = "harness/grading/grade.mk"
 HOOK = f"{BUILD}/grade/libgradehook.so"
+GUARDED_RUNTIME = f"{BUILD}/grade/guarded/libuopc.so"   # each storage before a PROT_NONE page (grade.mk)
 MAKE_TIMEOUT = 300
 DIAGNOSTIC_LINES = 40
 # What a check's worker imports (lab 23.7's: tensorjit's bindings, harness/tj_ffi.py).
@@ -179,8 +180,9 @@ class TrustedBuild:
 
   @classmethod
   def _build(cls, manifests):
-    labs = [f"{BUILD}/lib/libuopc.so", HOOK]
-    refs, products = [], {f"{BUILD}/lib/libuopc.so": ROOT / BUILD / "lib/libuopc.so",
+    # (the runtime a graded run loads is the guard-page build: grade.mk's GUARDED)
+    labs = [f"{BUILD}/lib/libuopc.so", GUARDED_RUNTIME, HOOK]
+    refs, products = [], {f"{BUILD}/lib/libuopc.so": ROOT / GUARDED_RUNTIME,
                           f"{BUILD}/lib/libgradehook.so": ROOT / HOOK}
     if any(links_core(m) for m in manifests.values()):
       for obj in core_objects():
@@ -454,7 +456,7 @@ class Workspace:
         return sandbox.run(argv, rundir, rundir.env(), 60, user=self.user, mounts=self.mounts()).stdout
       finally:
         rundir.close()
-    trusted = [ROOT / BUILD / "lib/libuopc.so", ROOT / HOOK] + \
+    trusted = [ROOT / GUARDED_RUNTIME, ROOT / HOOK] + \
               [ref for d in self.m.deps if d not in self.screened
                for _, ref in reference_libs(self.manifests[d]) if ref.is_file()] + \
               ([ROOT / obj for obj in core_objects()] if links_core(self.m) else [])

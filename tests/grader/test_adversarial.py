@@ -545,11 +545,20 @@ SHORTCUTS = {
      "dispatch_misaligned_view_takes_generic_path": 1, "dispatch_strided_view_takes_generic_path": 1,
      "dispatch_strided_out_takes_generic_path": 1, "dispatch_random_views_match_eager": 1,
      "dispatch_rejects_bad_inputs": 0, "numpy.values": 1}),
+  "past-the-end": ("23.7", "23.7-tensorjit", {"tj_serve.c": [
+    ("  if (rc) return rc;   /* nothing retained yet: out untouched */",
+     "  if (rc) return rc;   /* nothing retained yet: out untouched */\n"
+     "  if (base->rank == 1 && base->strides[0] == 1 && base->dtype == UOPC_F32)   /* one element past the input */\n"
+     "    ((float *)base->storage->base)[base->offset + base->shape[0]] = 0;")]},
+    {"tj_call_slice_of_an_input_is_a_view_of_its_storage": 3, "tj_view_make_evaluates_the_layout_under_the_binding": 3,
+     "tj_view_make_adds_the_view_offset_to_the_inputs_own": 2}),
 }
 # What the shortcut loses: {test: the verdict} (the rest pass).
 LOST = {"sixteen": {"sym_dim_bind_rejects_value_off_multiple": "FAIL", "sym_dim_check_multiples_at_the_edges": "FAIL"},
         "capacity": {"attn_build_loops_to_the_length_never_the_capacity": "FAIL"},
-        "dispatcher": {"dispatch_fast16_guards_cover_every_assumption": "FAIL"}}
+        "dispatcher": {"dispatch_fast16_guards_cover_every_assumption": "FAIL"},
+        "past-the-end": {"tj_call_slice_of_an_input_is_a_view_of_its_storage": "CRASH",
+                         "tj_view_make_adds_the_view_offset_to_the_inputs_own": "CRASH"}}
 
 
 @unittest.skipUnless((ROOT / "solutions").is_dir(), "needs solutions/ (the shortcuts are the reference's, changed)")
@@ -590,6 +599,16 @@ class ShortcutTest(unittest.TestCase):
 
   def test_the_reference_fast_set_earns_the_contract_points(self):
     self.grade("dispatcher", shortcut=False)
+
+  def test_a_write_one_element_past_an_input_faults_in_a_graded_run(self):
+    # The graded runtime ends each storage at a PROT_NONE page, and checks the bytes up to the
+    # next 64-byte boundary when it frees it: without either, these values are all right.
+    score = self.grade("past-the-end")
+    self.assertIn("a write past the end of a tensor's storage of 20 bytes: byte 0 after it changed",
+                  "\n".join(score.failures))
+
+  def test_the_reference_view_earns_its_points_in_a_graded_run(self):
+    self.grade("past-the-end", shortcut=False)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ class ManifestTest(unittest.TestCase):
       data = json.loads((ROOT / "harness" / "manifests" / "23.1.json").read_text())
       data["tests"][0]["points"] += 1
       (tree / "harness" / "manifests" / "23.1.json").write_text(json.dumps(data))
-      with self.assertRaisesRegex(manifest.ManifestError, "sym_dim_check: manifest 5, README 4"):
+      with self.assertRaisesRegex(manifest.ManifestError, "sym_dim_check: manifest 6, README 5"):
         manifest.load("23.1", tree)
     finally:
       shutil.rmtree(tree)
