@@ -279,6 +279,21 @@ $(FAULT)/%: tests/faults/%.c $(FAULT)/libuopc.so
 FAULT_BINS := $(patsubst tests/faults/%.c,$(FAULT)/%,$(wildcard tests/faults/test_*.c))
 TEST_BINS += $(FAULT_BINS)
 
+# ---- guard pages --------------------------------------------------------------
+# The runtime again, built with -DUOPC_GUARD_PAGES: each tensor's storage ends at a PROT_NONE
+# page, and the bytes up to its 64-byte boundary are checked when it is freed (uopc/src/tensor.c).
+# Every graded run loads it (harness/grading/workspace.py); tests/guarded/ tests it.
+GUARDED := $(BUILD)/guarded
+$(GUARDED)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$< [guard pages]) $(CC) $(CFLAGS) -DUOPC_GUARD_PAGES -c $< -o $@
+$(GUARDED)/libuopc.so: $(UOPC_SRC:%.c=$(GUARDED)/obj/%.o)
+	$(call say,LINK,$@) $(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
+$(GUARDED)/%: tests/guarded/%.c $(GUARDED)/libuopc.so
+	$(call say,TEST,$@) $(CC) $(CFLAGS) -Itests -o $@ $< $(SANFLAGS) -L$(GUARDED) -Wl,-rpath,'$$ORIGIN' -luopc -lcmocka -lpthread
+GUARDED_BINS := $(patsubst tests/guarded/%.c,$(GUARDED)/%,$(wildcard tests/guarded/test_*.c))
+TEST_BINS += $(GUARDED_BINS)
+
 # ---- benchmarks -------------------------------------------------------------
 # bench/bench_23_N.c links lab 23.N; bench/report.py runs them and adds NumPy.
 define BENCH_RULES

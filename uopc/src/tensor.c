@@ -145,7 +145,7 @@ static void free_owned(void *base, size_t nbytes) {
   free(base);
 }
 #else
-/* The grader's runtime (harness/grading/grade.mk builds it; issue 32): each owned storage ends
+/* The grader's runtime (the Makefile's GUARDED builds it; issue 32): each owned storage ends
  * where a PROT_NONE page starts, so a write one element past a tensor faults at once instead of
  * landing in a neighbour that no value test looks at; the bytes between the last element and the
  * ALIGNMENT boundary (kept: vector kernels rely on it) hold GUARD_BYTE, checked when the storage
