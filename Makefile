@@ -264,33 +264,29 @@ $(BREAK)/$(1)-$(2)/test_my_guard: $(call student_test,$(1)) $(BREAK)/$(1)-$(2)/l
 endef
 $(foreach g,$(BREAK_TABLE),$(eval $(call BREAK_RULES,$(word 1,$(subst :, ,$(g))),$(word 2,$(subst :, ,$(g))),$(word 3,$(subst :, ,$(g))),$(word 4,$(subst :, ,$(g))))))
 
-# ---- fault injection ----------------------------------------------------------
-# The runtime again, built with -DUOPC_FAULT_INJECTION into its own directory,
-# for tests/faults/: they make the k-th spawn, dlopen, cache write or rename
+# ---- the runtime built again ------------------------------------------------
+# $(1) a folder, $(2) a macro, $(3) the note its compiles print, $(4) a folder of tests/: the
+# runtime compiled with -D$(2) into $(1)/libuopc.so, and each tests/$(4)/test_*.c linked with it.
+define RUNTIME_VARIANT
+$(1)/obj/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(call say,CC,$$< [$(3)]) $$(CC) $$(CFLAGS) -D$(2) -c $$< -o $$@
+$(1)/libuopc.so: $$(UOPC_SRC:%.c=$(1)/obj/%.o)
+	$$(call say,LINK,$$@) $$(CC) -shared $$(SANFLAGS) -o $$@ $$^ -ldl -lcrypto -lpthread
+$(1)/%: tests/$(4)/%.c $(1)/libuopc.so
+	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -D$(2) -Itests -o $$@ $$< $$(SANFLAGS) -L$(1) -Wl,-rpath,'$$$$ORIGIN' -luopc -lcmocka -lpthread
+endef
+# Fault injection, for tests/faults/: they make the k-th spawn, dlopen, cache write or rename
 # fail and check that each error path reports and cleans up (STYLE item 13).
 FAULT := $(BUILD)/fault
-$(FAULT)/obj/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(call say,CC,$< [faults]) $(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -c $< -o $@
-$(FAULT)/libuopc.so: $(UOPC_SRC:%.c=$(FAULT)/obj/%.o)
-	$(call say,LINK,$@) $(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
-$(FAULT)/%: tests/faults/%.c $(FAULT)/libuopc.so
-	$(call say,TEST,$@) $(CC) $(CFLAGS) -DUOPC_FAULT_INJECTION -Itests -o $@ $< $(SANFLAGS) -L$(FAULT) -Wl,-rpath,'$$ORIGIN' -luopc -lcmocka -lpthread
+$(eval $(call RUNTIME_VARIANT,$(FAULT),UOPC_FAULT_INJECTION,faults,faults))
 FAULT_BINS := $(patsubst tests/faults/%.c,$(FAULT)/%,$(wildcard tests/faults/test_*.c))
 TEST_BINS += $(FAULT_BINS)
-
-# ---- guard pages --------------------------------------------------------------
-# The runtime again, built with -DUOPC_GUARD_PAGES: each tensor's storage ends at a PROT_NONE
-# page, and the bytes up to its 64-byte boundary are checked when it is freed (uopc/src/tensor.c).
-# Every graded run loads it (harness/grading/workspace.py); tests/guarded/ tests it.
+# Guard pages: each tensor's storage ends at a PROT_NONE page, and the bytes up to its 64-byte
+# boundary are checked when it is freed (uopc/src/tensor.c). Every graded run loads it
+# (harness/grading/workspace.py); tests/guarded/ tests it.
 GUARDED := $(BUILD)/guarded
-$(GUARDED)/obj/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(call say,CC,$< [guard pages]) $(CC) $(CFLAGS) -DUOPC_GUARD_PAGES -c $< -o $@
-$(GUARDED)/libuopc.so: $(UOPC_SRC:%.c=$(GUARDED)/obj/%.o)
-	$(call say,LINK,$@) $(CC) -shared $(SANFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
-$(GUARDED)/%: tests/guarded/%.c $(GUARDED)/libuopc.so
-	$(call say,TEST,$@) $(CC) $(CFLAGS) -Itests -o $@ $< $(SANFLAGS) -L$(GUARDED) -Wl,-rpath,'$$ORIGIN' -luopc -lcmocka -lpthread
+$(eval $(call RUNTIME_VARIANT,$(GUARDED),UOPC_GUARD_PAGES,guard pages,guarded))
 GUARDED_BINS := $(patsubst tests/guarded/%.c,$(GUARDED)/%,$(wildcard tests/guarded/test_*.c))
 TEST_BINS += $(GUARDED_BINS)
 
