@@ -104,6 +104,12 @@ typedef struct lower_fuse_rule {
  * move, a reduction or a matmul); whether consumer m reads operand s at
  * fewer distinct elements than it has (s is broadcast: an EXPAND, or
  * NumPy's implicit broadcast), so that each element of s is read many times. */
+/* The state the lowering hands a rule: used[id] = 1 for each node the
+ * outputs reach and, when store is not NULL, store[id].why for the outputs
+ * (LOWER_WHY_OUTPUT) and the reductions and matmuls among them
+ * (LOWER_WHY_REDUCE). Both hold ir_graph_node_count(g) zeroed entries. */
+void lower_fuse_marks(const ir_graph *g, const ir_node *const *outputs, int n, unsigned char *used,
+                      lower_stored *store);
 int64_t lower_op_units(const ir_node *n);
 int lower_computes(const ir_node *n);
 int lower_broadcasts(const ir_node *m, const ir_node *s);

@@ -48,6 +48,20 @@ int lower_broadcasts(const ir_node *m, const ir_node *s) {
   return 0;
 }
 
+static void mark(const ir_node *n, unsigned char *used) {
+  if (!n || used[n->id]) return;
+  used[n->id] = 1;
+  for (int i = 0; i < 3; i++) mark(n->src[i], used);
+}
+
+void lower_fuse_marks(const ir_graph *g, const ir_node *const *outputs, int n, unsigned char *used,
+                      lower_stored *store) {
+  for (int k = 0; k < n; k++) mark(outputs[k], used);
+  for (int k = 0; store && k < n; k++) store[outputs[k]->id].why = LOWER_WHY_OUTPUT;
+  for (int id = 0; store && id < ir_graph_node_count(g); id++)
+    if (used[id] && always(ir_graph_node(g, id)) && !store[id].why) store[id].why = LOWER_WHY_REDUCE;
+}
+
 /* The rule decided only about computed nodes the outputs reach, and left the
  * outputs', reductions' and matmuls' marks as they were. */
 static int check_rule(const lower_program *p, const unsigned char *used, const lower_stored *store,
@@ -68,16 +82,12 @@ static int check_rule(const lower_program *p, const unsigned char *used, const l
   return UOPC_OK;
 }
 
-int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, const unsigned char *used,
-                      lower_stored *store, uopc_error *err) {
+int lower_fuse_decide(const lower_program *p, const unsigned char *used, lower_stored *store, uopc_error *err) {
   const ir_graph *g = p->graph;
   int count = ir_graph_node_count(g);
   int *depth = calloc((size_t)count + 1, sizeof *depth);
-  lower_reason *base = calloc((size_t)count + 1, sizeof *base);
+  lower_reason *base = calloc((size_t)count + 1, sizeof *base);   /* the marks before the rule */
   int rc = depth && base ? UOPC_OK : UOPC_FAIL(err, UOPC_E_NOMEM, "lower '%s': out of memory deciding fusion", p->entry);
-  for (int k = 0; !rc && k < p->n_outputs; k++) store[outputs[k]->id].why = LOWER_WHY_OUTPUT;
-  for (int id = 0; !rc && id < count; id++)
-    if (used[id] && always(ir_graph_node(g, id)) && !store[id].why) store[id].why = LOWER_WHY_REDUCE;
   for (int id = 0; !rc && id < count; id++) base[id] = store[id].why;
   if (!rc && p->fuse_rule) rc = p->fuse_rule->decide(g, used, store, err);
   if (!rc && p->fuse_rule) rc = check_rule(p, used, store, base, err);

@@ -40,12 +40,11 @@ typedef struct lower_ctx {
 
 /* ---- Pass 0, lower_fuse.c (LOWER_FUSE only): which other nodes to store. */
 
-/* store[id].why != 0 for each node of p's graph to materialise: the
- * outputs, the reductions and matmuls, those p's fusion rule picks (checked:
- * computed nodes the outputs reach) and the chain cut's (used: the nodes the
- * outputs reach). store holds node-count zeroed entries. */
-int lower_fuse_decide(const lower_program *p, const ir_node *const *outputs, const unsigned char *used,
-                      lower_stored *store, uopc_error *err);
+/* store[id].why != 0 for each node of p's graph to materialise: to the
+ * marks of lower_fuse_marks (used and store, both made by it), those p's
+ * fusion rule adds (checked: computed nodes the outputs reach) and the
+ * chain cut's. */
+int lower_fuse_decide(const lower_program *p, const unsigned char *used, lower_stored *store, uopc_error *err);
 
 /* LOWER_FUSE (lower_share.c, called by planning): each temporary's scratch
  * offset, sharing a place with one whose readers have all run, and the

@@ -80,12 +80,6 @@ static int packed_operand(const lower_program *p, const unsigned char *used, con
   return 0;
 }
 
-static void mark(const ir_node *n, unsigned char *used) {
-  if (!n || used[n->id]) return;
-  used[n->id] = 1;
-  for (int i = 0; i < 3; i++) mark(n->src[i], used);
-}
-
 static lower_buffer *add_buffer(lower_program *p, lower_role role, const ir_node *n, const char *name) {
   lower_buffer *b = &p->buffers[p->n_buffers++];
   b->role = role;
@@ -323,12 +317,12 @@ static int plan_nonempty(lower_program *p, const unsigned char *used, uopc_error
 int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err) {
   unsigned char *used = calloc((size_t)ir_graph_node_count(p->graph) + 1, 1);
   if (!used) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
-  for (int k = 0; k < p->n_outputs; k++) mark(outputs[k], used);
-  /* LOWER_FUSE: the cost rule's and the chain cut's extra temporaries. */
+  /* LOWER_FUSE: the rule's and the chain cut's extra temporaries. */
   lower_stored *store = p->flags & LOWER_FUSE ? calloc((size_t)ir_graph_node_count(p->graph) + 1, sizeof *store)
                                               : NULL;
   int rc = (p->flags & LOWER_FUSE) && !store ? UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory") : UOPC_OK;
-  if (!rc && store) rc = lower_fuse_decide(p, outputs, used, store, err);
+  if (!rc) lower_fuse_marks(p->graph, outputs, p->n_outputs, used, store);
+  if (!rc && store) rc = lower_fuse_decide(p, used, store, err);
   if (!rc) rc = plan_buffers(p, outputs, used, store, err);
   if (!rc) rc = plan_dims(p, used, err);
   if (!rc) rc = p->flags & LOWER_FUSE ? lower_share_scratch(p, err) : plan_scratch(p, err);

@@ -13,7 +13,6 @@
 #include <string.h>
 #define TESTUTIL_FAILING_MALLOC   /* the rule's out-of-memory path on demand: fail_next_calloc */
 #include "core/coreutil.h"
-#include "ir_eval.h"
 #include "tj_fixture.h"
 
 /* ---- tj_fuse_rule, directly. */
@@ -24,26 +23,15 @@ typedef struct decided {
   unsigned char *used;
 } decided;
 
-/* The nodes outs reach, marked as the core's lower_fuse_decide marks them
- * before it asks a rule (outputs, then reductions and matmuls), then the
+/* The state the lowering hands a rule (the core's lower_fuse_marks: the
+ * nodes outs reach, the outputs, reductions and matmuls marked), then the
  * rule's decisions. */
 static decided decide(core *c, const ir_node *const *outs, int n) {
   decided d = {ir_graph_node_count(c->g), NULL, NULL};
-  d.store = calloc((size_t)d.count + 1, sizeof *d.store);
-  d.used = calloc((size_t)d.count + 1, 1);
+  d.store = calloc((size_t)d.count, sizeof *d.store);
+  d.used = calloc((size_t)d.count, 1);
   assert_true(d.store && d.used);
-  for (int k = 0; k < n; k++) d.used[outs[k]->id] = 1;
-  for (int id = d.count - 1; id >= 0; id--) {     /* an operand has a lower id than its consumer */
-    const ir_node *m = ir_graph_node(c->g, id);
-    if (!d.used[id]) continue;
-    for (int i = 0; i < ir_op_info_of(m->op)->arity; i++) d.used[m->src[i]->id] = 1;
-  }
-  for (int k = 0; k < n; k++) d.store[outs[k]->id].why = LOWER_WHY_OUTPUT;
-  for (int id = 0; id < d.count; id++) {
-    ir_kind kind = ir_op_info_of(ir_graph_node(c->g, id)->op)->kind;
-    if (d.used[id] && !d.store[id].why && (kind == IR_KIND_REDUCE || kind == IR_KIND_MATMUL))
-      d.store[id].why = LOWER_WHY_REDUCE;
-  }
+  lower_fuse_marks(c->g, outs, n, d.used, d.store);
   uopc_error err = {0};
   tjf_expect_code(tj_fuse_rule(c->g, d.used, d.store, &err), UOPC_OK, err, "tj_fuse_rule");
   return d;
@@ -189,12 +177,10 @@ static void test_tj_fuse_rule_out_of_memory_is_an_error(void **state) {
   core *c = *state;
   testutil_skip_unless_allocation_fails();
   fanout f = fanout_graph(c);
-  int count = ir_graph_node_count(c->g);
   lower_stored store[16] = {{0}};
-  unsigned char used[16];
-  assert_true(count <= 16);
-  memset(used, 1, sizeof used);
-  for (int k = 0; k < 3; k++) store[f.outs[k]->id].why = LOWER_WHY_OUTPUT;
+  unsigned char used[16] = {0};
+  assert_true(ir_graph_node_count(c->g) <= 16);
+  lower_fuse_marks(c->g, f.outs, 3, used, store);
   for (int which = 1; which <= 2; which++) {
     uopc_error err = {0};
     fail_next_calloc = which;
@@ -216,12 +202,6 @@ static exec *lowered(core *c, const ir_node *const *outs, int n, const char *ent
   return e;
 }
 
-static int count_of(const char *text, const char *needle) {
-  int k = 0;
-  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) k++;
-  return k;
-}
-
 /* The fan-out graph lowered: exp(x) in a nest of its own (one expf in the
  * text, where fusing it everywhere writes four), 4 nests, 1 temporary, the
  * rule named in the banner, and the values the interpreter gives. */
@@ -229,35 +209,16 @@ static void test_tj_fuse_rule_lowered_computes_a_shared_exp_once(void **state) {
   core *c = *state;
   fanout f = fanout_graph(c);
   exec *e = lowered(c, f.outs, 3, "fanout_tj");
-  const char *src = exec_source(e), *body = strstr(src, "*/");
   const lower_program *p = exec_lowered(e);
-  if (count_of(body, "expf(") != 1) fail_msg("expected 1 expf in the generated body, got %d:\n%s", count_of(body, "expf("), src);
+  if (count_of(body_of(e), "expf(") != 1)
+    fail_msg("expected 1 expf in the generated body, got %d:\n%s", count_of(body_of(e), "expf("), exec_source(e));
   assert_int_equal(p->n_kernels, 4);
   assert_int_equal(p->n_temps, 1);
-  assert_non_null(strstr(src, " * fusion: tensorjit's cost rule (lab 23.7)"));
-  buf in, got[3];
-  const uopc_tensor *ins[1] = {&in.t};
-  uopc_tensor *outs[3], want[3];
-  sym_binding b;
-  uopc_error err = {0};
+  assert_non_null(strstr(exec_source(e), " * fusion: tensorjit's cost rule (lab 23.7)"));
+  buf in;
   buf_new(&in, UOPC_F32, 2, (const int64_t[]){37, 45});
   for (int64_t i = 0; i < 37 * 45; i++) uopc_tensor_set(&in.t, i, (double)(i % 17 - 8) / 4.0);
-  assert_uopc_ok(exec_bind(e, ins, 1, &b, &err), err);
-  buf_new(&got[0], UOPC_F32, 2, (const int64_t[]){37, 45});
-  buf_new(&got[1], UOPC_F32, 2, (const int64_t[]){37, 45});
-  buf_new(&got[2], UOPC_F32, 1, (const int64_t[]){37});
-  for (int k = 0; k < 3; k++) outs[k] = &got[k].t;
-  assert_uopc_ok(exec_run(e, outs, 3, ins, 1, &err), err);
-  assert_uopc_ok(ir_eval(c->g, f.outs, 3, ins, 1, &b, want, &err), err);
-  for (int k = 0; k < 3; k++) {
-    for (int64_t i = 0; i < uopc_tensor_numel(&want[k]); i++) {
-      double g = uopc_tensor_get(&got[k].t, i), w = uopc_tensor_get(&want[k], i);
-      if (!(fabs(g - w) <= 1e-5 * fabs(w))) fail_msg("output %d element %lld: compiled %.9g, interpreter %.9g", k, (long long)i, g, w);
-    }
-    expect_tail_untouched(&got[k], "fanout");
-    uopc_tensor_release(&want[k]);
-    buf_free(&got[k]);
-  }
+  check_against_eval(c, e, f.outs, 3, &in, 1, 1e-5, "fanout");
   buf_free(&in);
   exec_free(e);
 }

@@ -25,8 +25,7 @@ static void test_tj_fuse_rule_ignores_nodes_the_outputs_do_not_reach(void **stat
   lower_stored *store = calloc((size_t)count, sizeof *store);
   unsigned char *used = calloc((size_t)count, 1);
   assert_true(store && used);
-  used[x->id] = used[t->id] = used[out->id] = used[out->src[1]->id] = 1;
-  store[out->id].why = LOWER_WHY_OUTPUT;
+  lower_fuse_marks(c->g, &out, 1, used, store);   /* x, t, the 3 and t*3 */
   uopc_error err = {0};
   tjf_expect_code(tj_fuse_rule(c->g, used, store, &err), UOPC_OK, err, "tj_fuse_rule");
   if (store[t->id].why)
@@ -55,8 +54,7 @@ static void test_tj_fuse_rule_reads_saturate_at_2_to_the_40(void **state) {
   lower_stored *store = calloc((size_t)count, sizeof *store);
   unsigned char *used = calloc((size_t)count, 1);
   assert_true(store && used);
-  memset(used, 1, (size_t)count);
-  store[v->id].why = LOWER_WHY_OUTPUT;
+  lower_fuse_marks(c->g, &v, 1, used, store);
   uopc_error err = {0};
   tjf_expect_code(tj_fuse_rule(c->g, used, store, &err), UOPC_OK, err, "tj_fuse_rule");
   if (store[e->id].why != LOWER_WHY_COST || store[e->id].ops != 8 || store[e->id].reads != INT64_C(1) << 40)
