@@ -1,12 +1,15 @@
-/* coreutil.h: helpers shared by the compiler core's suites (test_ir.c,
- * test_lower.c, test_exec.c): a graph per test, dims and shapes in one line,
- * builder errors checked by code and text, and tensors over buffers whose
- * tails are poisoned so that a write past the logical end is seen. */
+/* coreutil.h: helpers shared by the compiler core's suites (tests/core/)
+ * and lab 23.7's fusion suite: a graph per test, dims and shapes in one
+ * line, builder errors checked by code and text, tensors over buffers whose
+ * tails are poisoned so that a write past the logical end is seen, a fusion
+ * rule for the mechanism's tests, and compiled text and results against
+ * the interpreter. */
 #ifndef COREUTIL_H
 #define COREUTIL_H
 
 #include <math.h>
 #include "exec.h"
+#include "ir_eval.h"
 #include "testutil.h"
 
 /* A shape literal: SHAPE(n, cst(c, 4)). */
@@ -143,6 +146,55 @@ static inline void expect_tail_untouched(const buf *b, const char *what) {
     if (b->mem[i] != POISON_BYTE)
       fail_msg("%s: byte %zu past the logical end (%zu bytes) was written (0x%02x)", what, i - b->bytes,
                b->bytes, b->mem[i]);
+}
+
+/* ---- Generated text and compiled results. */
+
+static inline int count_of(const char *text, const char *needle) {
+  int k = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) k++;
+  return k;
+}
+
+/* The function's body: the text after the banner (which prints the graph). */
+static inline const char *body_of(const exec *e) {
+  const char *s = exec_source(e), *end = strstr(s, "*/");
+  return end ? end : s;
+}
+
+enum { CORE_MAX_IO = 8 };
+
+/* Runs e on inputs and compares each output with the interpreter's (within
+ * rel, relative, for sums whose lane order rounds differently); every
+ * output's poisoned tail must be untouched. */
+static inline void check_against_eval(core *c, exec *e, const ir_node *const *outs, int n_out, buf *ins, int n_in,
+                                      double rel, const char *what) {
+  const uopc_tensor *in[CORE_MAX_IO];
+  uopc_tensor *o[CORE_MAX_IO], want[CORE_MAX_IO];
+  buf got[CORE_MAX_IO];
+  sym_binding b;
+  uopc_error err = {0};
+  for (int k = 0; k < n_in; k++) in[k] = &ins[k].t;
+  assert_uopc_ok(exec_bind(e, in, n_in, &b, &err), err);
+  for (int k = 0; k < n_out; k++) {
+    int64_t shape[UOPC_MAX_RANK];
+    int rank;
+    assert_uopc_ok(exec_output_shape(e, k, &b, shape, &rank, &err), err);
+    buf_new(&got[k], outs[k]->dtype, rank, shape);
+    o[k] = &got[k].t;
+  }
+  assert_uopc_ok(exec_run(e, o, n_out, in, n_in, &err), err);
+  assert_uopc_ok(ir_eval(c->g, outs, n_out, in, n_in, &b, want, &err), err);
+  for (int k = 0; k < n_out; k++) {
+    for (int64_t i = 0; i < uopc_tensor_numel(&want[k]); i++) {
+      double g = uopc_tensor_get(&got[k].t, i), w = uopc_tensor_get(&want[k], i);
+      if (!(fabs(g - w) <= rel * fabs(w)) && !(g != g && w != w))
+        fail_msg("%s: output %d element %lld: compiled %.9g, interpreter %.9g", what, k, (long long)i, g, w);
+    }
+    expect_tail_untouched(&got[k], what);
+    uopc_tensor_release(&want[k]);
+    buf_free(&got[k]);
+  }
 }
 
 #endif

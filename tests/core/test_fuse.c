@@ -11,21 +11,6 @@
  * (tests/23.7/test_fuse.c). */
 #include <float.h>
 #include "coreutil.h"
-#include "ir_eval.h"
-
-enum { MAX_IO = 8 };
-
-static int count_of(const char *text, const char *needle) {
-  int k = 0;
-  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) k++;
-  return k;
-}
-
-/* The function's body: the text after the banner (which prints the graph). */
-static const char *body_of(const exec *e) {
-  const char *s = exec_source(e), *end = strstr(s, "*/");
-  return end ? end : s;
-}
 
 static exec *built(core *c, const ir_node *const *outs, int n, const char *entry, unsigned flags) {
   exec *e = NULL;
@@ -33,38 +18,6 @@ static exec *built(core *c, const ir_node *const *outs, int n, const char *entry
   int rc = exec_new_flags(&e, c->g, outs, n, entry, flags, NULL, &err);
   if (rc) fail_msg("exec_new_flags '%s': expected UOPC_OK, got %s: %s", entry, uopc_error_name(rc), err.message);
   return e;
-}
-
-/* Runs e on inputs and compares each output with the interpreter's (within
- * rel, relative, for sums whose lane order rounds differently). */
-static void check_against_eval(core *c, exec *e, const ir_node *const *outs, int n_out, buf *ins, int n_in,
-                               double rel, const char *what) {
-  const uopc_tensor *in[MAX_IO];
-  uopc_tensor *o[MAX_IO], want[MAX_IO];
-  buf got[MAX_IO];
-  sym_binding b;
-  uopc_error err = {0};
-  for (int k = 0; k < n_in; k++) in[k] = &ins[k].t;
-  assert_uopc_ok(exec_bind(e, in, n_in, &b, &err), err);
-  for (int k = 0; k < n_out; k++) {
-    int64_t shape[UOPC_MAX_RANK];
-    int rank;
-    assert_uopc_ok(exec_output_shape(e, k, &b, shape, &rank, &err), err);
-    buf_new(&got[k], outs[k]->dtype, rank, shape);
-    o[k] = &got[k].t;
-  }
-  assert_uopc_ok(exec_run(e, o, n_out, in, n_in, &err), err);
-  assert_uopc_ok(ir_eval(c->g, outs, n_out, in, n_in, &b, want, &err), err);
-  for (int k = 0; k < n_out; k++) {
-    for (int64_t i = 0; i < uopc_tensor_numel(&want[k]); i++) {
-      double g = uopc_tensor_get(&got[k].t, i), w = uopc_tensor_get(&want[k], i);
-      if (!(fabs(g - w) <= rel * fabs(w)) && !(g != g && w != w))
-        fail_msg("%s: output %d element %lld: compiled %.9g, interpreter %.9g", what, k, (long long)i, g, w);
-    }
-    expect_tail_untouched(&got[k], what);
-    uopc_tensor_release(&want[k]);
-    buf_free(&got[k]);
-  }
 }
 
 static void fill(buf *b, double scale) {

@@ -172,12 +172,6 @@ static void test_matmul_rows_batched_i32_transposed_and_stride0(void **state) {
   run_case(*state, &(mm_case){.entry = "mm_batch_i32", .dt = UOPC_I32, .batch = 1, .ta = 1, .b_bcast = 1});
 }
 
-static int count_of(const char *text, const char *needle) {
-  int k = 0;
-  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) k++;
-  return k;
-}
-
 /* x @ y.T packs y.T once (a permute nest); x @ y reads y in place; without
  * LOWER_FUSE the given lane form and no pack. */
 static void test_matmul_rows_pack_only_a_strided_right_operand(void **state) {
