@@ -23,6 +23,7 @@ held-out suite's binary), by a name drawn for the grade (run_name: nothing says 
 """
 import fcntl
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -253,8 +254,7 @@ class Workspace:
     products = TrustedBuild.ensure(self.manifests)
     self.root.mkdir(mode=0o755)
     self.hidden.mkdir(mode=0o755)
-    # (coreutil.h: the core's test helpers, which lab 23.7's fusion suite builds its graphs with)
-    for rel in ("Makefile", GRADE_MK, "tests/testutil.h", "tests/core/coreutil.h") + WORKER_FILES:
+    for rel in ("Makefile", GRADE_MK) + WORKER_FILES:
       _copy(ROOT / rel, self.root / rel)
     _copy(ROOT / "harness" / f"check_{self.m.lab.replace('.', '_')}.py",
           self.root / "harness" / f"check_{self.m.lab.replace('.', '_')}.py", missing_ok=True)
@@ -263,8 +263,9 @@ class Workspace:
     for suite in sorted({t.spec["suite"] for t in self.m.tests if t.kind == "cmocka"}):
       if "/hidden/" not in suite and (ROOT / suite).is_file():
         _copy(ROOT / suite, self.root / "tests" / self.m.lab / Path(suite).name)
-    for header in sorted((ROOT / "tests" / self.m.lab).glob("*.h")):   # a suite's own (semantics_digest.h)
-      _copy(header, self.root / "tests" / self.m.lab / header.name)
+    suites = [ROOT / t.spec["suite"] for t in self.m.tests if t.spec.get("suite")]
+    for header in test_headers(p for p in suites if p.is_file()):   # testutil.h, semantics_digest.h, ...
+      _copy(header, self.root / header.relative_to(ROOT))
     self._place(products, f"{BUILD}/lib/libuopc.so")
     self._place(products, f"{BUILD}/lib/libgradehook.so")
     for rel, src in products.items():
@@ -473,6 +474,27 @@ class Workspace:
           allowed |= screen.symbols(ROOT / given_object(name), "undefined")
         refusals += [f"refused {rel}: {r}" for r in screen.check_library(lib, trusted, allowed, tool)]
     return refusals
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def test_headers(sources):
+  """The headers under tests/ (never tests/hidden/) that sources include, directly or through
+  another (a suite compiles with -Itests, and a quoted include also looks beside its file),
+  sorted: what a scratch copy needs of them."""
+  found, todo = set(), list(sources)
+  while todo:
+    src = todo.pop()
+    for name in INCLUDE.findall(src.read_text()):
+      for where in (src.parent / name, ROOT / "tests" / name):
+        where = where.resolve()
+        if where.is_file() and where.is_relative_to(ROOT / "tests") and where not in found \
+           and not where.is_relative_to(ROOT / "tests" / "hidden"):   # never a held-out file
+          found.add(where)
+          todo.append(where)
+          break
+  return sorted(found)
 
 
 def _copy(src, dst, missing_ok=False):
