@@ -72,9 +72,7 @@ fi
 # Runs a Python suite that ends with `N passed, N failed` and adds its counts.
 python_suite() {
   local name=$1; shift
-  local t0=$SECONDS
-  "$@" 2>&1 | tee "$scratch/suite"
-  echo "$((SECONDS - t0)) $name" >>"$scratch/times"
+  TIMED_NAME=$name timed "$@" 2>&1 | tee "$scratch/suite"
   local line hp hf
   line=$(tail -n 1 "$scratch/suite")
   hp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")

@@ -152,27 +152,32 @@ static void free_owned(void *base, size_t nbytes) {
  * is freed. Alignment and every answer are the ordinary runtime's. */
 #define GUARD_BYTE 0xA5
 
-static size_t page_of(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+/* The mapping of a storage of rounded bytes: whole pages for them, then the guard page. */
+typedef struct guarded { size_t page, body; } guarded;
 
-/* The mapping: whole pages for the rounded bytes, then the guard page. */
-static size_t body_of(size_t rounded) { return (rounded + page_of() - 1) / page_of() * page_of(); }
+static guarded guarded_of(size_t rounded) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return (guarded){page, (rounded + page - 1) / page * page};
+}
 
 static void *alloc_zeroed(size_t nbytes) {
-  size_t rounded = rounded_of(nbytes), body = body_of(rounded);
-  if (body > SIZE_MAX - page_of()) return NULL;
-  unsigned char *map = mmap(NULL, body + page_of(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  size_t rounded = rounded_of(nbytes);
+  guarded m = guarded_of(rounded);
+  if (m.body > SIZE_MAX - m.page) return NULL;
+  unsigned char *map = mmap(NULL, m.body + m.page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map == MAP_FAILED) return NULL;
-  if (mprotect(map + body, page_of(), PROT_NONE) != 0) {
-    munmap(map, body + page_of());
+  if (mprotect(map + m.body, m.page, PROT_NONE) != 0) {
+    munmap(map, m.body + m.page);
     return NULL;
   }
-  unsigned char *base = map + body - rounded;   /* zeroed by mmap */
+  unsigned char *base = map + m.body - rounded;   /* zeroed by mmap */
   memset(base + nbytes, GUARD_BYTE, rounded - nbytes);
   return base;
 }
 
 static void free_owned(void *mem, size_t nbytes) {
-  size_t rounded = rounded_of(nbytes), body = body_of(rounded);
+  size_t rounded = rounded_of(nbytes);
+  guarded m = guarded_of(rounded);
   unsigned char *base = mem;
   for (size_t i = nbytes; i < rounded; i++)
     if (base[i] != GUARD_BYTE) {
@@ -181,7 +186,7 @@ static void free_owned(void *mem, size_t nbytes) {
               i - nbytes, ALIGNMENT);
       abort();
     }
-  munmap(base - (body - rounded), body + page_of());
+  munmap(base - (m.body - rounded), m.body + m.page);
 }
 #endif
 
