@@ -291,7 +291,8 @@ int tj_view_make(const tj_artifact *a, int k, const uopc_tensor *base, const sym
 /* tj_fuse.c. Tensorjit's fusion rule (lower.h's lower_fuse_rule, called by
  * the core's LOWER_FUSE through TJ_FUSE_RULE): over the nodes of g the
  * outputs reach (used[id]), with store[id].why already set for the outputs,
- * reductions and matmuls, set store[id] = {LOWER_WHY_COST, ops, reads} for
+ * reductions and matmuls (lower.h's lower_fuse_marks made both, as lab 23.7's
+ * tests make them), set store[id] = {LOWER_WHY_COST, ops, reads} for
  * each other computed node (lower_computes) with ops * (reads - 1) >
  * LOWER_STORE_COST, where
  *   ops(n) = lower_op_units(n) plus ops of each operand not stored (a stored
