@@ -42,6 +42,7 @@ static int byte_range(const guard_view *x, uintptr_t p, uintptr_t *lo, uintptr_t
 }
 
 static uint32_t apart_pairs(const guard_call *c) {
+  if (c->count < 2) return 0;   /* no pair: a one-tensor call (tensorjit's warm path) skips the ranges */
   int reaches[GUARD_MAX_ARGS];
   uintptr_t lo[GUARD_MAX_ARGS] = {0}, hi[GUARD_MAX_ARGS] = {0};
   uint32_t apart = 0;
@@ -65,8 +66,7 @@ int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args, uo
     guard_view *v = &c->args[a];
     v->dtype = t->dtype;
     v->rank = t->rank;
-    memcpy(v->shape, t->shape, (size_t)t->rank * sizeof *v->shape);
-    memcpy(v->strides, t->strides, (size_t)t->rank * sizeof *v->strides);
+    for (int i = 0; i < t->rank; i++) v->shape[i] = t->shape[i], v->strides[i] = t->strides[i];   /* few: no memcpy call */
     c->data[a] = (uintptr_t)uopc_tensor_data(t);
     c->facts |= guard_fact(a, ((uint64_t)t->dtype & GUARD_FACT_DTYPE) | ((uint64_t)t->rank << 3 & GUARD_FACT_RANK) |
                                   (contiguous(v) ? GUARD_FACT_CONTIGUOUS : 0));

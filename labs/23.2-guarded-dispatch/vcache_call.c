@@ -38,6 +38,10 @@ static inline __attribute__((always_inline)) int record(vcache *c, uopc_tensor *
   if (n_outputs == 1 && n_inputs == 1 && c->opts.n_outputs == 1 && c->opts.n_inputs == 1 && outputs && inputs &&
       outputs[0] && inputs[0] && outputs[0]->storage && inputs[0]->storage)
     return guard_call_init_pair(call, outputs[0], inputs[0], err);
+  /* inputs alone (tensorjit's calls) are already one argument list; a refused one goes to gather for its message */
+  if (!n_outputs && !c->opts.n_outputs && n_inputs == c->opts.n_inputs && inputs &&
+      guard_call_init(call, n_inputs, inputs, NULL) == UOPC_OK)
+    return UOPC_OK;
   const uopc_tensor *args[GUARD_MAX_ARGS];
   int rc = gather(c, outputs, n_outputs, inputs, n_inputs, args, err);
   return rc ? rc : guard_call_init(call, n_outputs + n_inputs, args, err);

@@ -106,6 +106,8 @@ int tj_fix_signature(tj_function *f, const tj_arg *args, int n_args, uopc_error 
     return rc;
   }
   f->fixed = 1;
+  f->plain = 1;
+  for (int k = 0; k < n_args; k++) f->plain &= args[k].kind != TJ_LIST && args[k].kind != TJ_RECORD;
   return UOPC_OK;
 }
 
@@ -157,6 +159,7 @@ int tj_group_new(tj_function *f, const tj_flat *flat, tj_group **out, uopc_error
   memcpy(g->nodes, flat->nodes, sizeof g->nodes);
   memcpy(g->tensor_node, flat->tensor_node, sizeof g->tensor_node);
   for (int k = 0; k < g->n_tensors; k++) input_name(g, k, &g->nodes[g->tensor_node[k]]);
+  for (int k = 0; k < g->n_nodes; k++) g->n_scalars += g->nodes[k].kind == TJ_INT || g->nodes[k].kind == TJ_DOUBLE;
   if (g->number == 1) snprintf(g->op, sizeof g->op, "%s", f->name);
   else snprintf(g->op, sizeof g->op, "%.24s_s%d", f->name, g->number);   /* entries stay apart by structure */
   vcache_options o;

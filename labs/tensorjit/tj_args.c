@@ -142,7 +142,31 @@ const tj_in *tj_member(const tj_in *in, const char *name) {
   return &none;
 }
 
+/* The warm path of a signature without containers: 1 when every argument
+ * matches it, with flat's nodes refilled where a call may change them; 0
+ * (flat untouched but for what the full path rewrites) sends the call down
+ * the full path, which says what is wrong. The rest of each node (its path,
+ * kind, depth, dtype, rank) is the signature's, written by the full flatten
+ * that set flat->signature_nodes, and the same on every call let through. */
+static int plain_matches(const tj_function *f, const tj_arg *args, tj_flat *flat) {
+  int n_tensors = 0;
+  for (int k = 0; k < f->n_args; k++) {
+    const tj_arg *a = &args[k];
+    int tensor = f->kinds[k] == TJ_TENSOR;
+    if (a->kind != f->kinds[k] || (tensor && (!a->tensor || !a->tensor->storage || a->tensor->dtype != f->dtypes[k] ||
+                                              a->tensor->rank != f->ranks[k])))
+      return 0;
+    flat->nodes[k].n = a->n;
+    flat->at[k] = a;
+    if (tensor) flat->tensor_node[n_tensors++] = k;
+  }
+  flat->n_tensors = n_tensors;
+  return 1;
+}
+
 int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, tj_flat *flat, uopc_error *err) {
+  if (args && f->fixed && f->plain && n_args == f->n_args && flat->signature_nodes && plain_matches(f, args, flat))
+    return UOPC_OK;
   if (!args || n_args < 1 || n_args > TJ_MAX_ARGS || (f->fixed && n_args != f->n_args))
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': %d arguments; the function takes %s%d", f->label, n_args,
                      f->fixed ? "" : "1 to ", f->fixed ? f->n_args : TJ_MAX_ARGS);
@@ -160,5 +184,8 @@ int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, tj_flat 
     int rc = check_arg(f, &args[k], k, err);
     if (rc) return rc;
   }
-  return flatten_all(f, args, n_args, flat, err);
+  flat->signature_nodes = 0;
+  int rc = flatten_all(f, args, n_args, flat, err);
+  flat->signature_nodes = !rc && f->fixed && f->plain;
+  return rc;
 }

@@ -28,13 +28,20 @@ tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v) {
   return g->pending.v == v ? (tj_artifact *)&g->pending : NULL;
 }
 
+/* tj_artifact_of, first trying artifact k: variant k of the cache is the
+ * k-th built, since tensorjit's caches never drop one (the warm path). */
+static tj_artifact *artifact_at(const tj_group *g, const vcache_variant *v, int k) {
+  return k >= 0 && k < g->n_arts && g->arts[k].v == v ? (tj_artifact *)&g->arts[k] : tj_artifact_of(g, v);
+}
+
 /* ---- Selection and misses. */
 
-static int holds_all(tj_group *g, const vcache_variant *v, const guard_call *call, uopc_error *err) {
-  const tj_artifact *a = tj_artifact_of(g, v);
+static int holds_all(tj_group *g, int k, const vcache_variant *v, const guard_call *call, uopc_error *err) {
+  const tj_artifact *a = artifact_at(g, v, k);
   int failed;
   int64_t value;
-  if (!a || !vcache_variant_holds(v, call) || !tj_scalars_hold(g, a, &g->f->cur.flat, &failed)) return 0;
+  if (!a || !vcache_variant_holds(v, call) || (g->n_scalars && !tj_scalars_hold(g, a, &g->f->cur.flat, &failed)))
+    return 0;
   return tj_trace_holds(a, call, &failed, &value, err) ? -1 : failed < 0;
 }
 
@@ -42,7 +49,7 @@ static int hook_select(void *ctx, vcache *c, const guard_call *call, int *index,
   tj_group *g = ctx;
   tj_function *f = g->f;
   int n = vcache_n_specialised(c), k = 0, h = 0;
-  while (k < n && (h = holds_all(g, c->variants[k], call, err)) == 0) k++;
+  while (k < n && (h = holds_all(g, k, c->variants[k], call, err)) == 0) k++;
   if (h < 0) return err->code;
   vcache_count_checks(c, k + (k < n), k);
   f->counts.guard_failures += k;
@@ -367,12 +374,15 @@ static int output_storage(tj_function *f, int k, uopc_dtype dt, int rank, const 
   uopc_tensor *spare = &f->spare[k];
   int64_t numel = 1;
   for (int d = 0; d < rank; d++) numel *= shape[d];   /* extents checked by the guards: no overflow */
-  if (spare->storage && spare->dtype == dt && uopc_tensor_storage_refs(spare) == 1 && uopc_tensor_numel(spare) == numel) {
-    if (spare->rank == rank && !memcmp(spare->shape, shape, (size_t)rank * sizeof *shape)) {
+  if (spare->storage && spare->dtype == dt && uopc_tensor_storage_refs(spare) == 1) {
+    int64_t had = 1;
+    int same = spare->rank == rank;   /* compared in the loop: ranks are small, a memcmp call costs more */
+    for (int d = 0; d < spare->rank; d++) had *= spare->shape[d], same &= d < rank && spare->shape[d] == shape[d];
+    if (same) {
       uopc_tensor_retain(out, spare);   /* the same shape again: the common case, no view to make */
       return UOPC_OK;
     }
-    return uopc_tensor_reshape(out, spare, rank, shape, err);
+    if (had == numel) return uopc_tensor_reshape(out, spare, rank, shape, err);
   }
   int rc = uopc_tensor_empty(out, dt, rank, shape, err);
   if (!rc) uopc_tensor_release(spare), uopc_tensor_retain(spare, out);
@@ -437,17 +447,17 @@ static int run_computed(tj_group *g, const tj_artifact *a, const vcache_variant 
 static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_error *err) {
   tj_group *g = ctx;
   tj_function *f = g->f;
-  const tj_artifact *a = tj_artifact_of(g, v);
+  const tj_artifact *a = artifact_at(g, v, g->cache.last.chosen);
   sym_binding b;
   tj_callout_values co;   /* the call-outs' outputs, each after the region before it */
   co.n = 0;
   if (!a) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit: a variant of no artifact (a bug)");
   tj_binding_of(&v->spec, call, &b);
-  int rc = tj_callouts_run(g, a, call, &b, &co, err);
+  int rc = a->callouts ? tj_callouts_run(g, a, call, &b, &co, err) : UOPC_OK;
   if (!rc) rc = run_computed(g, a, v, call, &b, &co, err);
   if (!rc) rc = make_views(g, a, &b, &co, f->cur.outs, err);
   for (int k = 0; rc && k < f->opts.n_outputs; k++) uopc_tensor_release(&f->cur.outs[k]);
-  tj_callout_values_fini(&co);   /* a view of one holds its own reference */
+  if (co.n) tj_callout_values_fini(&co);   /* a view of one holds its own reference */
   return rc;
 }
 

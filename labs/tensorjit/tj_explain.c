@@ -166,6 +166,7 @@ int tj_explain(const tj_function *f, const tj_arg *args, char *buf, size_t size,
   if (!f->fixed) return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': no call yet, nothing to explain", f->label);
   if (args) {
     tj_flat flat;
+    flat.signature_nodes = 0;   /* a new flat: its nodes are not the signature's yet */
     int rc = tj_check_args(f, args, f->n_args, &flat, err);
     return rc ? rc : explain_call(f, &flat, buf, size, err);
   }

@@ -44,6 +44,7 @@ typedef struct tj_flat {
   const tj_arg *at[TJ_MAX_NODES];       /* borrowed from the call */
   int tensor_node[TJ_MAX_TENSORS];      /* tensor k (depth-first) is node tensor_node[k] */
   int containers;                       /* any node a container */
+  int signature_nodes;                  /* nodes[0 .. n_nodes) are a plain signature's (tj_check_args) */
 } tj_flat;
 
 /* ---- Call-outs: an artifact's regions around them (tj_callout.c). */
@@ -110,6 +111,7 @@ struct tj_group {
   int tensor_node[TJ_MAX_TENSORS];    /* cache input k is node tensor_node[k] */
   char inputs[TJ_MAX_TENSORS][SYM_NAME_MAX];   /* its name in the cache: "x", "params_2_bias" */
   int containers;                     /* any node a container */
+  int n_scalars;                      /* int and double nodes: what tj_scalars_hold compares */
   char op[32];                        /* the cache's op: "tj_<label>", "tj_<label>_s2", ... */
   vcache cache;
   tj_artifact arts[TJ_MAX_VARIANTS];
@@ -126,6 +128,7 @@ struct tj_function {
   char label[32];                     /* the user's name, for messages */
   char arg_names[TJ_MAX_ARGS][SYM_NAME_MAX];
   int fixed;                          /* the signature is fixed (the first call) */
+  int plain;                          /* ... and takes no container: one structure, one group */
   int n_args;
   tj_kind kinds[TJ_MAX_ARGS];         /* the top-level signature */
   uopc_dtype dtypes[TJ_MAX_ARGS];
