@@ -38,7 +38,8 @@ OFFSET_HI = 3200003
 COMPARES = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 INF = math.inf
 MAX_OUTPUTS = 4
-PARAMETERS_MAX = 31   # UOPC_SIGNATURE_MAX - 1: a kernel takes at most this many
+PARAMETERS_MAX = 31   # parameters a generated kernel takes at most: below UOPC_SIGNATURE_MAX - 1 (63), and
+                      # where it was when that was 31, so each seed draws the graphs it drew then
 
 
 class BuildError(Exception):

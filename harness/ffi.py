@@ -85,7 +85,7 @@ UOPC_SLICE_NONE = -2**63                                           # tensor.h: a
 # structs a caller fills or reads. check_23_1.py
 # verifies each layout against the library before it uses one (sym_dim_init, sym_binding_init
 # and kernel_graph_init clear exactly sizeof of their struct).
-SYM_NAME_MAX, SYM_BINDING_MAX = 32, 32
+SYM_NAME_MAX, SYM_BINDING_MAX = 32, 64
 KERNEL_MAX_RANK, KERNEL_MAX_NODES, KERNEL_MAX_INPUTS = 2, 64, 8
 KERNEL_OPS = {name: k for k, name in enumerate(   # kernel_op, in kernel.h's order
   ("input", "scalar", "add", "sub", "mul", "div", "maximum", "neg", "exp", "sum"))}
@@ -184,7 +184,7 @@ class LowerProgram(ctypes.Structure):
               ("n_inputs", ctypes.c_int), ("n_temps", ctypes.c_int), ("n_kernels", ctypes.c_int),
               ("kernel_buffer", ctypes.c_void_p), ("n_dims", ctypes.c_int), ("dims", ctypes.POINTER(SymDim)),
               ("index", SymIndexPlan), ("scratch_bytes", ctypes.c_void_p), ("n_nonempty", ctypes.c_int),
-              ("nonempty", ctypes.c_void_p), ("signature", ctypes.c_char * 32), ("uses_libm", ctypes.c_int),
+              ("nonempty", ctypes.c_void_p), ("signature", ctypes.c_char * 64), ("uses_libm", ctypes.c_int),
               ("source", CodegenText)]
 
 

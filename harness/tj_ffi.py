@@ -46,7 +46,7 @@ class TjOptions(ctypes.Structure):   # tensorjit.h's tj_options, field for field
   _fields_ = [("name", ctypes.c_char_p), ("n_outputs", ctypes.c_int), ("arg_names", ctypes.c_void_p),
               ("dynamic", ctypes.c_int), ("specialize_01", ctypes.c_int), ("strict_native", ctypes.c_int),
               ("max_variants", ctypes.c_int), ("on_limit", ctypes.c_int), ("program", ctypes.c_void_p),
-              ("grad_args", ctypes.c_uint)]
+              ("grad_args", ctypes.c_uint), ("backend", ctypes.c_int)]
 
 
 COUNT_NAMES = ("calls", "artifacts_built", "artifact_hits", "guard_failures", "eager_fallbacks", "limit_hits",

@@ -12,7 +12,7 @@
 #include "uopc/uopc.h"
 
 #define SYM_NAME_MAX 32      /* a dim's name, NUL included */
-#define SYM_BINDING_MAX 32   /* dims one binding can hold */
+#define SYM_BINDING_MAX 64   /* dims one binding can hold: every dim of a program (UOPC_SIGNATURE_MAX) */
 
 typedef struct sym_dim {
   char name[SYM_NAME_MAX];   /* a C identifier; it names the kernel parameter */

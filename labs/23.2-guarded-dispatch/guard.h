@@ -19,7 +19,9 @@
 #include <stdint.h>
 #include "sym_expr.h"
 
-#define GUARD_MAX_ARGS 8
+#define GUARD_MAX_ARGS 16     /* a call's tensors: a small model's backward (inputs, saved values, gradients) */
+#define GUARD_FACT_WORDS (GUARD_MAX_ARGS / 8)                                 /* 8 bits per argument */
+#define GUARD_PAIR_WORDS ((GUARD_MAX_ARGS * (GUARD_MAX_ARGS - 1) / 2 + 63) / 64)   /* a bit per pair */
 #define GUARD_TEXT_MAX 160     /* a description, NUL included */
 #define GUARD_REASON_MAX 256   /* a failure's reason, NUL included */
 
@@ -70,8 +72,8 @@ typedef struct guard_call {
   int count;
   guard_view args[GUARD_MAX_ARGS];
   uintptr_t data[GUARD_MAX_ARGS];
-  uint64_t facts;     /* 8 bits per argument: dtype (3), rank (4), contiguous (1) */
-  uint32_t apart;     /* one bit per pair of arguments that reach no common byte */
+  uint64_t facts[GUARD_FACT_WORDS];   /* 8 bits per argument (a's in word a / 8): dtype (3), rank (4), contiguous (1) */
+  uint64_t apart[GUARD_PAIR_WORDS];   /* one bit per pair of arguments that reach no common byte */
 } guard_call;
 
 typedef struct guard_set {

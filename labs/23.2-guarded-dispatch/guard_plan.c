@@ -8,8 +8,7 @@
 #include <string.h>
 #include "guard_plan.h"
 
-_Static_assert(GUARD_MAX_ARGS * 8 <= 64, "the facts of every argument fit one word");
-_Static_assert(GUARD_MAX_ARGS * (GUARD_MAX_ARGS - 1) / 2 <= 32, "the pairs fit 32 bits");
+_Static_assert(GUARD_MAX_ARGS % 8 == 0, "the facts fill whole words");
 _Static_assert((int)UOPC_BOOL <= (int)GUARD_FACT_DTYPE && (UOPC_MAX_RANK << 3) <= (int)GUARD_FACT_RANK, "dtype and rank fit");
 
 /* ---- The call. */
@@ -41,23 +40,22 @@ static int byte_range(const guard_view *x, uintptr_t p, uintptr_t *lo, uintptr_t
   return 1;
 }
 
-static uint32_t apart_pairs(const guard_call *c) {
-  if (c->count < 2) return 0;   /* no pair: a one-tensor call (tensorjit's warm path) skips the ranges */
+static void apart_pairs(guard_call *c) {
+  memset(c->apart, 0, sizeof c->apart);
+  if (c->count < 2) return;   /* no pair: a one-tensor call (tensorjit's warm path) skips the ranges */
   int reaches[GUARD_MAX_ARGS];
-  uintptr_t lo[GUARD_MAX_ARGS] = {0}, hi[GUARD_MAX_ARGS] = {0};
-  uint32_t apart = 0;
-  for (int a = 0; a < c->count; a++) reaches[a] = byte_range(&c->args[a], c->data[a], &lo[a], &hi[a]);
+  uintptr_t lo[GUARD_MAX_ARGS], hi[GUARD_MAX_ARGS];
+  for (int a = 0; a < c->count; a++) lo[a] = hi[a] = 0, reaches[a] = byte_range(&c->args[a], c->data[a], &lo[a], &hi[a]);
   for (int a = 0; a < c->count; a++)
     for (int b = a + 1; b < c->count; b++)
-      if (!reaches[a] || !reaches[b] || hi[a] <= lo[b] || hi[b] <= lo[a]) apart |= guard_pair_bit(a, b);
-  return apart;
+      if (!reaches[a] || !reaches[b] || hi[a] <= lo[b] || hi[b] <= lo[a]) guard_pair_set(c->apart, a, b);
 }
 
 int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args, uopc_error *err) {
   if (count < 1 || count > GUARD_MAX_ARGS)
     return UOPC_FAIL(err, UOPC_E_INVALID, "a call has 1 to %d arguments, not %d", GUARD_MAX_ARGS, count);
   c->count = count;
-  c->facts = 0;
+  memset(c->facts, 0, sizeof c->facts);
   for (int a = 0; a < count; a++) {
     const uopc_tensor *t = args[a];
     if (!t || !t->storage) return UOPC_FAIL(err, UOPC_E_INVALID, "argument %d is NULL or released", a);
@@ -68,10 +66,10 @@ int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args, uo
     v->rank = t->rank;
     for (int i = 0; i < t->rank; i++) v->shape[i] = t->shape[i], v->strides[i] = t->strides[i];   /* few: no memcpy call */
     c->data[a] = (uintptr_t)uopc_tensor_data(t);
-    c->facts |= guard_fact(a, ((uint64_t)t->dtype & GUARD_FACT_DTYPE) | ((uint64_t)t->rank << 3 & GUARD_FACT_RANK) |
+    c->facts[a / 8] |= guard_fact(a, ((uint64_t)t->dtype & GUARD_FACT_DTYPE) | ((uint64_t)t->rank << 3 & GUARD_FACT_RANK) |
                                   (contiguous(v) ? GUARD_FACT_CONTIGUOUS : 0));
   }
-  c->apart = apart_pairs(c);
+  apart_pairs(c);
   return UOPC_OK;
 }
 
@@ -123,9 +121,10 @@ static void add_test(guard_plan *p, guard_test t) {
  * another value of the same field makes the set one that never holds. */
 static void want_fact(guard_plan *p, int arg, uint64_t field, uint64_t want) {
   uint64_t mask = guard_fact(arg, field), bits = guard_fact(arg, want & field);
-  if ((p->facts_mask & mask) && (p->facts_want & mask) != bits) p->never = 1;
-  p->facts_mask |= mask;
-  p->facts_want |= bits;
+  int w = arg / 8;
+  if ((p->facts_mask[w] & mask) && (p->facts_want[w] & mask) != bits) p->never = 1;
+  p->facts_mask[w] |= mask;
+  p->facts_want[w] |= bits;
 }
 
 /* Adds g to the plan: a fact, a pair, an address mask or a test. */
@@ -135,7 +134,7 @@ static void compile_guard(guard_plan *p, const guard *g) {
   case GUARD_RANK: want_fact(p, g->arg, GUARD_FACT_RANK, (uint64_t)g->value << 3); break;
   case GUARD_CONTIGUOUS: want_fact(p, g->arg, GUARD_FACT_CONTIGUOUS, GUARD_FACT_CONTIGUOUS); break;
   case GUARD_ALIGNED: p->align[g->arg] |= (uintptr_t)(g->value - 1); break;
-  case GUARD_DISJOINT: p->apart |= guard_pair_bit(g->arg, g->arg2); break;
+  case GUARD_DISJOINT: guard_pair_set(p->apart, g->arg, g->arg2); break;
   case GUARD_EXPR: p->n_exprs++; break;
   default: add_test(p, test_of(p, g)); break;
   }

@@ -17,6 +17,7 @@
 #define GUARD_PLAN_H
 
 #include <stddef.h>
+#include <string.h>
 #include "guard.h"
 
 /* ---- The facts of a call: 8 bits per argument (dtype in bits 0-2, rank in
@@ -24,11 +25,18 @@
  * common byte. */
 enum { GUARD_FACT_DTYPE = 0x07, GUARD_FACT_RANK = 0x78, GUARD_FACT_CONTIGUOUS = 0x80 };
 
-static inline uint64_t guard_fact(int arg, uint64_t bits) { return bits << (8 * arg); }
+/* arg's bits, placed in its word of facts (facts[arg / 8]). */
+static inline uint64_t guard_fact(int arg, uint64_t bits) { return bits << (8 * (arg % 8)); }
 
-static inline uint32_t guard_pair_bit(int a, int b) {
+/* The pair (a, b)'s place among the pairs: bit guard_pair % 64 of word guard_pair / 64. */
+static inline int guard_pair(int a, int b) {
   int lo = a < b ? a : b, hi = a < b ? b : a;
-  return (uint32_t)1 << (lo * (2 * GUARD_MAX_ARGS - lo - 1) / 2 + (hi - lo - 1));
+  return lo * (2 * GUARD_MAX_ARGS - lo - 1) / 2 + (hi - lo - 1);
+}
+
+static inline void guard_pair_set(uint64_t *words, int a, int b) {
+  int k = guard_pair(a, b);
+  words[k / 64] |= (uint64_t)1 << (k % 64);
 }
 
 /* Where site at lies in a call: a byte offset, for tests that read it
@@ -46,7 +54,7 @@ int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args, uo
 
 /* 1 when args[arg] of c is row-major contiguous (a fact of the call). */
 static inline int guard_call_contiguous(const guard_call *c, int arg) {
-  return (c->facts & guard_fact(arg, GUARD_FACT_CONTIGUOUS)) != 0;
+  return (c->facts[arg / 8] & guard_fact(arg, GUARD_FACT_CONTIGUOUS)) != 0;
 }
 
 /* Argument a of c, a vector x of a valid dtype with a storage: its view,
@@ -83,8 +91,10 @@ static inline __attribute__((always_inline)) int guard_call_init_pair(guard_call
   int ra, rb;
   uintptr_t la, ha, lb, hb;
   c->count = 2;
-  c->facts = guard_call_vector(c, 0, a, &ra, &la, &ha) | guard_call_vector(c, 1, b, &rb, &lb, &hb);
-  c->apart = !ra || !rb || ha <= lb || hb <= la ? guard_pair_bit(0, 1) : 0;
+  memset(c->facts, 0, sizeof c->facts);
+  memset(c->apart, 0, sizeof c->apart);
+  c->facts[0] = guard_call_vector(c, 0, a, &ra, &la, &ha) | guard_call_vector(c, 1, b, &rb, &lb, &hb);
+  if (!ra || !rb || ha <= lb || hb <= la) guard_pair_set(c->apart, 0, 1);
   return UOPC_OK;
 }
 
@@ -104,8 +114,8 @@ typedef struct guard_plan {
   const guard_set *set;            /* borrowed: its EXPR guards are interpreted */
   int n_args;
   int never;                       /* two guards want different values of one fact */
-  uint64_t facts_mask, facts_want;
-  uint32_t apart;
+  uint64_t facts_mask[GUARD_FACT_WORDS], facts_want[GUARD_FACT_WORDS];
+  uint64_t apart[GUARD_PAIR_WORDS];
   uintptr_t align[GUARD_MAX_ARGS]; /* data[a] & align[a] must be 0 */
   int rank_min[GUARD_MAX_ARGS];    /* every site a test reads exists */
   int n_tests;
@@ -128,8 +138,11 @@ int guard_plan_exprs_hold(const guard_plan *p, const guard_call *c);
  * than the set fails. Formats nothing. Inline: a call checks it for every
  * variant before the one that runs. */
 static inline __attribute__((always_inline)) int guard_plan_holds(const guard_plan *p, const guard_call *c) {
-  if (c->count < p->n_args || (c->facts & p->facts_mask) != p->facts_want || (c->apart & p->apart) != p->apart)
-    return 0;
+  if (c->count < p->n_args) return 0;
+  uint64_t off = 0;   /* the words ORed: one branch, not one a word */
+  for (int w = 0; w < GUARD_FACT_WORDS; w++) off |= (c->facts[w] & p->facts_mask[w]) ^ p->facts_want[w];
+  for (int w = 0; w < GUARD_PAIR_WORDS; w++) off |= (c->apart[w] & p->apart[w]) ^ p->apart[w];
+  if (off) return 0;
   uintptr_t misaligned = 0;
   int short_rank = p->never;
   for (int a = 0; a < p->n_args; a++) {

@@ -16,7 +16,7 @@
 
 #include "tp_internal.h"
 
-#define TP_VARIANTS_MAX 8
+#define TP_VARIANTS_MAX 32   /* the variant cache's VCACHE_MAX_VARIANTS */
 
 /* The model: out[k] = ... from in[0 .. n_in - 1]; returns tp_status(c). */
 typedef int (*tp_model)(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user);

@@ -14,7 +14,7 @@
 #include "tp.h"
 
 #define TJ_MAX_ARGS 16        /* tagged arguments of a call */
-#define TJ_MAX_TENSORS 8      /* tensors of a call, containers' included (the variant cache's GUARD_MAX_ARGS) */
+#define TJ_MAX_TENSORS 16     /* tensors of a call, containers' included (the variant cache's GUARD_MAX_ARGS) */
 #define TJ_MAX_NODES 64       /* arguments and container members of a call, all together */
 #define TJ_MAX_DEPTH 4        /* containers one inside another (a call's argument the first) */
 #define TJ_MAX_STRUCTURES 8   /* container structures a function keeps, each with its own artifacts */
@@ -90,6 +90,11 @@ typedef enum tj_on_limit {
   TJ_LIMIT_UNKEPT   /* trace and compile a new artifact, run it, keep nothing, counted */
 } tj_on_limit;
 
+/* Where artifacts run: generated C compiled by the runtime (0 means this),
+ * or CUDA (tj_compile refuses it until tensorjit has that back end, saying
+ * what the machine has: tj_is_available). */
+typedef enum tj_backend { TJ_BACKEND_C = 1, TJ_BACKEND_CUDA } tj_backend;
+
 typedef struct tj_options {
   const char *name;              /* a C identifier of at most 24 characters; NULL: "f" */
   int n_outputs;                 /* 0: 1 */
@@ -101,6 +106,7 @@ typedef struct tj_options {
   tj_on_limit on_limit;
   const uopc_program_options *program;   /* copied; NULL: the runtime's defaults */
   unsigned grad_args;            /* bit k: top-level tensor argument k gets a gradient (tj_call_saving) */
+  tj_backend backend;            /* 0: TJ_BACKEND_C */
 } tj_options;
 
 typedef struct tj_counts {       /* this function's share of the counters */
@@ -117,7 +123,8 @@ typedef struct tj_function tj_function;
  * dtype and rank; a container's insides are its structure, not the
  * signature). One thread calls it at a time. The caller owns *out (tj_free).
  * Errors: UOPC_E_INVALID (an option outside its range, naming it and the
- * limit), UOPC_E_NOMEM. */
+ * limit), UOPC_E_UNSUPPORTED (backend TJ_BACKEND_CUDA, with tj_is_available's
+ * reason), UOPC_E_NOMEM. */
 int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *opts, uopc_error *err);
 void tj_free(tj_function *f);
 
@@ -158,8 +165,6 @@ tj_counts tj_stats(const tj_function *f);
 const char *tj_artifact_source(const tj_function *f, int k);
 
 /* ---- Availability. */
-
-typedef enum tj_backend { TJ_BACKEND_C = 1, TJ_BACKEND_CUDA } tj_backend;
 
 /* 1 when compiled execution on backend can run in this process, else 0 with
  * why in reason (truncated to size; reason may be NULL): no C compiler (the

@@ -37,6 +37,12 @@ static int resolve(tj_function *f, const tj_options *o, uopc_error *err) {
     return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: dynamic and specialize_01 are TJ_DEFAULT, TJ_ON or TJ_OFF");
   if (p->on_limit != TJ_LIMIT_ERROR && p->on_limit != TJ_LIMIT_EAGER && p->on_limit != TJ_LIMIT_UNKEPT)
     return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: on_limit = %d is not a tj_on_limit", (int)p->on_limit);
+  if (!p->backend) p->backend = TJ_BACKEND_C;
+  if (p->backend != TJ_BACKEND_C && p->backend != TJ_BACKEND_CUDA)
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: backend = %d is not a tj_backend", (int)p->backend);
+  char why[UOPC_ERROR_MESSAGE_MAX];
+  if (p->backend == TJ_BACKEND_CUDA && !tj_is_available(TJ_BACKEND_CUDA, why, sizeof why))   /* refused, not run on C */
+    return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tj_compile: backend TJ_BACKEND_CUDA: %.1900s", why);
   if (p->program) f->program = *p->program;
   p->program = &f->program;
   return UOPC_OK;

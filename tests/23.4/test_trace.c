@@ -143,12 +143,12 @@ static int shape_branch(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *
   return tp_status(c);
 }
 
-/* k * x for the first k in 1..15 equal to n: a new guarded outcome for every n. */
+/* k * x for the first k in 1..39 equal to n: a new guarded outcome for every n. */
 static int staircase(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   (void)user;
   tp_int n = tp_size(c, in[0], 0);
   int64_t k = 1;
-  while (k < 15 && !tp_eq(c, n, tp_int_const(c, k))) k++;
+  while (k < 40 && !tp_eq(c, n, tp_int_const(c, k))) k++;
   out[0] = tp_mul(c, in[0], tp_scalar(c, (double)k));
   return tp_status(c);
 }

@@ -199,6 +199,42 @@ static void test_tj_available_refuses_a_backend_that_is_not_one(void **state) {
   expect_int(tj_is_available((tj_backend)7, NULL, 0), 0, "tj_is_available(7) without a reason");
 }
 
+static int doubled(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* 2x */
+  (void)user;
+  out[0] = tp_mul(c, in[0].t, tp_scalar(c, 2));
+  return tp_status(c);
+}
+
+/* The backend option: TJ_BACKEND_C (and 0) compile and run; TJ_BACKEND_CUDA
+ * is refused by tj_compile with tj_is_available's reason, never run on the C
+ * back end instead; a value that is no tj_backend is refused by name. */
+static void test_tj_compile_takes_the_c_backend_and_refuses_cuda_with_the_reason(void **state) {
+  (void)state;
+  tj_function *f = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(tj_compile(&f, doubled, NULL, &(tj_options){.backend = TJ_BACKEND_C}, &err), err);
+  int64_t three = 3;
+  uopc_tensor x, out[1] = {{0}};
+  assert_uopc_ok(uopc_tensor_empty(&x, UOPC_F32, 1, &three, &err), err);
+  for (int64_t i = 0; i < 3; i++) uopc_tensor_set(&x, i, (double)i + 0.5);
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+  for (int64_t i = 0; i < 3; i++) assert_float_equal(uopc_tensor_get(&out[0], i), 2 * ((double)i + 0.5), 0);
+  expect_int(tj_stats(f).artifacts_built, 1, "artifacts of the C backend");
+  uopc_tensor_release(&out[0]), uopc_tensor_release(&x);
+  tj_free(f);
+
+  char reason[4096], want[4200];
+  expect_int(tj_is_available(TJ_BACKEND_CUDA, reason, sizeof reason), 0, "tj_is_available(TJ_BACKEND_CUDA)");
+  snprintf(want, sizeof want, "tj_compile: backend TJ_BACKEND_CUDA: %s", reason);
+  f = (tj_function *)&err;   /* must stay untouched */
+  assert_uopc_code(tj_compile(&f, doubled, NULL, &(tj_options){.backend = TJ_BACKEND_CUDA}, &err), UOPC_E_UNSUPPORTED,
+                   err);
+  assert_string_equal(err.message, want);
+  assert_ptr_equal(f, (tj_function *)&err);
+  assert_uopc_code(tj_compile(&f, doubled, NULL, &(tj_options){.backend = (tj_backend)7}, &err), UOPC_E_INVALID, err);
+  assert_string_equal(err.message, "tj_compile: backend = 7 is not a tj_backend");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tj_available_without_a_compiler_on_path_says_so),
@@ -208,6 +244,7 @@ int main(void) {
       cmocka_unit_test(test_tj_available_cuda_says_the_back_end_is_not_built),
       cmocka_unit_test(test_tj_available_asks_once_and_answers_from_memory),
       cmocka_unit_test(test_tj_available_refuses_a_backend_that_is_not_one),
+      cmocka_unit_test(test_tj_compile_takes_the_c_backend_and_refuses_cuda_with_the_reason),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -317,10 +317,10 @@ static void test_tj_structure_limit_names_the_member_and_can_run_eagerly(void **
   }
 }
 
-/* x and a list of eight tensors: nine tensors, one past the variant cache's
- * inputs; the error names the ninth by its path and the limit, and fixes
- * nothing (a call with eight then works). */
-static void test_tj_more_than_eight_tensors_is_the_limit_naming_the_ninth(void **state) {
+/* x and a list of sixteen tensors: seventeen tensors, one past the variant
+ * cache's inputs; the error names the seventeenth by its path and the limit,
+ * and fixes nothing (a call with sixteen then works). */
+static void test_tj_more_than_sixteen_tensors_is_the_limit_naming_the_seventeenth(void **state) {
   (void)state;
   tj_function *f = compile_sum_all(0, TJ_LIMIT_ERROR);
   uopc_tensor w = vec(3), x = vec(5), out[1] = {{0}};
@@ -329,10 +329,10 @@ static void test_tj_more_than_eight_tensors_is_the_limit_naming_the_ninth(void *
   tj_arg args[2] = {tj_tensor(&x), tj_list(many, TJ_MAX_TENSORS)};
   uopc_error err = {0};
   assert_uopc_code(tj_call(f, args, 2, out, &err), UOPC_E_LIMIT, err);
-  assert_contains(err.message, "'params[7]' is tensor 9 of the call; the limit is 8 tensors");
+  assert_contains(err.message, "'params[15]' is tensor 17 of the call; the limit is 16 tensors");
   expect_int(tj_stats(f).artifacts_built, 0, "artifacts after the refused call");
-  call_checked(f, 5, tj_list(many, TJ_MAX_TENSORS - 1), "x and seven");
-  expect_counts(f, 1, 0, 0, "x and seven");
+  call_checked(f, 5, tj_list(many, TJ_MAX_TENSORS - 1), "x and fifteen");
+  expect_counts(f, 1, 0, 0, "x and fifteen");
   uopc_tensor_release(&w), uopc_tensor_release(&x);
   tj_free(f);
 }
@@ -374,7 +374,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_record_read_by_name, reset),
       cmocka_unit_test_setup(test_tj_container_scalars_are_specialised_by_value, reset),
       cmocka_unit_test_setup(test_tj_structure_limit_names_the_member_and_can_run_eagerly, reset),
-      cmocka_unit_test_setup(test_tj_more_than_eight_tensors_is_the_limit_naming_the_ninth, reset),
+      cmocka_unit_test_setup(test_tj_more_than_sixteen_tensors_is_the_limit_naming_the_seventeenth, reset),
       cmocka_unit_test_setup(test_tj_bad_members_are_refused_naming_the_path, reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -472,6 +472,46 @@ static void test_tj_many_inputs_get_an_entry_the_lowering_takes(void **state) {
   }
 }
 
+enum { SIXTEEN = 16 };   /* written out: the test is of this number, whatever the header says */
+
+static int sum_of_sums(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x0.sum() + ... + x15.sum() */
+  (void)user;
+  tp_tensor *s = tp_sum(c, in[0].t, 0u, 0);
+  for (int k = 1; k < SIXTEEN; k++) s = tp_add(c, s, tp_sum(c, in[k].t, 0u, 0));
+  out[0] = s;
+  return tp_status(c);
+}
+
+/* 16 matrices, each with two dims of its own: one kernel
+ * of 1 + 16 buffers and 32 dims, past the runtime's old 31 parameters and the
+ * binding's old 32 dims, and one artifact for two calls of other sizes. */
+static void test_tj_sixteen_tensors_and_their_32_dims_fit_one_artifact(void **state) {
+  (void)state;
+  tj_function *f = compile(sum_of_sums, &(tj_options){.name = "sixteen"});
+  for (int call = 0; call < 2; call++) {
+    uopc_tensor x[SIXTEEN];
+    tj_arg args[SIXTEEN];
+    double want = 0;
+    for (int k = 0; k < SIXTEEN; k++) {
+      x[k] = call ? mat(3 + 2 * k, 2 + k % 5) : mat(2 + k, 3 + k % 3);
+      args[k] = tj_tensor(&x[k]);
+      for (int64_t i = 0; i < uopc_tensor_numel(&x[k]); i++) want += uopc_tensor_get(&x[k], i);
+    }
+    uopc_tensor out[1] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(f, args, SIXTEEN, out, &err), err);
+    assert_int_equal(out[0].rank, 0);
+    assert_float_equal(uopc_tensor_get(&out[0], 0), want, 1e-4 * (1 + fabs(want)));   /* f32 sums */
+    uopc_tensor_release(&out[0]);
+    for (int k = 0; k < SIXTEEN; k++) uopc_tensor_release(&x[k]);
+  }
+  assert_counts(f, 1, 1, "sixteen matrices of two sizes each");
+  const char *source = tj_artifact_source(f, 0);
+  assert_non_null(source);
+  assert_contains(source, "a15_1");   /* the 32nd dim, a parameter of the kernel */
+  tj_free(f);
+}
+
 /* A function keeps its last output's storage and takes it back only when the
  * caller has released it: an output the caller still holds is never written
  * by a later call, whatever the sizes. */
@@ -993,6 +1033,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
       cmocka_unit_test_setup(test_tj_many_inputs_get_an_entry_the_lowering_takes, reset),
+      cmocka_unit_test_setup(test_tj_sixteen_tensors_and_their_32_dims_fit_one_artifact, reset),
       cmocka_unit_test_setup(test_tj_outputs_reuse_storage_only_once_released, reset),
       cmocka_unit_test_setup(test_tj_dim_equal_to_an_expression_is_refused_by_the_stated_limit, reset),
       cmocka_unit_test_setup(test_tj_make_graph_prints_the_trace_and_its_guards, reset),

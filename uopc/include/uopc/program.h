@@ -20,7 +20,7 @@ typedef struct uopc_program_options {
 /* The kernel's parameters, one letter each, for uopc_program_call:
  *   'p' a pointer, 'i' int32_t, 'l' int64_t, 'f' float, 'd' double.
  * "ppp" is `void f(float *x, float *out, int *length)`. */
-#define UOPC_SIGNATURE_MAX 32
+#define UOPC_SIGNATURE_MAX 64   /* a 16-tensor graph with its dims and scratch fits */
 
 /* Compiles (or finds in the cache) source and loads entry, whose parameters
  * are described by signature. opts may be NULL. The caller owns *out and frees
