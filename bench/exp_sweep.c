@@ -1,12 +1,13 @@
-/* exp_sweep.c: LOWER_VEC_EXP's exp_f32 against libm's expf on every one of
- * the 2^32 f32 bit patterns (issue 27), through the generated kernel itself:
- * exp(x) over n lowered with LOWER_FUSE | LOWER_VEC_EXP and run in chunks.
+/* exp_sweep.c: LOWER_VEC_EXP's exp_f32 against libm's expf (or, given
+ * "tanh", LOWER_VEC_TANH's tanh_f32 against tanhf) on every one of the 2^32
+ * f32 bit patterns (issue 27), through the generated kernel itself: the op
+ * over n lowered with LOWER_FUSE and its flag, and run in chunks.
  * Prints the largest distance in ulps where both results are normal, where
  * either is subnormal, and how many patterns differ where either result is
  * 0, inf or NaN (they must not: expf's overflow, underflow and NaN are
- * kept). About a minute; test_fuse.c checks every 4099th pattern in
+ * kept). About a minute each; test_fuse.c checks every 4099th pattern in
  * `make test`. Chapter 23.7, "A vectorisable exp".
- *   build/solutions/bin/exp_sweep */
+ *   build/solutions/bin/exp_sweep [tanh] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,9 @@ static int64_t ordered(float f) {
 
 typedef struct sweep { int64_t normal, subnormal, special; uint32_t worst; } sweep;
 
-static void compare(const float *x, const float *y, int64_t n, sweep *s) {
+static void compare(const float *x, const float *y, int64_t n, int tanh_op, sweep *s) {
   for (int64_t i = 0; i < n; i++) {
-    float want = expf(x[i]), got = y[i];
+    float want = tanh_op ? tanhf(x[i]) : expf(x[i]), got = y[i];
     if (isnan(want) || isnan(got) || want == 0 || got == 0 || isinf(want) || isinf(got)) {
       s->special += !(got == want || (isnan(got) && isnan(want)));
       continue;
@@ -36,7 +37,7 @@ static void compare(const float *x, const float *y, int64_t n, sweep *s) {
   }
 }
 
-static int run(exec *e, float *x, float *y, sweep *s, uopc_error *err) {
+static int run(exec *e, float *x, float *y, int tanh_op, sweep *s, uopc_error *err) {
   for (uint64_t base = 0; base < (UINT64_C(1) << 32); base += CHUNK) {
     for (int64_t i = 0; i < CHUNK; i++) {
       uint32_t u = (uint32_t)(base + (uint64_t)i);
@@ -51,12 +52,15 @@ static int run(exec *e, float *x, float *y, sweep *s, uopc_error *err) {
     if (!rc) rc = exec_run(e, out, 1, in, 1, err);
     uopc_tensor_release(&tx), uopc_tensor_release(&ty);
     if (rc) return rc;
-    compare(x, y, CHUNK, s);
+    compare(x, y, CHUNK, tanh_op, s);
   }
   return UOPC_OK;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int tanh_op = argc > 1 && !strcmp(argv[1], "tanh");
+  const char *name = tanh_op ? "tanh_f32 against tanhf" : "exp_f32 against expf";
+  int bound = tanh_op ? LOWER_TANH_F32_ULPS : LOWER_EXP_F32_ULPS;
   uopc_error err = {0};
   ir_graph *g = NULL;
   exec *e = NULL;
@@ -67,20 +71,21 @@ int main(void) {
   if (!rc) rc = sym_dim_init(&d, "n", 1, CHUNK, 1, &err);
   if (!rc) {
     const sym_expr *shape[1] = {sym_expr_dim(ir_graph_arena(g), &d)};
-    const ir_node *out = ir_unary(g, IR_EXP, ir_input(g, "x", UOPC_F32, 1, shape));
-    rc = out ? exec_new_flags(&e, g, &out, 1, "exp_sweep", LOWER_FUSE | LOWER_VEC_EXP, NULL, &err)
+    const ir_node *out = ir_unary(g, tanh_op ? IR_TANH : IR_EXP, ir_input(g, "x", UOPC_F32, 1, shape));
+    rc = out ? exec_new_flags(&e, g, &out, 1, tanh_op ? "tanh_sweep" : "exp_sweep",
+                              LOWER_FUSE | (tanh_op ? LOWER_VEC_TANH : LOWER_VEC_EXP), NULL, &err)
              : (err = *ir_graph_error(g), err.code);
   }
-  if (!rc) rc = run(e, x, y, &s, &err);
+  if (!rc) rc = run(e, x, y, tanh_op, &s, &err);
   float worst;
   memcpy(&worst, &s.worst, sizeof worst);
   if (!rc)
-    printf("exp_f32 against expf over 2^32 patterns: %lld ulps at most where normal (x = %a), %lld where "
-           "subnormal, %lld differing where 0, inf or NaN (bound %d)\n", (long long)s.normal, (double)worst,
-           (long long)s.subnormal, (long long)s.special, LOWER_EXP_F32_ULPS);
+    printf("%s over 2^32 patterns: %lld ulps at most where normal (x = %a), %lld where "
+           "subnormal, %lld differing where 0, inf or NaN (bound %d)\n", name, (long long)s.normal, (double)worst,
+           (long long)s.subnormal, (long long)s.special, bound);
   else fprintf(stderr, "exp_sweep: %s: %s\n", uopc_error_name(rc), err.message);
   exec_free(e);
   ir_graph_free(g);
   free(x), free(y);
-  return rc || s.normal > LOWER_EXP_F32_ULPS || s.subnormal > LOWER_EXP_F32_ULPS || s.special ? 1 : 0;
+  return rc || s.normal > bound || s.subnormal > bound || s.special ? 1 : 0;
 }

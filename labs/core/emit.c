@@ -47,6 +47,9 @@ static int banner(lower_ctx *c) {
   if (!rc && (p->flags & LOWER_VEC_EXP) && p->backend == LOWER_C)
     rc = codegen_printf(t, err, " * exp: an f32 exp is exp_f32 below, without a call, at most %d ulps from expf\n",
                         LOWER_EXP_F32_ULPS);
+  if (!rc && c->uses_tanh_f32)   /* only where used: other programs keep their text and keys */
+    rc = codegen_printf(t, err, " * tanh: an f32 tanh is tanh_f32 below, without a call, at most %d ulps from tanhf\n",
+                        LOWER_TANH_F32_ULPS);
   if (!rc && has_reduction(p))
     rc = codegen_printf(t, err, " * reduction order: element j of a row is added into lane j %% LANES (LANES = %d),\n"
                         " *   each lane left to right from its identity; then the lanes pairwise, lane k\n"
@@ -100,7 +103,27 @@ static const char EXP_F32[] =
   "  return y.f;\n"
   "}\n\n";
 
-static int prelude(lower_ctx *c, int helpers, int exp_f32) {
+/* LOWER_VEC_TANH's tanh for f32 (lower.h states its bound), after exp_f32:
+ * tanh is odd, so it works on |x| and puts x's sign bit back (-0 stays -0,
+ * NaN stays NaN). Below |x| = 0.625 the Taylor series to x^21 (the next term
+ * is under a tenth of an ulp there); above, 1 - 2/(e^2|x| + 1), whose
+ * cancellation is mild once tanh is past 0.55; exp_f32's inf for large |x|
+ * gives 1. Both are computed and one kept by a mask, as exp_f32's selects. */
+static const char TANH_F32[] =
+  "static inline float tanh_f32(float x) {\n"
+  "  union { float f; uint32_t u; } v = {x}, a, s, b, r;\n"
+  "  a.u = v.u & 0x7fffffffu;\n"
+  "  float z = a.f * a.f;\n"
+  "  s.f = a.f + a.f * z * (-0.333333333f + z * (0.133333333f + z * (-0.0539682540f + z * (0.0218694885f +\n"
+  "        z * (-0.00886323552f + z * (0.00359212803f + z * (-0.00145583438f + z * (0.000590027440f +\n"
+  "        z * (-0.000239129115f + z * 0.0000969153795f)))))))));\n"
+  "  b.f = 1.0f - 2.0f / (exp_f32(2.0f * a.f) + 1.0f);\n"
+  "  uint32_t small = 0u - (uint32_t)(a.u < 0x3f200000u);   /* |x| < 0.625 */\n"
+  "  r.u = ((s.u & small) | (b.u & ~small)) | (v.u & 0x80000000u);\n"
+  "  return r.f;\n"
+  "}\n\n";
+
+static int prelude(lower_ctx *c, int helpers, int exp_f32, int tanh_f32) {
   const lower_program *p = c->p;
   codegen_text *t = c->n.t;
   uopc_error *err = c->n.err;
@@ -114,7 +137,8 @@ static int prelude(lower_ctx *c, int helpers, int exp_f32) {
   if (!rc && has_reduction(p))
     rc = codegen_printf(t, err, "enum { LANES = %d };   /* partial results per output element */\n\n",
                         CODEGEN_LANES);
-  if (!rc && exp_f32) rc = codegen_printf(t, err, "%s", EXP_F32);
+  if (!rc && (exp_f32 || tanh_f32)) rc = codegen_printf(t, err, "%s", EXP_F32);
+  if (!rc && tanh_f32) rc = codegen_printf(t, err, "%s", TANH_F32);
   if (rc || !helpers) return rc;
   if (p->backend == LOWER_C) return codegen_printf(t, err, "%s\n", SYM_C_HELPERS);
   /* The same helpers, compiled for the device. */
@@ -228,8 +252,10 @@ int lower_emit_source(lower_program *p, uopc_error *err) {
     codegen_nest_init(&c.n, &body, ir_graph_arena((ir_graph *)p->graph), sym_index_ctype(&p->index), 1, err);
     int rc = functions(&c);
     c.n.t = &p->source;
+    c.uses_tanh_f32 = body.data && strstr(body.data, "tanh_f32(") != NULL;
     if (!rc) rc = banner(&c);
-    if (!rc) rc = prelude(&c, strstr(body.data, "_i64(") != NULL, strstr(body.data, "exp_f32(") != NULL);
+    if (!rc)
+      rc = prelude(&c, strstr(body.data, "_i64(") != NULL, strstr(body.data, "exp_f32(") != NULL, c.uses_tanh_f32);
     if (!rc) rc = codegen_printf(&p->source, err, "%s", body.data);
     free(c.memo);
     free(c.memo_head);

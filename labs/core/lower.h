@@ -67,6 +67,12 @@ typedef struct lower_nonempty {
  * expf's (chapter 23.7, "A vectorisable exp"). */
 #define LOWER_VEC_EXP 4u
 #define LOWER_EXP_F32_ULPS 3
+/* The same for f32 tanh: tanh_f32, odd, an odd polynomial of degree 21 below
+ * |x| = 0.625 and 1 - 2/(exp_f32(2|x|) + 1) above (exp_f32 is emitted with
+ * it), within LOWER_TANH_F32_ULPS of tanhf over every f32; tanh(+-inf) is
+ * +-1, a NaN stays NaN, -0 stays -0 (chapter 23.7, "A vectorisable exp"). */
+#define LOWER_VEC_TANH 8u
+#define LOWER_TANH_F32_ULPS 3
 
 /* ---- A fusion rule (LOWER_FUSE) ------------------------------------------
  * The lowering decides nothing about cost: a compiler gives it a rule
@@ -121,7 +127,7 @@ int lower_broadcasts(const ir_node *m, const ir_node *s);
 typedef struct lower_program {
   char entry[64];
   lower_backend backend;
-  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP */
+  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP, LOWER_VEC_TANH */
   const lower_fuse_rule *fuse_rule; /* LOWER_FUSE's rule, or NULL (borrowed: static) */
   const ir_graph *graph;            /* borrowed: outlives the program */
   int n_buffers;                    /* parameter order: outputs, inputs, temps */
@@ -152,7 +158,7 @@ typedef struct lower_program {
  * sym_expr. */
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
-/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP), stated in the banner. */
+/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP, LOWER_VEC_TANH), stated in the banner. */
 int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                             int n_outputs, const char *entry, lower_backend backend, unsigned flags,
                             uopc_error *err);

@@ -36,6 +36,7 @@ typedef struct lower_ctx {
   int n_memo, cap_memo;
   int *memo_head;           /* cap_memo chains (a power of 2), -1 when empty */
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */
+  int uses_tanh_f32;        /* the body calls tanh_f32: the banner says so (emit.c) */
 } lower_ctx;
 
 /* ---- Pass 0, lower_fuse.c (LOWER_FUSE only): which other nodes to store. */

@@ -117,6 +117,8 @@ static int op_text(lower_ctx *c, const ir_node *n, int a, int b, int w, char *bu
   case IR_KIND_MATH:
     if (n->op == IR_EXP && dt == UOPC_F32 && (c->p->flags & LOWER_VEC_EXP) && c->p->backend == LOWER_C)
       snprintf(buf, size, "exp_f32(t%d)", a);      /* emit.c's prelude defines it */
+    else if (n->op == IR_TANH && dt == UOPC_F32 && (c->p->flags & LOWER_VEC_TANH) && c->p->backend == LOWER_C)
+      snprintf(buf, size, "tanh_f32(t%d)", a);     /* as exp_f32 */
     else snprintf(buf, size, "%s%s(t%d)", info->c, f, a);
     return UOPC_OK;
   case IR_KIND_CAST:

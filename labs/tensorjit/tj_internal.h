@@ -24,7 +24,7 @@ _Static_assert(TJ_MAX_OUTPUTS <= GUARD_MAX_ARGS, "a variant holds its outputs' n
  * lab 23.7's tj_fuse_rule), planned temporaries, the matmul in rows, and f32
  * exp as the generated exp_f32 (within LOWER_EXP_F32_ULPS of libm's,
  * vectorised). */
-#define TJ_LOWER_FLAGS (LOWER_FUSE | LOWER_VEC_EXP)
+#define TJ_LOWER_FLAGS (LOWER_FUSE | LOWER_VEC_EXP | LOWER_VEC_TANH)
 
 /* One node of a call's arguments, in depth-first order: the top-level
  * arguments and, after each container, its members. */

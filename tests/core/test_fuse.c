@@ -264,6 +264,48 @@ static void test_vec_exp_is_within_its_bound_of_expf(void **state) {
   exec_free(e);
 }
 
+/* LOWER_VEC_TANH: tanh_f32 against libm's tanhf in the same way: every
+ * 4099th pattern and the edges (the two sides of |x| = 0.625, where the
+ * polynomial gives way to the exp form, +-0, +-inf, NaN, the largest
+ * finite, a subnormal), within LOWER_TANH_F32_ULPS where finite and nonzero,
+ * equal where 0 or +-1 is exact, NaN for NaN; the sign of -0 kept. */
+static void test_vec_tanh_is_within_its_bound_of_tanhf(void **state) {
+  core *c = *state;
+  enum { STRIDE = 4099, EDGES = 12 };
+  const int64_t count = ((INT64_C(1) << 32) + STRIDE - 1) / STRIDE + EDGES;
+  const ir_node *x = input(c, "x", UOPC_F32, 1, SHAPE(dim(c, "n", 1, INT64_C(1) << 21)));
+  const ir_node *y = ok_node(c, ir_unary(c->g, IR_TANH, x), "tanh");
+  exec *e = built(c, &y, 1, "vec_tanh", LOWER_FUSE | LOWER_VEC_TANH);
+  assert_null(strstr(body_of(e), "tanhf("));
+  assert_int_equal(count_of(body_of(e), "tanh_f32(t"), 1);
+  buf in, out;
+  buf_new(&in, UOPC_F32, 1, (const int64_t[]){count});
+  buf_new(&out, UOPC_F32, 1, (const int64_t[]){count});
+  float *xs = (float *)in.mem, *ys = (float *)out.mem;
+  const float edges[EDGES] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 0.625f, 0.62499994f,
+                              -0.625f, 0x1p-140f, 9.01091290f};
+  for (int64_t i = 0; i < count - EDGES; i++) {
+    uint32_t u = (uint32_t)(i * STRIDE);
+    memcpy(&xs[i], &u, sizeof u);
+  }
+  memcpy(&xs[count - EDGES], edges, sizeof edges);
+  const uopc_tensor *ins[1] = {&in.t};
+  uopc_tensor *outs[1] = {&out.t};
+  uopc_error err = {0};
+  assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &err), err);
+  for (int64_t i = 0; i < count; i++) {
+    float want = tanhf(xs[i]), got = ys[i];
+    int nan = isnan(want) || isnan(got), exact = want == 0 || fabsf(want) == 1 || isinf(got);
+    if (nan ? !(isnan(want) && isnan(got))
+            : exact ? got != want || signbit(got) != signbit(want)
+                    : llabs(ordered(got) - ordered(want)) > LOWER_TANH_F32_ULPS)
+      fail_msg("tanh_f32(%a) = %a, tanhf %a: more than %d ulps apart", xs[i], got, want, LOWER_TANH_F32_ULPS);
+  }
+  buf_free(&in);
+  buf_free(&out);
+  exec_free(e);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
   const struct CMUnitTest tests[] = {
@@ -273,6 +315,7 @@ int main(void) {
     T(test_temporaries_share_space_when_lifetimes_do_not_overlap),
     T(test_groups_print_a_chain_cut),
     T(test_vec_exp_is_within_its_bound_of_expf),
+    T(test_vec_tanh_is_within_its_bound_of_tanhf),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
