@@ -223,87 +223,77 @@ static int64_t ordered(float f) {
   return i < 0 ? (int64_t)INT32_MIN - i : i;
 }
 
-/* LOWER_VEC_EXP: exp_f32 against libm's expf on every 4099th f32 bit
- * pattern (all signs and exponents, subnormals, NaNs) and the edges: within
- * LOWER_EXP_F32_ULPS where both are finite and nonzero, equal where either
- * is 0 or inf (overflow and underflow where expf has them), NaN for NaN.
- * bench/exp_sweep.c runs every pattern. */
-static void test_vec_exp_is_within_its_bound_of_expf(void **state) {
-  core *c = *state;
-  enum { STRIDE = 4099, EDGES = 12 };
-  const int64_t count = ((INT64_C(1) << 32) + STRIDE - 1) / STRIDE + EDGES;
+/* The op named by ref lowered with flag (its own function called once, the
+ * libm call gone) on every 4099th f32 bit pattern (all signs and exponents,
+ * subnormals, NaNs) and the edges: within bound ulps of ref where the
+ * result is finite and nonzero and, for tanh (exact_one), not +-1; equal,
+ * sign included, where either is 0 or inf or ref gives +-1 (overflow and
+ * underflow where libm has them); NaN for NaN. bench/exp_sweep.c runs every
+ * pattern. */
+typedef struct vec_case {
+  ir_op op;
+  unsigned flag;
+  const char *entry, *own, *call, *libm;   /* "exp_f32", "exp_f32(t", "expf" */
+  float (*ref)(float);
+  int bound, exact_one;
+  const float *edges;
+  int n_edges;
+} vec_case;
+
+static void check_vec_op(core *c, const vec_case *v) {
+  enum { STRIDE = 4099 };
+  const int64_t count = ((INT64_C(1) << 32) + STRIDE - 1) / STRIDE + v->n_edges;
   const ir_node *x = input(c, "x", UOPC_F32, 1, SHAPE(dim(c, "n", 1, INT64_C(1) << 21)));
-  const ir_node *y = ok_node(c, ir_unary(c->g, IR_EXP, x), "exp");
-  exec *e = built(c, &y, 1, "vec_exp", LOWER_FUSE | LOWER_VEC_EXP);
-  assert_null(strstr(body_of(e), "expf("));
-  assert_int_equal(count_of(body_of(e), "exp_f32(t"), 1);
+  const ir_node *y = ok_node(c, ir_unary(c->g, v->op, x), v->entry);
+  exec *e = built(c, &y, 1, v->entry, LOWER_FUSE | v->flag);
+  char libm_call[16];
+  snprintf(libm_call, sizeof libm_call, "%s(", v->libm);
+  assert_null(strstr(body_of(e), libm_call));
+  assert_int_equal(count_of(body_of(e), v->call), 1);
   buf in, out;
   buf_new(&in, UOPC_F32, 1, (const int64_t[]){count});
   buf_new(&out, UOPC_F32, 1, (const int64_t[]){count});
   float *xs = (float *)in.mem, *ys = (float *)out.mem;
-  const float edges[EDGES] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 88.7228317f, 88.7228394f,
-                              -87.3365479f, -103.972076f, -103.972084f};
-  for (int64_t i = 0; i < count - EDGES; i++) {
+  for (int64_t i = 0; i < count - v->n_edges; i++) {
     uint32_t u = (uint32_t)(i * STRIDE);
     memcpy(&xs[i], &u, sizeof u);
   }
-  memcpy(&xs[count - EDGES], edges, sizeof edges);
+  memcpy(&xs[count - v->n_edges], v->edges, (size_t)v->n_edges * sizeof *v->edges);
   const uopc_tensor *ins[1] = {&in.t};
   uopc_tensor *outs[1] = {&out.t};
   uopc_error err = {0};
   assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &err), err);
   for (int64_t i = 0; i < count; i++) {
-    float want = expf(xs[i]), got = ys[i];
-    int nan = isnan(want) || isnan(got), exact = want == 0 || got == 0 || isinf(want) || isinf(got);
+    float want = v->ref(xs[i]), got = ys[i];
+    int nan = isnan(want) || isnan(got);
+    int exact = want == 0 || got == 0 || isinf(want) || isinf(got) || (v->exact_one && fabsf(want) == 1);
     if (nan ? !(isnan(want) && isnan(got))
-            : exact ? got != want : llabs(ordered(got) - ordered(want)) > LOWER_EXP_F32_ULPS)
-      fail_msg("exp_f32(%a) = %a, expf %a: more than %d ulps apart", xs[i], got, want, LOWER_EXP_F32_ULPS);
+            : exact ? got != want || signbit(got) != signbit(want)
+                    : llabs(ordered(got) - ordered(want)) > v->bound)
+      fail_msg("%s(%a) = %a, %s(%a) = %a: more than %d ulps apart", v->own, xs[i], got, v->libm, xs[i], want,
+               v->bound);
   }
   buf_free(&in);
   buf_free(&out);
   exec_free(e);
 }
 
-/* LOWER_VEC_TANH: tanh_f32 against libm's tanhf in the same way: every
- * 4099th pattern and the edges (the two sides of |x| = 0.625, where the
- * polynomial gives way to the exp form, +-0, +-inf, NaN, the largest
- * finite, a subnormal), within LOWER_TANH_F32_ULPS where finite and nonzero,
- * equal where 0 or +-1 is exact, NaN for NaN; the sign of -0 kept. */
+/* LOWER_VEC_EXP: exp_f32 against libm's expf. */
+static void test_vec_exp_is_within_its_bound_of_expf(void **state) {
+  static const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 88.7228317f, 88.7228394f,
+                                -87.3365479f, -103.972076f, -103.972084f};
+  check_vec_op(*state, &(vec_case){IR_EXP, LOWER_VEC_EXP, "vec_exp", "exp_f32", "exp_f32(t", "expf", expf, LOWER_EXP_F32_ULPS,
+                                   0, edges, (int)(sizeof edges / sizeof *edges)});
+}
+
+/* LOWER_VEC_TANH: tanh_f32 against libm's tanhf; the edges are those of
+ * exp's and the two sides of |x| = 0.625, where the polynomial gives way to
+ * the exp form, a subnormal, and the first x whose tanhf is 1. */
 static void test_vec_tanh_is_within_its_bound_of_tanhf(void **state) {
-  core *c = *state;
-  enum { STRIDE = 4099, EDGES = 12 };
-  const int64_t count = ((INT64_C(1) << 32) + STRIDE - 1) / STRIDE + EDGES;
-  const ir_node *x = input(c, "x", UOPC_F32, 1, SHAPE(dim(c, "n", 1, INT64_C(1) << 21)));
-  const ir_node *y = ok_node(c, ir_unary(c->g, IR_TANH, x), "tanh");
-  exec *e = built(c, &y, 1, "vec_tanh", LOWER_FUSE | LOWER_VEC_TANH);
-  assert_null(strstr(body_of(e), "tanhf("));
-  assert_int_equal(count_of(body_of(e), "tanh_f32(t"), 1);
-  buf in, out;
-  buf_new(&in, UOPC_F32, 1, (const int64_t[]){count});
-  buf_new(&out, UOPC_F32, 1, (const int64_t[]){count});
-  float *xs = (float *)in.mem, *ys = (float *)out.mem;
-  const float edges[EDGES] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 0.625f, 0.62499994f,
-                              -0.625f, 0x1p-140f, 9.01091290f};
-  for (int64_t i = 0; i < count - EDGES; i++) {
-    uint32_t u = (uint32_t)(i * STRIDE);
-    memcpy(&xs[i], &u, sizeof u);
-  }
-  memcpy(&xs[count - EDGES], edges, sizeof edges);
-  const uopc_tensor *ins[1] = {&in.t};
-  uopc_tensor *outs[1] = {&out.t};
-  uopc_error err = {0};
-  assert_uopc_ok(exec_run(e, outs, 1, ins, 1, &err), err);
-  for (int64_t i = 0; i < count; i++) {
-    float want = tanhf(xs[i]), got = ys[i];
-    int nan = isnan(want) || isnan(got), exact = want == 0 || fabsf(want) == 1 || isinf(got);
-    if (nan ? !(isnan(want) && isnan(got))
-            : exact ? got != want || signbit(got) != signbit(want)
-                    : llabs(ordered(got) - ordered(want)) > LOWER_TANH_F32_ULPS)
-      fail_msg("tanh_f32(%a) = %a, tanhf %a: more than %d ulps apart", xs[i], got, want, LOWER_TANH_F32_ULPS);
-  }
-  buf_free(&in);
-  buf_free(&out);
-  exec_free(e);
+  static const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 0.625f, 0.62499994f,
+                                -0.625f, 0x1p-140f, 9.01091290f};
+  check_vec_op(*state, &(vec_case){IR_TANH, LOWER_VEC_TANH, "vec_tanh", "tanh_f32", "tanh_f32(t", "tanhf", tanhf,
+                                   LOWER_TANH_F32_ULPS, 1, edges, (int)(sizeof edges / sizeof *edges)});
 }
 
 int main(void) {
