@@ -146,6 +146,7 @@ typedef struct vcache_options {
 struct vcache_variant {
   int general;              /* 1: a general variant, checked after the specialised ones */
   int64_t param;            /* the op's own (lab 23.2: the exact length, 0 for none) */
+  void *own;                /* the op's record beside it, or NULL (tensorjit's artifact); not the cache's */
   vcache_spec spec;         /* graph ops: what it was built for */
   guard_set guards;         /* its contract */
   guard_plan plan;          /* guards compiled: what a call checks */

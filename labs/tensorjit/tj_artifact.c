@@ -22,22 +22,11 @@ const lower_fuse_rule TJ_FUSE_RULE = {
     "tensorjit's cost rule (lab 23.7): a computed node is stored when ops x (reads - 1) > " TJ_STR(LOWER_STORE_COST),
     tj_fuse_rule};
 
-tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v) {
-  for (int k = 0; k < g->n_arts; k++)
-    if (g->arts[k].v == v) return (tj_artifact *)&g->arts[k];
-  return g->pending.v == v ? (tj_artifact *)&g->pending : NULL;
-}
-
-/* tj_artifact_of, first trying artifact k: variant k of the cache is the
- * k-th built, since tensorjit's caches never drop one (the warm path). */
-static tj_artifact *artifact_at(const tj_group *g, const vcache_variant *v, int k) {
-  return k >= 0 && k < g->n_arts && g->arts[k].v == v ? (tj_artifact *)&g->arts[k] : tj_artifact_of(g, v);
-}
 
 /* ---- Selection and misses. */
 
-static int holds_all(tj_group *g, int k, const vcache_variant *v, const guard_call *call, uopc_error *err) {
-  const tj_artifact *a = artifact_at(g, v, k);
+static int holds_all(tj_group *g, const vcache_variant *v, const guard_call *call, uopc_error *err) {
+  const tj_artifact *a = tj_artifact_of(g, v);
   int failed;
   int64_t value;
   if (!a || !vcache_variant_holds(v, call) || (g->n_scalars && !tj_scalars_hold(g, a, &g->f->cur.flat, &failed)))
@@ -49,7 +38,7 @@ static int hook_select(void *ctx, vcache *c, const guard_call *call, int *index,
   tj_group *g = ctx;
   tj_function *f = g->f;
   int n = vcache_n_specialised(c), k = 0, h = 0;
-  while (k < n && (h = holds_all(g, k, c->variants[k], call, err)) == 0) k++;
+  while (k < n && (h = holds_all(g, c->variants[k], call, err)) == 0) k++;
   if (h < 0) return err->code;
   vcache_count_checks(c, k + (k < n), k);
   f->counts.guard_failures += k;
@@ -94,7 +83,8 @@ static int hook_on_miss(void *ctx, vcache *c, const guard_call *call, vcache_var
   }
   g->pending.v = *out;
   g->pending.number = c->last.number;   /* the call of its structure's cache */
-  g->arts[g->n_arts++] = g->pending;
+  g->arts[g->n_arts] = g->pending;
+  (*out)->own = &g->arts[g->n_arts++];   /* arts never move: the group holds them in place */
   memset(&g->pending, 0, sizeof g->pending);
   f->counts.artifacts_built++;
   return UOPC_OK;
@@ -447,7 +437,7 @@ static int run_computed(tj_group *g, const tj_artifact *a, const vcache_variant 
 static int hook_run(void *ctx, vcache_variant *v, const guard_call *call, uopc_error *err) {
   tj_group *g = ctx;
   tj_function *f = g->f;
-  const tj_artifact *a = artifact_at(g, v, g->cache.last.chosen);
+  const tj_artifact *a = tj_artifact_of(g, v);
   sym_binding b;
   tj_callout_values co;   /* the call-outs' outputs, each after the region before it */
   co.n = 0;

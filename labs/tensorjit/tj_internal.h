@@ -215,8 +215,13 @@ int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artif
  * compiled, run into f->cur.outs and freed; nothing is kept. Errors: those
  * of the contract, compiling and running. */
 int tj_run_unkept(tj_group *g, const guard_call *call, uopc_error *err);
-/* g's artifact for variant v; NULL when none. */
-tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v);
+/* g's artifact for variant v; NULL when none. A kept variant points at its
+ * artifact (v->own, set when it is kept); the one being built, or run
+ * unkept, is the pending one. Inline: selection asks for every variant. */
+static inline tj_artifact *tj_artifact_of(const tj_group *g, const vcache_variant *v) {
+  if (v->own) return v->own;
+  return g->pending.v == v ? (tj_artifact *)&g->pending : NULL;
+}
 
 /* ---- tj_holds.c */
 
