@@ -17,22 +17,29 @@ static const char *kind_name(tj_kind k) {
 
 static int is_kind(tj_kind k) { return k >= TJ_TENSOR && k <= TJ_RECORD; }
 
+/* 1 when argument k matches the fixed signature: its kind and, for a
+ * tensor, one present of the dtype and rank (a container's insides are its
+ * structure's). The warm path's test and check_arg's. */
+static int arg_matches(const tj_function *f, const tj_arg *a, int k) {
+  if (a->kind != f->kinds[k]) return 0;
+  return a->kind != TJ_TENSOR || (a->tensor && a->tensor->storage && a->tensor->dtype == f->dtypes[k] &&
+                                  a->tensor->rank == f->ranks[k]);
+}
+
 /* Argument k against the signature: the one error that names it. */
 static int check_arg(const tj_function *f, const tj_arg *a, int k, uopc_error *err) {
+  if (arg_matches(f, a, k)) return UOPC_OK;
   const char *name = f->arg_names[k];
   if (a->kind != f->kinds[k])
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d ('%s') is %s; the function takes %s",
                      f->label, k, name, kind_name(a->kind), kind_name(f->kinds[k]));
-  if (a->kind != TJ_TENSOR) return UOPC_OK;   /* a container's insides are its structure's */
-  if (!a->tensor || !a->tensor->storage)
+  if (!a->tensor || !a->tensor->storage)   /* a tensor, then: every other kind that matches is taken */
     return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': argument %d ('%s') is a NULL or released tensor", f->label,
                      k, name);
-  if (a->tensor->dtype != f->dtypes[k] || a->tensor->rank != f->ranks[k])
-    return UOPC_FAIL(err, a->tensor->dtype != f->dtypes[k] ? UOPC_E_DTYPE : UOPC_E_INVALID,
-                     "tensorjit '%s': argument %d ('%s') is %s of rank %d; the function was traced for %s of rank %d",
-                     f->label, k, name, uopc_dtype_name(a->tensor->dtype), a->tensor->rank,
-                     uopc_dtype_name(f->dtypes[k]), f->ranks[k]);
-  return UOPC_OK;
+  return UOPC_FAIL(err, a->tensor->dtype != f->dtypes[k] ? UOPC_E_DTYPE : UOPC_E_INVALID,
+                   "tensorjit '%s': argument %d ('%s') is %s of rank %d; the function was traced for %s of rank %d",
+                   f->label, k, name, uopc_dtype_name(a->tensor->dtype), a->tensor->rank,
+                   uopc_dtype_name(f->dtypes[k]), f->ranks[k]);
 }
 
 /* ---- Flattening. */
@@ -152,13 +159,10 @@ static int plain_matches(const tj_function *f, const tj_arg *args, tj_flat *flat
   int n_tensors = 0;
   for (int k = 0; k < f->n_args; k++) {
     const tj_arg *a = &args[k];
-    int tensor = f->kinds[k] == TJ_TENSOR;
-    if (a->kind != f->kinds[k] || (tensor && (!a->tensor || !a->tensor->storage || a->tensor->dtype != f->dtypes[k] ||
-                                              a->tensor->rank != f->ranks[k])))
-      return 0;
+    if (!arg_matches(f, a, k)) return 0;
     flat->nodes[k].n = a->n;
     flat->at[k] = a;
-    if (tensor) flat->tensor_node[n_tensors++] = k;
+    if (a->kind == TJ_TENSOR) flat->tensor_node[n_tensors++] = k;
   }
   flat->n_tensors = n_tensors;
   return 1;
