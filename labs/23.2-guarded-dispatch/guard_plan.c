@@ -44,8 +44,8 @@ static void apart_pairs(guard_call *c) {
   memset(c->apart, 0, sizeof c->apart);
   if (c->count < 2) return;   /* no pair: a one-tensor call (tensorjit's warm path) skips the ranges */
   int reaches[GUARD_MAX_ARGS];
-  uintptr_t lo[GUARD_MAX_ARGS], hi[GUARD_MAX_ARGS];
-  for (int a = 0; a < c->count; a++) lo[a] = hi[a] = 0, reaches[a] = byte_range(&c->args[a], c->data[a], &lo[a], &hi[a]);
+  uintptr_t lo[GUARD_MAX_ARGS] = {0}, hi[GUARD_MAX_ARGS] = {0};
+  for (int a = 0; a < c->count; a++) reaches[a] = byte_range(&c->args[a], c->data[a], &lo[a], &hi[a]);
   for (int a = 0; a < c->count; a++)
     for (int b = a + 1; b < c->count; b++)
       if (!reaches[a] || !reaches[b] || hi[a] <= lo[b] || hi[b] <= lo[a]) guard_pair_set(c->apart, a, b);
@@ -64,10 +64,12 @@ int guard_call_init(guard_call *c, int count, const uopc_tensor *const *args, uo
     guard_view *v = &c->args[a];
     v->dtype = t->dtype;
     v->rank = t->rank;
-    for (int i = 0; i < t->rank; i++) v->shape[i] = t->shape[i], v->strides[i] = t->strides[i];   /* few: no memcpy call */
+    for (int i = 0; i < t->rank; i++)   /* a few numbers: no memcpy call */
+      v->shape[i] = t->shape[i], v->strides[i] = t->strides[i];
     c->data[a] = (uintptr_t)uopc_tensor_data(t);
-    c->facts[a / 8] |= guard_fact(a, ((uint64_t)t->dtype & GUARD_FACT_DTYPE) | ((uint64_t)t->rank << 3 & GUARD_FACT_RANK) |
-                                  (contiguous(v) ? GUARD_FACT_CONTIGUOUS : 0));
+    c->facts[a / 8] |= guard_fact(a, ((uint64_t)t->dtype & GUARD_FACT_DTYPE) |
+                                         ((uint64_t)t->rank << 3 & GUARD_FACT_RANK) |
+                                         (contiguous(v) ? GUARD_FACT_CONTIGUOUS : 0));
   }
   apart_pairs(c);
   return UOPC_OK;

@@ -167,7 +167,8 @@ static void node_dims(const ir_node *n, dim_set *s) {
  * the generated code"): a parameter named so would not compile, or would
  * shadow one of them (a dim 'g' read inside CUDA's loop over g). */
 static const char *const GENERATED[] = {
-  "scratch", "acc", "acc0", "LANES", "exp_f32", "tanh_f32", "total", "g", "rest", "floordiv_i64", "mod_i64", "min_i64", "max_i64",
+  "scratch", "acc", "acc0", "LANES", "exp_f32", "tanh_f32", "total", "g", "rest", "floordiv_i64", "mod_i64",
+  "min_i64", "max_i64",
   "int32_t", "int64_t", "uint8_t", "uint32_t", "uint64_t", "INT32_MIN", "INT64_MIN", "INT64_C",
   "blockIdx", "blockDim", "gridDim", "threadIdx",
   /* C11 keywords, then C++ keywords that can appear in CUDA C++ */

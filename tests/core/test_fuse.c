@@ -282,8 +282,8 @@ static void check_vec_op(core *c, const vec_case *v) {
 static void test_vec_exp_is_within_its_bound_of_expf(void **state) {
   static const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 88.7228317f, 88.7228394f,
                                 -87.3365479f, -103.972076f, -103.972084f};
-  check_vec_op(*state, &(vec_case){IR_EXP, LOWER_VEC_EXP, "vec_exp", "exp_f32", "exp_f32(t", "expf", expf, LOWER_EXP_F32_ULPS,
-                                   0, edges, (int)(sizeof edges / sizeof *edges)});
+  check_vec_op(*state, &(vec_case){IR_EXP, LOWER_VEC_EXP, "vec_exp", "exp_f32", "exp_f32(t", "expf", expf,
+                                   LOWER_EXP_F32_ULPS, 0, edges, (int)(sizeof edges / sizeof *edges)});
 }
 
 /* LOWER_VEC_TANH: tanh_f32 against libm's tanhf; the edges are those of
