@@ -50,7 +50,7 @@ class TjOptions(ctypes.Structure):   # tensorjit.h's tj_options, field for field
 
 
 COUNT_NAMES = ("calls", "artifacts_built", "artifact_hits", "guard_failures", "eager_fallbacks", "limit_hits",
-               "unkept_runs")
+               "unkept_runs", "break_runs")
 
 
 class TjCounts(ctypes.Structure):

@@ -508,10 +508,11 @@ double tp_item_at(tp_ctx *c, tp_tensor *x, tp_site at) {
   if (!c || c->error.code || !operand(c, x, at)) return NAN;
   uopc_error err = {0};
   /* a capture keeps no data: an input's value would be baked into every later call */
-  if ((!x->value.storage || c->capture) && c->mode == TP_TRACE) {
+  if ((!x->value.storage || c->capture || c->items_break) && c->mode == TP_TRACE) {
     int breaks = c->breaks;
     int rc = tp_student(c, at, tp_on_break(c, "tp_item", at, &err), &err);
     uopc_counter_add(TP_C_BREAKS, c->breaks - breaks);   /* the breaks tp_on_break counted */
+    if (rc && c->strict) c->refused_break = 1;           /* tensorjit runs such a call region by region */
     if (rc) return NAN;
   }
   if (!x->value.storage) return tp_fail(c, at, UOPC_E_INVALID, "tp_item: the tensor has no value"), NAN;

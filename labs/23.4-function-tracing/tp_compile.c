@@ -41,14 +41,19 @@ static void variant_fini(tp_variant *v) {
   memset(v, 0, sizeof *v);
 }
 
+static void regions_fini(struct tp_region_cache *r) {
+  for (int k = 0; k < r->n; k++) {
+    exec_free(r->items[k].program);
+    ir_graph_free(r->items[k].graph);
+  }
+  free(r->items);
+  memset(r, 0, sizeof *r);
+}
+
 void tp_compiled_free(tp_compiled *f) {
   if (!f) return;
   for (int k = 0; k < f->n_variants; k++) variant_fini(&f->variants[k]);
-  for (int k = 0; k < f->regions.n; k++) {
-    exec_free(f->regions.items[k].program);
-    ir_graph_free(f->regions.items[k].graph);
-  }
-  free(f->regions.items);
+  regions_fini(&f->regions);
   free(f->args);
   sym_arena_free(f->arena);
   free(f);
@@ -369,6 +374,22 @@ static int keep_capture(tp_ctx *c, tp_capture *cap, tp_tensor *const *outs, int 
   return UOPC_OK;
 }
 
+/* The inputs declared by decl, with their values, and the model run on them
+ * into outs[0 .. n_out); an error (the model's, naming its line) is c's. */
+static void run_declared(tp_ctx *c, tp_model model, void *user, const tp_input_decl *decl,
+                         const uopc_tensor *const *values, int n_in, tp_tensor **outs, int n_out, tp_site here) {
+  tp_tensor *args[n_in + 1];
+  memset(outs, 0, (size_t)n_out * sizeof *outs);
+  for (int k = 0; k < n_in && !c->error.code; k++) {
+    const ir_node *node = declare(c, &decl[k]);
+    if (!node) tp_fail_with(c, here, ir_graph_error(c->g));
+    else args[k] = tp_input_handle(c, node, values[k], here);
+  }
+  if (!c->error.code) model(c, args, outs, user);
+  for (int k = 0; k < n_out && !c->error.code; k++)
+    if (!outs[k]) tp_fail(c, here, UOPC_E_INVALID, "the model left output %d unset", k);
+}
+
 int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_decl *decl,
                    const uopc_tensor *const *values, int n_in, int n_out, const sym_binding *b, int unify,
                    uopc_error *err) {
@@ -382,22 +403,14 @@ int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_d
   c.capture = 1;
   c.unify = unify;
   c.binding = *b;
-  tp_tensor *args[n_in + 1], *outs[n_out + 1];
-  tp_site here = {"tp_capture", 0};
-  memset(outs, 0, sizeof outs);
-  for (int k = 0; k < n_in && !c.error.code; k++) {
-    const ir_node *node = declare(&c, &decl[k]);
-    if (!node) tp_fail_with(&c, here, ir_graph_error(c.g));
-    else args[k] = tp_input_handle(&c, node, values[k], here);
-  }
-  if (!c.error.code) model(&c, args, outs, user);
-  for (int k = 0; k < n_out && !c.error.code; k++)
-    if (!outs[k]) tp_fail(&c, here, UOPC_E_INVALID, "the model left output %d unset", k);
+  tp_tensor *outs[n_out + 1];
+  run_declared(&c, model, user, decl, values, n_in, outs, n_out, (tp_site){"tp_capture", 0});
   if (c.error.code) {
     *err = c.error;
     rc = c.error.code;
     cap->need_unify = c.need_unify;
     cap->need = c.need;
+    cap->broke = c.refused_break;
   } else rc = keep_capture(&c, cap, outs, n_out, err);
   tp_ctx_fini(&c);
   return rc;
@@ -410,6 +423,49 @@ void tp_capture_fini(tp_capture *cap) {
   free(cap->guards);
   free(cap->callouts);
   memset(cap, 0, sizeof *cap);
+}
+
+/* ---- A call whose capture stopped at a graph break (tensorjit). */
+
+int tp_region_cache_new(tp_region_cache **out, uopc_error *err) {
+  if (!(*out = calloc(1, sizeof **out))) return UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+  return UOPC_OK;
+}
+
+void tp_region_cache_free(tp_region_cache *r) {
+  if (!r) return;
+  regions_fini(r);
+  free(r);
+}
+
+int tp_run_breaking(tp_region_cache *regions, tp_model model, void *user, const tp_input_decl *decl,
+                    const uopc_tensor *const *values, int n_in, int n_out, const sym_binding *b,
+                    const uopc_program_options *opts, uopc_tensor *out, uopc_error *err) {
+  if (!regions || !model || !b || !out || n_in < 0 || n_in > 30 || n_out < 1 || (n_in && (!decl || !values)))
+    return UOPC_FAIL(err, UOPC_E_INVALID, "tp_run_breaking: a region cache, a model, a binding, 0..30 inputs and 1"
+                     " or more outputs");
+  tp_ctx c;
+  int rc = tp_ctx_init(&c, TP_TRACE, err);
+  if (rc) return rc;
+  c.items_break = 1;   /* an input's value read in a region would be baked into its program */
+  c.regions = regions;
+  c.opts = opts;
+  c.binding = *b;
+  tp_tensor *outs[n_out + 1];
+  tp_site here = {"tp_run_breaking", 0};
+  uopc_counter_add(TP_C_TRACES, 1);
+  run_declared(&c, model, user, decl, values, n_in, outs, n_out, here);
+  if (!c.error.code) {   /* the last region (the only one, if this call did not break) */
+    uopc_error cerr = {0};
+    tp_student(&c, here, tp_region_close(&c, here, &cerr), &cerr);
+  }
+  for (int k = 0; k < n_out && !c.error.code; k++)
+    if (!outs[k]->value.storage) tp_fail(&c, here, UOPC_E_INVALID, "output %d has no value after the last region ran", k);
+  rc = c.error.code;
+  if (rc) *err = c.error;
+  for (int k = 0; k < n_out && !rc; k++) uopc_tensor_retain(&out[k], &outs[k]->value);
+  tp_ctx_fini(&c);
+  return rc;
 }
 
 int tp_run_eager(tp_model model, void *user, const uopc_tensor *const *in, int n_in, int n_out, unsigned grad_inputs,

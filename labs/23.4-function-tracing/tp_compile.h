@@ -93,6 +93,7 @@ typedef struct tp_capture {
   tp_unify need;
   tp_callout_rec *callouts;   /* owned: the call-outs, in order (their nodes are graph's) */
   int n_callouts;
+  int broke;                  /* 1: the trace stopped at a graph break (tp_item), the error naming its line */
 } tp_capture;
 
 /* Traces model once, strictly (a graph break is an error naming the line,
@@ -107,6 +108,21 @@ int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_d
                    const uopc_tensor *const *values, int n_in, int n_out, const sym_binding *b, int unify,
                    uopc_error *err);
 void tp_capture_fini(tp_capture *cap);
+
+/* ---- A call whose capture stopped at a graph break (cap->broke), run
+ * region by region as tp_call runs a trace that breaks (chapter 23.7,
+ * "Graph breaks"): the model traced on this call's values, each tp_item a
+ * break (an input's too: no region bakes in an input's value), each region
+ * compiled once by its graph's hash into regions and run, nothing kept but
+ * the regions. decl, values, n_in, n_out and b as tp_capture_run's; out[k]
+ * receive new tensors. Errors: the model's (naming its line), those of
+ * compiling and running a region, UOPC_E_INVALID, UOPC_E_NOMEM. */
+typedef struct tp_region_cache tp_region_cache;
+int tp_region_cache_new(tp_region_cache **out, uopc_error *err);
+void tp_region_cache_free(tp_region_cache *regions);
+int tp_run_breaking(tp_region_cache *regions, tp_model model, void *user, const tp_input_decl *decl,
+                    const uopc_tensor *const *values, int n_in, int n_out, const sym_binding *b,
+                    const uopc_program_options *opts, uopc_tensor *out, uopc_error *err);
 
 /* The student's: *holds = 1 when every guard of v holds under b (each
  * guard's diff evaluated, compared with 0 by its op, equal to its truth).

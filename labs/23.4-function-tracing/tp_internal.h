@@ -77,6 +77,8 @@ struct tp_ctx {
   sym_binding binding;         /* this call's dims (tracer: the sizes the model reads) */
   uopc_error error;
   int capture;                 /* tp_capture_run's: no value is read, an input's included (a graph break) */
+  int items_break;             /* tp_run_breaking's: every tp_item is a break, an input's included */
+  int refused_break;           /* a tp_item that strict mode refused: the trace stopped at a graph break */
   int unify;                   /* tp_capture_run's: a broadcast of distinct sizes equal here stops the trace */
   int need_unify;              /* ... and it did, needing need */
   tp_unify need;

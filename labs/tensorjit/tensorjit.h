@@ -29,6 +29,7 @@
 #define TJ_C_EAGER "eager fallbacks"
 #define TJ_C_LIMIT "limit hits"
 #define TJ_C_UNKEPT "unkept artifact runs"
+#define TJ_C_BREAK_RUNS "graph-break runs"   /* registered by the first: other logs keep their lines */
 
 /* ---- Arguments. */
 
@@ -101,7 +102,8 @@ typedef struct tj_options {
   const char *const *arg_names;  /* C identifiers, one per argument; NULL: a0, a1, ... */
   tj_switch dynamic;             /* on: extents are dims; off: one artifact per concrete shape */
   tj_switch specialize_01;       /* on: extents 0 and 1 are constants, other dims >= 2 */
-  int strict_native;             /* a trace the compiler cannot build fails; else it is interpreted */
+  int strict_native;             /* a trace the compiler cannot build fails, and so does a graph
+                                  * break; else the one is interpreted, the other run in regions */
   int max_variants;              /* kept artifacts; 0: TJ_DEFAULT_MAX_VARIANTS */
   tj_on_limit on_limit;
   const uopc_program_options *program;   /* copied; NULL: the runtime's defaults */
@@ -111,6 +113,7 @@ typedef struct tj_options {
 
 typedef struct tj_counts {       /* this function's share of the counters */
   int64_t calls, artifacts_built, artifact_hits, guard_failures, eager_fallbacks, limit_hits, unkept_runs;
+  int64_t break_runs;            /* calls run region by region after a graph break */
   int artifacts;                 /* kept now */
 } tj_counts;
 
@@ -143,7 +146,9 @@ void tj_free(tj_function *f);
  * tensors or TJ_MAX_NODES nodes in a call; TJ_MAX_STRUCTURES structures kept,
  * none this call's, naming the member that differs; max_variants artifacts of
  * the call's structure, none of whose guards hold, and TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
- * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item); a call-out's
+ * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item, with
+ * strict_native or gradients; without them such a call runs region by
+ * region, counted in break_runs: chapter 23.7, "Graph breaks"); a call-out's
  * (tp_callout_at: its function's error, or UOPC_E_DTYPE, UOPC_E_BOUNDS for
  * an output other than declared, naming it, checked after it runs); the code
  * generator's with strict_native; UOPC_E_NOMEM. */

@@ -75,6 +75,7 @@ void tj_free(tj_function *f) {
     for (int a = 0; a < g->n_arts; a++) free(g->arts[a].guards), tj_callouts_free(g->arts[a].callouts);
     vcache_fini(&g->cache);
     for (int a = 0; a < g->n_arts; a++) ir_graph_free(g->arts[a].passed);   /* after the execs on them */
+    tp_region_cache_free(g->regions);
     free(g);
   }
   free(f);
@@ -229,6 +230,7 @@ static int run_group(tj_function *f, tj_group *g, uopc_error *err) {
   if (!rc) rc = vcache_run(&g->cache, v, err);
   else if (f->cur.eager) rc = run_eager(f, &f->cur.flat, f->cur.outs, err);
   else if (f->cur.unkept) rc = tj_run_unkept(g, &g->cache.last.call, err);
+  else if (f->cur.broke) rc = UOPC_OK, *err = (uopc_error){0};   /* the regions ran (tj_contract) */
   return rc;
 }
 
@@ -238,7 +240,7 @@ int tj_call(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, u
   if (!rc && first) rc = tj_fix_signature(f, args, n_args, err);
   if (rc) return rc;
   f->cur.args = args;
-  f->cur.eager = f->cur.unkept = 0;
+  f->cur.eager = f->cur.unkept = f->cur.broke = 0;
   tj_group *g = NULL;
   rc = choose_group(f, first, &g, err);
   if (!rc) rc = run_group(f, g, err);

@@ -189,6 +189,17 @@ static void declare(const tj_group *g, const vcache_spec *spec, sym_arena *ar, t
   }
 }
 
+/* The spec's inputs declared in a new arena *ar (the caller frees it) and
+ * the call's binding of its dims. */
+static int prepare(const tj_group *g, const vcache_spec *spec, const guard_call *call, sym_arena **ar, sym_binding *b,
+                   tp_input_decl *decl, uopc_error *err) {
+  int rc = sym_arena_new(ar, err);
+  tj_binding_of(spec, call, b);
+  if (!rc) declare(g, spec, *ar, decl);
+  if (!rc && (rc = sym_arena_error(*ar)->code)) *err = *sym_arena_error(*ar);
+  return rc;
+}
+
 static int capture_once(tj_group *g, const vcache_spec *spec, const guard_call *call, tp_capture *cap,
                         uopc_error *err) {
   tj_function *f = g->f;
@@ -196,12 +207,30 @@ static int capture_once(tj_group *g, const vcache_spec *spec, const guard_call *
   sym_binding b;
   tp_input_decl decl[TJ_MAX_TENSORS];
   tj_trampoline t = {f};
-  int rc = sym_arena_new(&ar, err);
-  tj_binding_of(spec, call, &b);
-  if (!rc) declare(g, spec, ar, decl);
-  if (!rc && (rc = sym_arena_error(ar)->code)) *err = *sym_arena_error(ar);
+  int rc = prepare(g, spec, call, &ar, &b, decl, err);
   if (!rc) rc = tp_capture_run(cap, trampoline, &t, decl, f->cur.tensors, g->n_tensors, f->opts.n_outputs, &b, 1, err);
   sym_arena_free(ar);
+  return rc;
+}
+
+/* ---- A capture that stopped at a graph break (chapter 23.7, "Graph
+ * breaks"). Without strict_native the call runs region by region, 23.4's
+ * way (tp_run_breaking): the model traced again on this call's values, each
+ * region compiled once by its graph's hash into the group's region cache.
+ * Nothing becomes an artifact: what a data read decides differs from call
+ * to call, so the next call that no kept artifact serves captures again. */
+static int run_breaking(tj_group *g, const vcache_spec *spec, const guard_call *call, uopc_error *err) {
+  tj_function *f = g->f;
+  sym_arena *ar = NULL;
+  sym_binding b;
+  tp_input_decl decl[TJ_MAX_TENSORS];
+  tj_trampoline t = {f};
+  int rc = g->regions ? UOPC_OK : tp_region_cache_new(&g->regions, err);
+  if (!rc) rc = prepare(g, spec, call, &ar, &b, decl, err);
+  if (!rc) rc = tp_run_breaking(g->regions, trampoline, &t, decl, f->cur.tensors, g->n_tensors, f->opts.n_outputs,
+                                &b, &f->program, f->cur.outs, err);
+  sym_arena_free(ar);
+  if (!rc) uopc_counter_bump(uopc_counter_slot(TJ_C_BREAK_RUNS), 1), f->counts.break_runs++;
   return rc;
 }
 
@@ -284,8 +313,16 @@ int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artif
   const vcache *c = &g->cache;
   tp_capture cap;
   memset(&cap, 0, sizeof cap);   /* freed on every error, also one before the first capture */
-  int rc = capture(g, call, &v->spec, &cap, err);
-  if (rc) { tp_capture_fini(&cap); return rc; }
+  int rc = capture(g, call, &v->spec, &cap, err), broke = rc && cap.broke;
+  if (rc) tp_capture_fini(&cap);
+  if (broke && f->no_breaks) {
+    uopc_error why = *err;
+    return UOPC_FAIL(err, rc, "tensorjit '%s': a function with gradients takes no graph break: %s", f->label,
+                     why.message);
+  }
+  if (broke && !f->opts.strict_native && !(rc = run_breaking(g, &v->spec, call, err)))
+    return g->f->cur.broke = 1, UOPC_E_UNSUPPORTED;   /* no artifact: tj_call hands over the regions' outputs */
+  if (rc) return rc;
   v->graph = cap.graph;            /* the cache owns the graph now; tensorjit the guards */
   memcpy(v->outputs, cap.outputs, (size_t)cap.n_outputs * sizeof *v->outputs);
   a->guards = cap.guards;
@@ -468,6 +505,7 @@ int tj_run_unkept(tj_group *g, const guard_call *call, uopc_error *err) {
   ir_graph_free(v.graph);
   free(a->guards);
   memset(a, 0, sizeof *a);
+  if (rc && f->cur.broke) return *err = (uopc_error){0}, UOPC_OK;   /* the regions ran instead */
   if (!rc) uopc_counter_bump(f->unkept, 1), f->counts.unkept_runs++;
   return rc;
 }

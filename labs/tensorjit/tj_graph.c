@@ -71,7 +71,8 @@ int tj_make_graph(tj_graph **out, tj_model model, void *user, const tj_arg *args
                        " tracing is not supported, so pass a real tensor of the shape", k);
   tj_graph *g = calloc(1, sizeof *g);
   if (!g) return UOPC_FAIL(err, UOPC_E_NOMEM, "tj_make_graph: out of memory");
-  const tj_options o = {.name = "graph", .dynamic = mode == TJ_CONCRETE ? TJ_OFF : TJ_ON};
+  /* strict: capture only, so a graph break is refused by its line, never run in regions */
+  const tj_options o = {.name = "graph", .dynamic = mode == TJ_CONCRETE ? TJ_OFF : TJ_ON, .strict_native = 1};
   int rc = tj_compile(&g->f, model, user, &o, err);
   if (!rc) rc = capture(g, args, n_args, err);
   if (rc) { tj_graph_free(g); return rc; }

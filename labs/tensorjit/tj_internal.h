@@ -100,6 +100,7 @@ typedef struct tj_current {
   const uopc_tensor *tensors[TJ_MAX_TENSORS];
   uopc_tensor outs[TJ_MAX_OUTPUTS];   /* the run's, handed over on success */
   int eager, unkept;                  /* the limit was hit under TJ_LIMIT_EAGER, TJ_LIMIT_UNKEPT */
+  int broke;                          /* the capture broke, and the regions ran into outs */
 } tj_current;
 
 /* The artifacts of one structure: what the first call with it fixed. */
@@ -117,6 +118,7 @@ struct tj_group {
   tj_artifact arts[TJ_MAX_VARIANTS];
   int n_arts;
   tj_artifact pending;                /* the one the cache is building */
+  tp_region_cache *regions;           /* owned; NULL until a capture breaks (tj_artifact.c) */
 };
 
 struct tj_function {
@@ -143,6 +145,7 @@ struct tj_function {
   uopc_tensor spare[TJ_MAX_OUTPUTS];
   tj_counts counts;
   uopc_counter_id hits, eager, limit, unkept, failures;
+  int no_breaks;                      /* a graph break is refused (training's forward and backward) */
   struct tj_train *train;             /* tj_train.c's: NULL until a call saves */
   void (*train_release)(struct tj_train *);   /* frees train (set with it; tj_free calls it) */
 };

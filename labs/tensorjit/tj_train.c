@@ -152,6 +152,7 @@ static int train_new(tj_function *f, const tj_arg *args, int n_args, uopc_error 
   tj_options o = f->opts;
   o.name = name, o.n_outputs = f->opts.n_outputs + t->n_saved, o.grad_args = 0;
   if (!rc) rc = tj_compile(&t->forward, forward_model, f, &o, err);
+  if (!rc) t->forward->no_breaks = 1;   /* a forward that breaks saves nothing its backward could read */
   t->peak_counter = uopc_counter_slot(TJ_C_SAVED_PEAK);
   if (rc) { train_release(t); f->train = NULL, f->train_release = NULL; }
   return rc;
@@ -173,7 +174,9 @@ static int backward_new(tj_function *f, uopc_error *err) {
   snprintf(name, sizeof name, "%.20s_bwd", f->label);
   tj_options o = f->opts;
   o.name = name, o.n_outputs = count_grads(f->opts.grad_args), o.arg_names = t->name_of, o.grad_args = 0;
-  return tj_compile(&t->backward, backward_model, f, &o, err);
+  int rc = tj_compile(&t->backward, backward_model, f, &o, err);
+  if (!rc) t->backward->no_breaks = 1;
+  return rc;
 }
 
 /* ---- Records. */

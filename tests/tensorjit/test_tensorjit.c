@@ -827,23 +827,101 @@ static int reads_input(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) 
   return tp_status(c);
 }
 
-static void test_tj_data_reads_are_refused_by_line(void **state) {
+static int data_branch(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* 3x if x.sum() > 0 else 2x */
+  (void)user;
+  int up = tp_item(c, tp_sum(c, in[0].t, 0u, 0)) > 0;
+  out[0] = tp_mul(c, in[0].t, tp_scalar(c, up ? 3 : 2));
+  return tp_status(c);
+}
+
+static int gated_line;
+static int gated_item(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x * x.max() past 8, else 2x */
+  (void)user;
+  double v = 2;
+  gated_line = __LINE__ + 1;
+  if (tp_gt(c, tp_size(c, in[0].t, 0), tp_int_const(c, 8))) v = tp_item(c, tp_reduce_at(c, IR_MAX, in[0].t, 0u, 0, TP_HERE));
+  out[0] = tp_sum(c, tp_mul(c, in[0].t, tp_scalar(c, v)), 0u, 0);
+  return tp_status(c);
+}
+
+/* strict_native refuses a data read by its line, writing nothing; gradients
+ * refuse one in any mode (a forward that breaks saves nothing): here a call
+ * of a size whose branch reads data, after one whose branch does not. */
+static void test_tj_data_reads_are_refused_by_line_in_strict_mode(void **state) {
   (void)state;
   tj_model models[] = {reads_data, reads_input};
-  for (int m = 0; m < 2; m++) {
-    tj_function *f = compile(models[m], NULL);
-    uopc_tensor x = vec(m ? 1 : 4), out[1] = {{0}};
+  for (int m = 0; m < 3; m++) {
+    tj_options o = {.strict_native = m < 2, .grad_args = m < 2 ? 0 : 0x1};
+    tj_function *f = compile(m < 2 ? models[m] : gated_item, &o);
+    uopc_tensor x = vec(m == 1 ? 1 : m == 2 ? 16 : 4), out[1] = {{0}};
     uopc_error err = {0};
+    tj_saved *saved = NULL;
     char line[64];
-    assert_uopc_code(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), UOPC_E_UNSUPPORTED, err);
+    if (m == 2) {   /* n = 4 takes the branch without the read */
+      uopc_tensor y = vec(4);
+      assert_uopc_ok(tj_call_saving(f, (tj_arg[]){tj_tensor(&y)}, 1, out, &saved, &err), err);
+      uopc_tensor_release(&out[0]), tj_saved_free(saved), uopc_tensor_release(&y);
+      saved = NULL;
+    }
+    int rc = m < 2 ? tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err)
+                   : tj_call_saving(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &saved, &err);
+    assert_uopc_code(rc, UOPC_E_UNSUPPORTED, err);
     assert_contains(err.message, "tp_item");
-    snprintf(line, sizeof line, "test_tensorjit.c:%d", m ? input_line : item_line);
+    if (m == 2) assert_contains(err.message, "a function with gradients takes no graph break");
+    snprintf(line, sizeof line, "test_tensorjit.c:%d", m == 0 ? item_line : m == 1 ? input_line : gated_line);
     assert_contains(err.message, line);
     assert_null(out[0].storage);
-    assert_counts(f, 0, 0, "a model that reads data");
+    assert_null(saved);
+    if (m < 2) assert_counts(f, 0, 0, "a model that reads data");
+    assert_int_equal(tj_stats(f).break_runs, 0);
+    tj_graph *g = NULL;   /* capture only: refused the same way, whatever the options */
+    assert_uopc_code(tj_make_graph(&g, models[m % 2], NULL, (tj_arg[]){tj_tensor(&x)}, 1, TJ_SYMBOLIC, &err),
+                     UOPC_E_UNSUPPORTED, err);
+    assert_contains(err.message, "tp_item");
+    assert_null(g);
     uopc_tensor_release(&x);
     tj_free(f);
   }
+}
+
+/* Without strict_native a capture that breaks runs region by region (23.4's
+ * way): right values for both outcomes of a data branch, no artifact kept,
+ * each region compiled once (the later calls of other sizes construct no
+ * program), and an input's value never baked into a region. */
+static void test_tj_graph_breaks_run_region_by_region(void **state) {
+  (void)state;
+  tj_function *f = compile(data_branch, NULL);
+  int64_t breaks = uopc_counter_get("graph breaks"), built = 0;
+  const int64_t n[] = {4, 16, 6, 20};   /* x.sum() < 0, > 0, < 0, > 0 */
+  for (int k = 0; k < 4; k++) {
+    if (k == 2) built = uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED);
+    uopc_tensor x = vec(n[k]);
+    char what[64];
+    snprintf(what, sizeof what, "3x if x.sum() > 0 else 2x at n = %lld", (long long)n[k]);
+    call_ok(f, data_branch, (tj_arg[]){tj_tensor(&x)}, NULL, 1, what);
+    uopc_tensor_release(&x);
+  }
+  expect_int(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), built,
+             "both outcomes again at n = 6, 20: the counter 'programs constructed'");
+  expect_int(uopc_counter_get("graph breaks") - breaks, 4, "four calls of one break each: the counter 'graph breaks'");
+  expect_int(uopc_counter_get(TJ_C_BREAK_RUNS), 4, "the counter '" TJ_C_BREAK_RUNS "'");
+  tj_counts s = tj_stats(f);
+  expect_int(s.break_runs, 4, "tj_stats' break_runs");
+  expect_int(s.calls, 4, "tj_stats' calls");
+  assert_counts(f, 0, 0, "a data branch");
+  tj_free(f);
+
+  f = compile(reads_input, NULL);   /* x * x.item(): the item read per call */
+  for (int k = 0; k < 2; k++) {
+    uopc_tensor x = vec(1), out[1] = {{0}};
+    uopc_error err = {0};
+    uopc_tensor_set(&x, 0, k ? 3 : -0.5);
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+    expect_close(uopc_tensor_get(&out[0], 0), k ? 9 : 0.25, 0, "x * x.item() at x = [%g]", k ? 3 : -0.5);
+    uopc_tensor_release(&out[0]), uopc_tensor_release(&x);
+  }
+  assert_counts(f, 0, 0, "x * x.item()");
+  tj_free(f);
 }
 
 /* ---- Out of memory. */
@@ -1032,7 +1110,8 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_limit_runs_eagerly_counted, reset),
       cmocka_unit_test_setup(test_tj_limit_runs_an_unkept_artifact_counted, reset),
       cmocka_unit_test_setup(test_tj_bad_input_is_refused_naming_the_argument, reset),
-      cmocka_unit_test_setup(test_tj_data_reads_are_refused_by_line, reset),
+      cmocka_unit_test_setup(test_tj_data_reads_are_refused_by_line_in_strict_mode, reset),
+      cmocka_unit_test_setup(test_tj_graph_breaks_run_region_by_region, reset),
       cmocka_unit_test_setup(test_tj_out_of_memory_fails_cleanly_at_every_allocation, reset),
       cmocka_unit_test_setup(test_tj_static_mode_builds_one_artifact_per_shape, reset),
       cmocka_unit_test_setup(test_tj_strict_native_fails_and_default_interprets, reset),
