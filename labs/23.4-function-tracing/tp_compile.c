@@ -8,7 +8,7 @@
 /* A region's program, keyed by what its outputs compute (hash) and by what its signature takes:
  * every input of its graph (inputs), used or not, since the program is called with them all. */
 typedef struct tp_region_entry { uint64_t hash, inputs; int n_inputs; ir_graph *graph; exec *program; } tp_region_entry;
-struct tp_region_cache { tp_region_entry *items; int n, cap; };
+struct tp_region_cache { tp_region_entry *items; int n, cap, max; };   /* max 0: no limit (tp_call's) */
 
 struct tp_compiled {
   tp_model model;
@@ -176,6 +176,8 @@ static int region_program(tp_ctx *c, const ir_node *const *outs, int n, exec **e
   for (int k = 0; k < rcache->n; k++)
     if (rcache->items[k].hash == hash && rcache->items[k].inputs == inputs && rcache->items[k].n_inputs == n_inputs)
       return *e = rcache->items[k].program, UOPC_OK;
+  if (rcache->max && rcache->n >= rcache->max)
+    return UOPC_FAIL(err, UOPC_E_LIMIT, "a new region's program, past the %d the region cache keeps", rcache->max);
   char entry[32];
   snprintf(entry, sizeof entry, "tp_region%d", rcache->n);
   int rc = exec_new(e, c->g, outs, n, entry, c->opts, err);
@@ -427,8 +429,10 @@ void tp_capture_fini(tp_capture *cap) {
 
 /* ---- A call whose capture stopped at a graph break (tensorjit). */
 
-int tp_region_cache_new(tp_region_cache **out, uopc_error *err) {
+int tp_region_cache_new(tp_region_cache **out, int max, uopc_error *err) {
+  if (max < 1) return UOPC_FAIL(err, UOPC_E_INVALID, "tp_region_cache_new: at most %d programs (needs 1 or more)", max);
   if (!(*out = calloc(1, sizeof **out))) return UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+  (*out)->max = max;
   return UOPC_OK;
 }
 

@@ -116,9 +116,10 @@ void tp_capture_fini(tp_capture *cap);
  * compiled once by its graph's hash into regions and run, nothing kept but
  * the regions. decl, values, n_in, n_out and b as tp_capture_run's; out[k]
  * receive new tensors. Errors: the model's (naming its line), those of
- * compiling and running a region, UOPC_E_INVALID, UOPC_E_NOMEM. */
+ * compiling and running a region, UOPC_E_LIMIT (a new region past the
+ * cache's max), UOPC_E_INVALID, UOPC_E_NOMEM. */
 typedef struct tp_region_cache tp_region_cache;
-int tp_region_cache_new(tp_region_cache **out, uopc_error *err);
+int tp_region_cache_new(tp_region_cache **out, int max, uopc_error *err);   /* max programs kept */
 void tp_region_cache_free(tp_region_cache *regions);
 int tp_run_breaking(tp_region_cache *regions, tp_model model, void *user, const tp_input_decl *decl,
                     const uopc_tensor *const *values, int n_in, int n_out, const sym_binding *b,

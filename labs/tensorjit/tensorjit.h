@@ -104,7 +104,8 @@ typedef struct tj_options {
   tj_switch specialize_01;       /* on: extents 0 and 1 are constants, other dims >= 2 */
   int strict_native;             /* a trace the compiler cannot build fails, and so does a graph
                                   * break; else the one is interpreted, the other run in regions */
-  int max_variants;              /* kept artifacts; 0: TJ_DEFAULT_MAX_VARIANTS */
+  int max_variants;              /* kept artifacts, and region programs of a structure's graph
+                                  * breaks; 0: TJ_DEFAULT_MAX_VARIANTS */
   tj_on_limit on_limit;
   const uopc_program_options *program;   /* copied; NULL: the runtime's defaults */
   unsigned grad_args;            /* bit k: top-level tensor argument k gets a gradient (tj_call_saving) */

@@ -227,10 +227,10 @@ static int run_group(tj_function *f, tj_group *g, uopc_error *err) {
   vcache_variant *v = NULL;
   int rc = vcache_choose(&g->cache, NULL, 0, f->cur.tensors, g->n_tensors, &v, err);
   if (!rc && !g->cache.last.built) uopc_counter_bump(f->hits, 1), f->counts.artifact_hits++;
-  if (!rc) rc = vcache_run(&g->cache, v, err);
-  else if (f->cur.eager) rc = run_eager(f, &f->cur.flat, f->cur.outs, err);
-  else if (f->cur.unkept) rc = tj_run_unkept(g, &g->cache.last.call, err);
-  else if (f->cur.broke) rc = UOPC_OK, *err = (uopc_error){0};   /* the regions ran (tj_contract) */
+  if (!rc) return vcache_run(&g->cache, v, err);
+  if (f->cur.unkept && !f->cur.eager) rc = tj_run_unkept(g, &g->cache.last.call, err);
+  if (rc && f->cur.eager) rc = run_eager(f, &f->cur.flat, f->cur.outs, err);   /* also a break past the regions' limit */
+  else if (rc && f->cur.broke) rc = UOPC_OK, *err = (uopc_error){0};         /* the regions ran (tj_contract) */
   return rc;
 }
 

@@ -225,7 +225,7 @@ static int run_breaking(tj_group *g, const vcache_spec *spec, const guard_call *
   sym_binding b;
   tp_input_decl decl[TJ_MAX_TENSORS];
   tj_trampoline t = {f};
-  int rc = g->regions ? UOPC_OK : tp_region_cache_new(&g->regions, err);
+  int rc = g->regions ? UOPC_OK : tp_region_cache_new(&g->regions, f->opts.max_variants, err);
   if (!rc) rc = prepare(g, spec, call, &ar, &b, decl, err);
   if (!rc) rc = tp_run_breaking(g->regions, trampoline, &t, decl, f->cur.tensors, g->n_tensors, f->opts.n_outputs,
                                 &b, &f->program, f->cur.outs, err);
@@ -322,6 +322,8 @@ int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artif
   }
   if (broke && !f->opts.strict_native && !(rc = run_breaking(g, &v->spec, call, err)))
     return g->f->cur.broke = 1, UOPC_E_UNSUPPORTED;   /* no artifact: tj_call hands over the regions' outputs */
+  if (broke && !f->opts.strict_native && rc == UOPC_E_LIMIT)
+    return g->f->cur.eager = 1, rc;   /* a new region past max_variants of them: run eagerly, counted */
   if (rc) return rc;
   v->graph = cap.graph;            /* the cache owns the graph now; tensorjit the guards */
   memcpy(v->outputs, cap.outputs, (size_t)cap.n_outputs * sizeof *v->outputs);

@@ -922,6 +922,29 @@ static void test_tj_graph_breaks_run_region_by_region(void **state) {
   }
   assert_counts(f, 0, 0, "x * x.item()");
   tj_free(f);
+
+  /* Each new item is a new constant in the region after the break, so a new
+   * program: a group keeps max_variants of them, and a call that needs one
+   * more runs eagerly, counted, compiling nothing; a call whose regions are
+   * kept still runs them. */
+  tj_options o = {.max_variants = 2};
+  f = compile(reads_input, &o);
+  int64_t programs = uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED), eager0 = uopc_counter_get(TJ_C_EAGER);
+  const double items[] = {1, 2, 3, 4, 1};
+  const int64_t want_programs[] = {1, 2, 2, 2, 2}, want_eager[] = {0, 0, 1, 2, 2}, want_runs[] = {1, 2, 2, 2, 3};
+  for (int k = 0; k < 5; k++) {
+    uopc_tensor x = vec(1), out[1] = {{0}};
+    uopc_error err = {0};
+    uopc_tensor_set(&x, 0, items[k]);
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x)}, 1, out, &err), err);
+    expect_close(uopc_tensor_get(&out[0], 0), items[k] * items[k], 0, "x * x.item() at x = [%g]", items[k]);
+    expect_int(uopc_counter_get(UOPC_C_PROGRAMS_CONSTRUCTED) - programs, want_programs[k],
+               "call %d, x = [%g], max_variants 2: programs constructed", k, items[k]);
+    expect_int(uopc_counter_get(TJ_C_EAGER) - eager0, want_eager[k], "call %d, x = [%g]: eager fallbacks", k, items[k]);
+    expect_int(tj_stats(f).break_runs, want_runs[k], "call %d, x = [%g]: break runs", k, items[k]);
+    uopc_tensor_release(&out[0]), uopc_tensor_release(&x);
+  }
+  tj_free(f);
 }
 
 /* ---- Out of memory. */
