@@ -149,7 +149,8 @@ void tj_free(tj_function *f);
  * the call's structure, none of whose guards hold, and TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
  * IR's error; UOPC_E_UNSUPPORTED: a read of data, tp_item, with
  * strict_native or gradients; without them such a call runs region by
- * region, counted in break_runs: chapter 23.7, "Graph breaks"); a call-out's
+ * region, each output a new tensor, counted in break_runs: chapter 23.7,
+ * "Data is never read at trace time: graph breaks"); a call-out's
  * (tp_callout_at: its function's error, or UOPC_E_DTYPE, UOPC_E_BOUNDS for
  * an output other than declared, naming it, checked after it runs); the code
  * generator's with strict_native; UOPC_E_NOMEM. */
