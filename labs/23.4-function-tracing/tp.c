@@ -213,13 +213,23 @@ static int expression_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int 
   uopc_error err;
   if ((p->kind == SYM_DIM || p->kind == SYM_CONST) && (q->kind == SYM_DIM || q->kind == SYM_CONST)) return 0;
   if (broadcast && ((p->kind == SYM_CONST && p->value == 1) || (q->kind == SYM_CONST && q->value == 1))) return 0;
-  if (sym_expr_eval(p, &c->binding, &vp, &err) || sym_expr_eval(q, &c->binding, &vq, &err) || vp != vq) return 0;
+  if (sym_expr_eval(p, &c->binding, &vp, &err) || sym_expr_eval(q, &c->binding, &vq, &err)) return 0;
+  /* An expression that is 1 here and broadcasts: stretching it is a decision on
+   * its value, which a capture can pin for a dim but not for an expression. */
+  int stretch = broadcast && vp != vq && ((vp == 1 && p->kind != SYM_DIM && p->kind != SYM_CONST) ||
+                                          (vq == 1 && q->kind != SYM_DIM && q->kind != SYM_CONST));
+  if (vp != vq && !stretch) return 0;
   char tp_[96], tq[96];
   if (sym_expr_format(p, tp_, sizeof tp_, &err)) snprintf(tp_, sizeof tp_, "(a size)");
   if (sym_expr_format(q, tq, sizeof tq, &err)) snprintf(tq, sizeof tq, "(a size)");
-  tp_fail(c, at, UOPC_E_UNSUPPORTED, "sizes %s and %s are both %lld in this call and the operation needs them equal;"
-          " a capture makes a dim one with another dim or a constant, not with an expression (give the operation"
-          " tensors whose sizes are the same expression, e.g. by a reshape)", tp_, tq, (long long)vp);
+  if (stretch)
+    tp_fail(c, at, UOPC_E_UNSUPPORTED, "sizes %s and %s are %lld and %lld in this call and the operation broadcasts"
+            " the 1; a capture pins a dim to 1, not with an expression (give the operation a size-1 axis, e.g. by"
+            " tp_unsqueeze)", tp_, tq, (long long)vp, (long long)vq);
+  else
+    tp_fail(c, at, UOPC_E_UNSUPPORTED, "sizes %s and %s are both %lld in this call and the operation needs them equal;"
+            " a capture makes a dim one with another dim or a constant, not with an expression (give the operation"
+            " tensors whose sizes are the same expression, e.g. by a reshape)", tp_, tq, (long long)vp);
   return 1;
 }
 

@@ -551,6 +551,12 @@ static int flat_plus(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) { 
   return tp_status(c);
 }
 
+static int tail_plus(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x[2:] + x */
+  (void)user;
+  out[0] = tp_add(c, tp_slice_at(c, in[0].t, 0, tp_int_const(c, 2), TP_NONE, 1, TP_HERE), in[0].t);
+  return tp_status(c);
+}
+
 /* A dim the operation needs equal to an expression (y's length against a*b)
  * is refused by the capture's stated limit, never faked or misnamed a
  * mismatch; different lengths stay the IR's broadcast error. */
@@ -568,6 +574,23 @@ static void test_tj_dim_equal_to_an_expression_is_refused_by_the_stated_limit(vo
   assert_contains(err.message, "cannot broadcast");
   assert_counts(f, 0, 0, "refused captures");
   uopc_tensor_release(&x), uopc_tensor_release(&y), uopc_tensor_release(&z);
+  tj_free(f);
+
+  /* x[2:] + x: at n = 3 the slice's n - 2 is 1 and would stretch, a decision
+   * on an expression's value the capture cannot pin; at n = 5 it is 3 against
+   * 5, the IR's broadcast error as NumPy's. (check_core_tj found the first.) */
+  f = compile(tail_plus, NULL);
+  for (int64_t n = 3; n <= 5; n += 2) {
+    uopc_tensor v = vec(n);
+    err = (uopc_error){0};
+    assert_int_equal(tj_call(f, (tj_arg[]){tj_tensor(&v)}, 1, out, &err), n == 3 ? UOPC_E_UNSUPPORTED : UOPC_E_INVALID);
+    assert_contains(err.message, n == 3 ? "sizes a0_0 - 2 and a0_0 are 1 and 3 in this call and the operation"
+                                          " broadcasts the 1" : "cannot broadcast");
+    if (n == 3) assert_contains(err.message, "not with an expression");
+    assert_null(out[0].storage);
+    uopc_tensor_release(&v);
+  }
+  assert_counts(f, 0, 0, "refused captures of x[2:] + x");
   tj_free(f);
 }
 
