@@ -72,9 +72,16 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<) $(CC) $(CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
 
+# libgomp is the runtime's own dependency, though no runtime code calls it: a kernel compiled with
+# -fopenmp (LOWER_PARALLEL) then finds it loaded with the process. Brought in by the kernel's own
+# dlopen instead, it would be unloaded with the last such kernel while its threads are parked in
+# its code, and glibc 2.36 cannot undo a dlopen that runs out of memory while another handle holds
+# such a dependency: the object then never loads again in that process (tests' allocation sweeps).
+UOPC_LDLIBS := -ldl -lcrypto -lpthread -Wl,--push-state,--no-as-needed -lgomp -Wl,--pop-state
+
 $(UOPC_LIB): $(UOPC_OBJ)
 	@mkdir -p $(dir $@)
-	$(call say,LINK,$@) $(CC) -shared $(LDFLAGS) -o $@ $^ -ldl -lcrypto -lpthread
+	$(call say,LINK,$@) $(CC) -shared $(LDFLAGS) -o $@ $^ $(UOPC_LDLIBS)
 
 # ---- the stages -------------------------------------------------------------
 # Each stage builds as its own shared library, linked against the stages below
@@ -272,7 +279,7 @@ $(1)/obj/%.o: %.c
 	@mkdir -p $$(dir $$@)
 	$$(call say,CC,$$< [$(3)]) $$(CC) $$(CFLAGS) -D$(2) -c $$< -o $$@
 $(1)/libuopc.so: $$(UOPC_SRC:%.c=$(1)/obj/%.o)
-	$$(call say,LINK,$$@) $$(CC) -shared $$(SANFLAGS) -o $$@ $$^ -ldl -lcrypto -lpthread
+	$$(call say,LINK,$$@) $$(CC) -shared $$(SANFLAGS) -o $$@ $$^ $$(UOPC_LDLIBS)
 $(1)/%: tests/$(4)/%.c $(1)/libuopc.so
 	$$(call say,TEST,$$@) $$(CC) $$(CFLAGS) -D$(2) -Itests -o $$@ $$< $$(SANFLAGS) -L$(1) -Wl,-rpath,'$$$$ORIGIN' -luopc -lcmocka -lpthread
 endef

@@ -13,8 +13,15 @@
  *   ratio fuse softmax-<R>x<C> vec-exp/expf=<x> native/expf=<x>
  *                                                             softmax with LOWER_VEC_EXP (and
  *                                                             -march=native), against expf
+ *   threshold fuse chain6 n=<N> serial_ns=... threaded_ns=... threaded/serial=<x>
+ *                                                             LOWER_PARALLEL_WORK, measured: the
+ *                                                             chain's threaded copy forced on
+ *   bench fuse <chain6|softmax|layernorm>_threads2[-<R>x<C>] n=... ns=...,
+ *   scaling fuse <case> threads=1 ns=... threads=2 ns=... speedup=<x>
+ *                                                             with LOWER_PARALLEL, one thread and two
  *   compile fuse chain50 ms=..., compile fuse 5-chains10 ms=..., ratio fuse compile
  * bench/report.py adds NumPy's time (and its peak temporaries) for the same cases. */
+#include <dlfcn.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +216,117 @@ static int bench_rows(float **bufs, uopc_error *err) {
   return rc;
 }
 
+/* ---- Two cores (LOWER_PARALLEL). */
+
+/* The calling thread's OpenMP team size: libgomp comes with the runtime (the Makefile's
+ * UOPC_LDLIBS), so its entry is found without linking it here. */
+static int set_threads(int n, uopc_error *err) {
+  void (*set)(int);
+  *(void **)&set = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+  if (!set) return UOPC_FAIL(err, UOPC_E_LOAD, "bench fuse: no omp_set_num_threads (is libgomp loaded?)");
+  set(n);
+  return UOPC_OK;
+}
+
+/* The threshold, measured: the threaded chain's own text with its `if` made always true, called
+ * directly, against the serial program, at lengths around LOWER_PARALLEL_WORK. */
+static int bench_threshold(float **bufs, exec *threaded, exec *serial, uopc_error *err) {
+  char *text = strdup(exec_source(threaded)), *at, cond[32];
+  snprintf(cond, sizeof cond, " >= %d)", LOWER_PARALLEL_WORK);
+  if (!text || !(at = strstr(text, cond)))
+    return free(text), UOPC_FAIL(err, UOPC_E_INVALID, "bench fuse: the threaded chain has no `if` on its work");
+  memmove(at + 6, at + strlen(cond), strlen(at + strlen(cond)) + 1);
+  memcpy(at, " >= 0)", 6);
+  const lower_program *low = exec_lowered(threaded);
+  uopc_program_options o = {.openmp = 1};
+  uopc_program *always = NULL;
+  int rc = uopc_program_new(&always, text, low->entry, low->signature, &o, err);
+  free(text);
+  for (int64_t n = 2048; n <= 262144 && !rc; n *= 2) {
+    uopc_tensor t[3] = {0};
+    for (int j = 0; j < 3 && !rc; j++) rc = uopc_tensor_wrap(&t[j], bufs[j], UOPC_F32, 1, &n, (int64_t[]){1}, err);
+    run r = {serial, &t[2], {&t[0], &t[1]}, 2};
+    double ns_serial = rc ? -1 : best_ns(&r, err), best = 1e300;
+    int32_t n32 = (int32_t)n;
+    int64_t n64 = n;
+    void *args[4] = {&bufs[2], &bufs[0], &bufs[1], low->index.bits == 64 ? (void *)&n64 : (void *)&n32};
+    for (int rep = 0; rep < REPS && !rc && ns_serial >= 0; rep++) {
+      const int calls = 2000;
+      double t0 = bench_now_ns();
+      for (int k = 0; k < calls; k++) uopc_program_call(always, args);
+      double per = (bench_now_ns() - t0) / calls;
+      if (per < best) best = per;
+    }
+    if (ns_serial < 0) rc = err->code;
+    else if (!rc)
+      printf("threshold fuse chain6 n=%lld serial_ns=%.0f threaded_ns=%.0f threaded/serial=%.3f\n", (long long)n,
+             ns_serial, best, best / ns_serial);
+    for (int j = 0; j < 3; j++) uopc_tensor_release(&t[j]);
+  }
+  uopc_program_free(always);
+  return rc;
+}
+
+/* The chain at the largest length and softmax and layer norm at each shape, compiled with
+ * LOWER_PARALLEL, on one thread and on two: the scaling; the two-thread times go to report.py
+ * beside NumPy's (one thread: NumPy's own). */
+static int bench_threads(float **bufs, uopc_error *err) {
+  enum { KINDS = 3 };
+  const char *names[KINDS] = {"chain6", "softmax", "layernorm"};
+  ir_graph *g[KINDS] = {0}, *gs = NULL;
+  exec *e[KINDS] = {0}, *serial = NULL;
+  int rc = UOPC_OK;
+  for (int which = 0; which < KINDS && !rc; which++) {
+    char entry[64];
+    snprintf(entry, sizeof entry, "fuse_%s_threaded", names[which]);
+    rc = ir_graph_new(&g[which], err);
+    if (rc) break;
+    const ir_node *out = NULL;
+    if (which == 0) out = chain6(g[which], 0, 1, err);
+    else {
+      const sym_expr *shape[2] = {extent(ir_graph_arena(g[which]), "rows", 0, 1, err),
+                                  extent(ir_graph_arena(g[which]), "cols", 0, 1, err)};
+      const ir_node *x = ir_input(g[which], "x", UOPC_F32, 2, shape);
+      out = which == 1 ? softmax(g[which], x) : layernorm(g[which], x);
+    }
+    rc = compile_flags(g[which], out, entry, LOWER_VEC_EXP | LOWER_PARALLEL, NULL, &e[which], err);
+  }
+  if (!rc) rc = ir_graph_new(&gs, err);
+  if (!rc) rc = compile(gs, chain6(gs, 0, 1, err), "fuse_chain6_dynamic", NULL, &serial, err);
+  if (!rc) rc = bench_threshold(bufs, e[0], serial, err);
+  for (int k = -1; k < N_SHAPES && !rc; k++) {      /* k = -1: the chain */
+    int64_t n = LENGTHS[N_LENGTHS - 1], rows = k < 0 ? 0 : SHAPES[k][0], cols = k < 0 ? 0 : SHAPES[k][1];
+    uopc_tensor t[3] = {0};
+    for (int j = 0; j < 3 && !rc; j++)
+      rc = k < 0 ? uopc_tensor_wrap(&t[j], bufs[j], UOPC_F32, 1, &n, (int64_t[]){1}, err)
+                 : uopc_tensor_wrap(&t[j], bufs[j], UOPC_F32, 2, SHAPES[k], (int64_t[]){cols, 1}, err);
+    for (int which = k < 0 ? 0 : 1; which < (k < 0 ? 1 : KINDS) && !rc; which++) {
+      char name[64];
+      double ns[2] = {0};
+      if (k < 0) snprintf(name, sizeof name, "%s", names[which]);
+      else snprintf(name, sizeof name, "%s-%lldx%lld", names[which], (long long)rows, (long long)cols);
+      for (int threads = 1; threads <= 2 && !rc; threads++) {
+        run r = {e[which], &t[2], {&t[0], &t[1]}, k < 0 ? 2 : 1};
+        rc = set_threads(threads, err);
+        if (!rc && (ns[threads - 1] = best_ns(&r, err)) < 0) rc = err->code;
+      }
+      if (rc) break;
+      printf("bench fuse %s_threads2%s n=%lld ns=%.0f\n", names[which], k < 0 ? "" : name + strlen(names[which]),
+             (long long)(k < 0 ? n : rows * cols), ns[1]);
+      printf("scaling fuse %s threads=1 ns=%.0f threads=2 ns=%.0f speedup=%.2f\n", name, ns[0], ns[1], ns[0] / ns[1]);
+    }
+    for (int j = 0; j < 3; j++) uopc_tensor_release(&t[j]);
+  }
+  if (!rc) rc = set_threads(2, err);
+  for (int which = 0; which < KINDS; which++) {
+    exec_free(e[which]);
+    ir_graph_free(g[which]);
+  }
+  exec_free(serial);
+  ir_graph_free(gs);
+  return rc;
+}
+
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
   (void)st, (void)type, (void)ftw;
   return remove(path);
@@ -258,6 +376,7 @@ int main(void) {
   }
   int rc = bench_chain6(bufs, &err);
   if (!rc) rc = bench_rows(bufs, &err);
+  if (!rc) rc = bench_threads(bufs, &err);
   if (!rc) rc = bench_compile(&err);
   for (int k = 0; k < 3; k++) free(bufs[k]);
   if (rc) fprintf(stderr, "bench fuse: %s\n", err.message);

@@ -208,6 +208,7 @@ CASES = {
   ("23.5", "len-dynamic"): (kv_step, 512, None),
   ("23.5", "decode-step"): (kv_step, 512, None),
   ("fuse", "chain6-dynamic"): (chain6, 16777216, 12),
+  ("fuse", "chain6_threads2"): (chain6, 16777216, 12),  # the same with LOWER_PARALLEL on both cores
   ("tj_latency", "chain6"): (chain6, 4096, None),        # bench_tj_latency.c's lengths, 1..4096
   **{("fuse", f"{kind}-{r}x{c}"): (rows_case(kind, r, c), r * c, None)
      for kind in ("softmax", "layernorm") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
@@ -216,7 +217,10 @@ CASES = {
   # bench_fuse.c's softmax with LOWER_VEC_EXP (exp_f32), and compiled -march=native, against the
   # same NumPy softmax
   **{("fuse", f"{kind}-{r}x{c}"): (rows_case("softmax", r, c), r * c, None)
-     for kind in ("softmax_vexp", "softmax_vexp_native") for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
+     for kind in ("softmax_vexp", "softmax_vexp_native", "softmax_threads2")
+     for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
+  **{("fuse", f"layernorm_threads2-{r}x{c}"): (rows_case("layernorm", r, c), r * c, None)
+     for r, c in ((64, 64), (256, 256), (1024, 1024), (4096, 512))},
 }
 # lab -> rounds: timed interleaved, medians (bench_23_3.c does the same).
 INTERLEAVED = {"23.3": 15}

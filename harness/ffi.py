@@ -41,7 +41,8 @@ class Error(ctypes.Structure):
 class ProgramOptions(ctypes.Structure):
   """uopc_program_options from uopc/program.h."""
   _fields_ = [("compiler", ctypes.c_char_p), ("opt_flags", ctypes.c_char_p),
-              ("march_native", ctypes.c_int), ("cache_dir", ctypes.c_char_p)]
+              ("march_native", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
+              ("openmp", ctypes.c_int)]
 
 
 class GuardedJit(ctypes.Structure):

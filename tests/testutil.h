@@ -98,6 +98,29 @@ static inline int testutil_remove_cache(void **state) {
   return 0;
 }
 
+/* Occurrences of needle in generated text, each loop nest counted once: a nest
+ * that LOWER_PARALLEL writes twice has its threaded copy, from the line
+ * the `if` line that says "enough work for OpenMP's threads" to its closing
+ * brace, left out. */
+static inline int testutil_count_serial(const char *text, const char *needle) {
+  int k = 0;
+  size_t skip = (size_t)-1, n = strlen(needle);   /* skip: the threaded copy's indentation */
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line), indent = strspn(line, " ");
+    if (skip != (size_t)-1) {
+      if (indent == skip && len == indent + 1 && line[indent] == '}') skip = (size_t)-1;
+    } else if (strstr(line, "/* enough work for OpenMP's threads */") &&
+               strstr(line, "/* enough work for OpenMP's threads */") < line + len) {
+      skip = indent;
+    } else {
+      for (const char *at = strstr(line, needle); at && at + n <= line + len; at = strstr(at + n, needle)) k++;
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return k;
+}
+
 /* A test that makes glibc's allocator fail, or reads its totals, cannot run under
  * AddressSanitizer, which brings its own allocator: it skips, saying which part it needed. */
 #define testutil_skip_under_asan(what)                                                         \

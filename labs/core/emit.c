@@ -50,6 +50,13 @@ static int banner(lower_ctx *c) {
   if (!rc && c->uses_tanh_f32)   /* only where used: other programs keep their text and keys */
     rc = codegen_printf(t, err, " * tanh: an f32 tanh is tanh_f32 below, without a call, at most %d ulps from tanhf\n",
                         LOWER_TANH_F32_ULPS);
+  if (!rc && c->uses_openmp)     /* only where used, as tanh's line */
+    rc = codegen_printf(t, err, " * threads: a loop under `omp parallel for` (a nest's outermost, over disjoint\n"
+                        " *   outputs) runs on OpenMP's threads; a nest whose work (its elements, times what\n"
+                        " *   each one reduces) may fall below %d is written twice, the threaded copy\n"
+                        " *   under `if`. Each element's operations and their order are the serial ones,\n"
+                        " *   so the results do not depend on the thread count (compiled with -fopenmp)\n",
+                        LOWER_PARALLEL_WORK);
   if (!rc && has_reduction(p))
     rc = codegen_printf(t, err, " * reduction order: element j of a row is added into lane j %% LANES (LANES = %d),\n"
                         " *   each lane left to right from its identity; then the lanes pairwise, lane k\n"
@@ -212,6 +219,32 @@ static void enter_function(lower_ctx *c) {
   codegen_nest_init(&c->n, c->n.t, c->n.arena, c->n.ix, 1, c->n.err);
 }
 
+/* Loop nest k of the C function. Under LOWER_PARALLEL a nest whose work
+ * may or may not reach the threshold is written twice, the threaded copy
+ * under `if`: a parallel region that runs on one thread still costs libgomp
+ * a team and a call, which a small call must not pay. */
+static int kernel_c(lower_ctx *c, int k) {
+  const ir_node *n = c->p->buffers[c->p->kernel_buffer[k]].node;
+  int (*nest)(lower_ctx *, int) = lower_plan_matmul_rows(c->p, n) ? lower_matmul_kernel_c : lower_emit_kernel;
+  char cond[LOWER_EXPR_MAX * 2], line[LOWER_EXPR_MAX * 2 + 64];
+  lower_split split;
+  int rc = lower_ctx_parallel(c, n, cond, sizeof cond, &split);
+  if (rc || split == LOWER_SPLIT_NEVER) return rc ? rc : nest(c, k);
+  if (split == LOWER_SPLIT_ALWAYS) {
+    c->parallel_next = 1;
+    return nest(c, k);
+  }
+  snprintf(line, sizeof line, "if (%s) {   /* enough work for OpenMP's threads */", cond);
+  rc = codegen_open(&c->n, line);
+  c->parallel_next = 1;
+  if (!rc) rc = nest(c, k);
+  c->parallel_next = 0;
+  if (!rc) rc = codegen_close(&c->n);
+  if (!rc) rc = codegen_open(&c->n, "else {");
+  if (!rc) rc = nest(c, k);
+  return rc ? rc : codegen_close(&c->n);
+}
+
 static int functions(lower_ctx *c) {
   const lower_program *p = c->p;
   int rc = UOPC_OK;
@@ -221,8 +254,7 @@ static int functions(lower_ctx *c) {
     if (!rc) rc = temporaries(c);
     for (int k = 0; k < p->n_kernels && !rc; k++) {
       rc = kernel_comment(c, k);
-      const ir_node *n = p->buffers[p->kernel_buffer[k]].node;
-      if (!rc) rc = lower_plan_matmul_rows(p, n) ? lower_matmul_kernel_c(c, k) : lower_emit_kernel(c, k);
+      if (!rc) rc = kernel_c(c, k);
     }
     return rc ? rc : codegen_printf(c->n.t, c->n.err, "}\n");
   }
@@ -253,6 +285,7 @@ int lower_emit_source(lower_program *p, uopc_error *err) {
     int rc = functions(&c);
     c.n.t = &p->source;
     c.uses_tanh_f32 = body.data && strstr(body.data, "tanh_f32(") != NULL;
+    p->uses_openmp = c.uses_openmp;
     if (!rc) rc = banner(&c);
     if (!rc)
       rc = prelude(&c, strstr(body.data, "_i64(") != NULL, strstr(body.data, "exp_f32(") != NULL, c.uses_tanh_f32);

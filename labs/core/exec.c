@@ -58,8 +58,11 @@ int exec_new_rule(exec **out, const ir_graph *g, const ir_node *const *outputs, 
   exec *e = calloc(1, sizeof *e);
   if (!e) return UOPC_FAIL(err, UOPC_E_NOMEM, "exec '%s': out of memory", entry ? entry : "?");
   int rc = lower_program_new_rule(&e->low, g, outputs, n_outputs, entry, LOWER_C, flags, rule, err);
+  uopc_program_options with = {0};
+  if (opts) with = *opts;
+  with.openmp |= !rc && e->low->uses_openmp;       /* the text holds an omp loop */
   if (!rc) rc = uopc_program_new(&e->program, e->low->source.data, e->low->entry, e->low->signature,
-                                 opts, err);
+                                 &with, err);
   if (rc) { exec_free(e); return rc; }
   if (flags & LOWER_FUSE) show_groups(e->low);
   uopc_counter_add(EXEC_C_BUILT, 1);

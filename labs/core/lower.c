@@ -31,7 +31,7 @@ int lower_program_new_rule(lower_program **out, const ir_graph *g, const ir_node
   if (!p) return UOPC_FAIL(err, UOPC_E_NOMEM, "lower: out of memory");
   snprintf(p->entry, sizeof p->entry, "%s", entry);
   p->backend = backend;
-  p->flags = flags & (LOWER_MAY_ALIAS | LOWER_FUSE | LOWER_VEC_EXP | LOWER_VEC_TANH);
+  p->flags = flags & (LOWER_MAY_ALIAS | LOWER_FUSE | LOWER_VEC_EXP | LOWER_VEC_TANH | LOWER_PARALLEL);
   p->fuse_rule = p->flags & LOWER_FUSE ? rule : NULL;
   p->graph = g;
   p->n_outputs = n_outputs;

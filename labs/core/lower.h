@@ -73,6 +73,21 @@ typedef struct lower_nonempty {
  * +-1, a NaN stays NaN, -0 stays -0 (chapter 23.7, "A vectorisable exp"). */
 #define LOWER_VEC_TANH 8u
 #define LOWER_TANH_F32_ULPS 3
+/* lower_program_new_flags, C back end, with LOWER_FUSE: each loop nest whose
+ * work (its output's elements times the elements each one reduces, or times
+ * k for a matmul) reaches LOWER_PARALLEL_WORK runs its outermost loop on
+ * OpenMP's threads (`#pragma omp parallel for schedule(static) if (...)`,
+ * compiled with -fopenmp: lower_program.uses_openmp). Only loops over
+ * disjoint outputs are split, never a reduction's own axes, so each element
+ * is computed by the same operations in the same order whatever the thread
+ * count: results are bit for bit those of the serial program. A nest of rank
+ * 0 (a full reduction) stays serial. Chapter 23.7, "Two cores". */
+#define LOWER_PARALLEL 16u
+/* Measured (bench_fuse's threshold lines: the 6-op chain's threaded copy
+ * forced on, against the serial program, two cores): threads lose below
+ * 8192 elements (1.3 to 1.5 times the serial time), break even near 16384,
+ * and win from 32768 (0.6). */
+#define LOWER_PARALLEL_WORK 32768
 
 /* ---- A fusion rule (LOWER_FUSE) ------------------------------------------
  * The lowering decides nothing about cost: a compiler gives it a rule
@@ -127,7 +142,7 @@ int lower_broadcasts(const ir_node *m, const ir_node *s);
 typedef struct lower_program {
   char entry[64];
   lower_backend backend;
-  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP, LOWER_VEC_TANH */
+  unsigned flags;                   /* LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP, LOWER_VEC_TANH, LOWER_PARALLEL */
   const lower_fuse_rule *fuse_rule; /* LOWER_FUSE's rule, or NULL (borrowed: static) */
   const ir_graph *graph;            /* borrowed: outlives the program */
   int n_buffers;                    /* parameter order: outputs, inputs, temps */
@@ -143,6 +158,7 @@ typedef struct lower_program {
   lower_nonempty *nonempty;
   char signature[UOPC_SIGNATURE_MAX];  /* for uopc_program_new (C back end) */
   int uses_libm;
+  int uses_openmp;                  /* LOWER_PARALLEL wrote an omp loop: compile with -fopenmp */
   codegen_text source;              /* the generated text */
 } lower_program;
 
@@ -158,7 +174,8 @@ typedef struct lower_program {
  * sym_expr. */
 int lower_program_new(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                       int n_outputs, const char *entry, lower_backend backend, uopc_error *err);
-/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP, LOWER_VEC_TANH), stated in the banner. */
+/* The same with flags (LOWER_MAY_ALIAS, LOWER_FUSE, LOWER_VEC_EXP, LOWER_VEC_TANH, LOWER_PARALLEL), stated in
+ * the banner. */
 int lower_program_new_flags(lower_program **out, const ir_graph *g, const ir_node *const *outputs,
                             int n_outputs, const char *entry, lower_backend backend, unsigned flags,
                             uopc_error *err);

@@ -37,6 +37,8 @@ typedef struct lower_ctx {
   int *memo_head;           /* cap_memo chains (a power of 2), -1 when empty */
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */
   int uses_tanh_f32;        /* the body calls tanh_f32: the banner says so (emit.c) */
+  int uses_openmp;          /* the body holds an omp loop (LOWER_PARALLEL): the banner says so */
+  int parallel_next;        /* the nest being written opens with the omp pragma */
 } lower_ctx;
 
 /* ---- Pass 0, lower_fuse.c (LOWER_FUSE only): which other nodes to store. */
@@ -80,6 +82,16 @@ int lower_ctx_expr(lower_ctx *c, const sym_expr *e, char *buf, size_t size, cons
 int lower_reduces_serially(const ir_node *n);
 /* Appends kernel k's loop nest (C) or __global__ body (CUDA). */
 int lower_emit_kernel(lower_ctx *c, int k);
+/* LOWER_PARALLEL: whether n's nest runs its outermost loop (over disjoint
+ * outputs) on OpenMP's threads: never (no flag, the CUDA back end, no such
+ * loop, or work whose upper bound stays below LOWER_PARALLEL_WORK), always
+ * (its lower bound reaches it), or when cond, C text, holds; the caller then
+ * writes the nest twice, `if (cond)` threaded, else serial. A nest written
+ * with c->parallel_next set gets the pragma before its outermost loop
+ * (lower_ctx_open_parallel, which clears it). */
+typedef enum lower_split { LOWER_SPLIT_NEVER, LOWER_SPLIT_ALWAYS, LOWER_SPLIT_IF } lower_split;
+int lower_ctx_parallel(lower_ctx *c, const ir_node *n, char *cond, size_t size, lower_split *split);
+int lower_ctx_open_parallel(lower_ctx *c);
 
 /* The values of lower_kernel.c's loop bodies, for loops written elsewhere:
  * n at idx into t<*tmp> (memoised); the memo popped back to a mark

@@ -409,6 +409,61 @@ static int always_empty(lower_ctx *c, const sym_expr *extent, int *empty) {
   return rc;
 }
 
+/* The factors of a nest's work: its output's extents, and the extents each
+ * output element reduces (a matmul's k). */
+static int work_factors(const ir_node *n, const sym_expr **f) {
+  int nf = 0;
+  const ir_node *src = ir_op_info_of(n->op)->kind >= IR_KIND_REDUCE ? n->src[0] : NULL;
+  for (int k = 0; k < n->rank; k++) f[nf++] = n->shape[k];
+  if (src && n->op == IR_MATMUL) f[nf++] = src->shape[src->rank - 1];
+  else if (src)
+    for (int k = 0; k < src->rank; k++)
+      if (n->axes >> k & 1u) f[nf++] = src->shape[k];
+  return nf;
+}
+
+/* The work is multiplied out in double: a product of extents may pass int64
+ * where no buffer does (a matmul's m*n*k), and the test needs no exactness. */
+int lower_ctx_parallel(lower_ctx *c, const ir_node *n, char *cond, size_t size, lower_split *split) {
+  *split = LOWER_SPLIT_NEVER;
+  cond[0] = 0;
+  if (!(c->p->flags & LOWER_PARALLEL) || !(c->p->flags & LOWER_FUSE) || c->p->backend != LOWER_C) return UOPC_OK;
+  int outer = lower_plan_matmul_rows(c->p, n) || lower_reduces_serially(n) ? n->rank - 1 : n->rank;
+  if (outer < 1) return UOPC_OK;                           /* no loop over outputs to split */
+  const sym_expr *f[2 * UOPC_MAX_RANK + 1];
+  char ext[LOWER_EXPR_MAX];
+  int nf = work_factors(n, f), rc = UOPC_OK;
+  double lo = 1, hi = 1;
+  for (int k = 0; k < nf && !rc; k++) {
+    sym_interval iv;
+    rc = sym_expr_interval(f[k], &iv, c->n.err);
+    lo *= (double)iv.lo;
+    hi *= (double)iv.hi;
+  }
+  if (rc || hi < LOWER_PARALLEL_WORK) return rc;              /* never enough work to share */
+  if (lo >= LOWER_PARALLEL_WORK) { *split = LOWER_SPLIT_ALWAYS; return UOPC_OK; }
+  size_t used = 0;
+  for (int k = 0; k < nf && !rc; k++) {
+    rc = lower_ctx_expr(c, f[k], ext, sizeof ext, "the work of");
+    int atom = strspn(ext, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") == strlen(ext);
+    used += (size_t)snprintf(cond + used, size - used, "%s%s%s%s", k ? " * " : "(double)", atom ? "" : "(", ext,
+                             atom ? "" : ")");
+    if (used + 32 >= size) return UOPC_FAIL(c->n.err, UOPC_E_LIMIT, "lower: %%%d's work is too long", n->id);
+  }
+  snprintf(cond + used, size - used, " >= %d", LOWER_PARALLEL_WORK);
+  *split = rc ? LOWER_SPLIT_NEVER : LOWER_SPLIT_IF;
+  return rc;
+}
+
+/* Before a nest's outermost loop: the pragma, when the nest is being
+ * written for OpenMP's threads. */
+int lower_ctx_open_parallel(lower_ctx *c) {
+  if (!c->parallel_next) return UOPC_OK;
+  c->parallel_next = 0;
+  c->uses_openmp = 1;
+  return codegen_line(&c->n, "#pragma omp parallel for schedule(static)");
+}
+
 /* The output loops over n's shape into vars: one codegen_open_loop per axis
  * (C), or one grid-stride loop with the axes unravelled from its counter
  * (CUDA). *opened counts the braces to close; *empty says no loop runs. */
@@ -420,6 +475,7 @@ static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int
   for (int k = 0; k < n->rank && !rc && !*empty; k++) rc = always_empty(c, n->shape[k], empty);
   if (rc || *empty) return rc ? rc : codegen_line(&c->n, "/* no element: an extent is 0 for every binding */");
   if (c->p->backend == LOWER_C) {
+    if (n->rank) rc = lower_ctx_open_parallel(c);
     for (int k = 0; k < n->rank && !rc; k++, ++*opened) {
       snprintf(name, sizeof name, "i%d", k);
       rc = codegen_open_loop(&c->n, name, n->shape[k], &vars[k], c->n.err);
@@ -663,6 +719,7 @@ static int serial_kernel_c(lower_ctx *c, const lower_buffer *buf) {
   int last = n->rank - 1, outer = 0, opened = 0, empty = 0, rc = UOPC_OK;
   for (int k = 0; k <= last && !rc && !empty; k++) rc = always_empty(c, n->shape[k], &empty);
   if (rc || empty) return rc ? rc : codegen_line(&c->n, "/* no element: an extent is 0 for every binding */");
+  if (last > 0) rc = lower_ctx_open_parallel(c);
   for (int k = 0; k < last && !rc; k++, outer++) {
     snprintf(name, sizeof name, "i%d", k);
     rc = codegen_open_loop(&c->n, name, n->shape[k], &vars[k], c->n.err);

@@ -144,6 +144,7 @@ int lower_matmul_kernel_c(lower_ctx *c, int kernel) {
   c->next_tmp = 0;
   for (int d = 0; d < n->rank && !rc && !empty; d++) rc = always_empty(c, n->shape[d], &empty);
   if (rc || empty) return rc ? rc : codegen_line(&c->n, "/* no element: an extent is 0 for every binding */");
+  if (n->rank > 1) rc = lower_ctx_open_parallel(c);
   for (int d = 0; d < n->rank - 1 && !rc; d++, opened++) {   /* the batch axes and the rows */
     snprintf(name, sizeof name, "i%d", d);
     rc = codegen_open_loop(&c->n, name, n->shape[d], &idx[d], c->n.err);

@@ -22,9 +22,9 @@ _Static_assert(TJ_MAX_OUTPUTS <= GUARD_MAX_ARGS, "a variant holds its outputs' n
 
 /* How tensorjit lowers every region: fusion by its cost rule (TJ_FUSE_RULE,
  * lab 23.7's tj_fuse_rule), planned temporaries, the matmul in rows, and f32
- * exp as the generated exp_f32 (within LOWER_EXP_F32_ULPS of libm's,
- * vectorised). */
-#define TJ_LOWER_FLAGS (LOWER_FUSE | LOWER_VEC_EXP | LOWER_VEC_TANH)
+ * exp and tanh as the generated exp_f32 and tanh_f32 (within their ulps of
+ * libm's, vectorised), and a nest with enough work on OpenMP's threads. */
+#define TJ_LOWER_FLAGS (LOWER_FUSE | LOWER_VEC_EXP | LOWER_VEC_TANH | LOWER_PARALLEL)
 
 /* One node of a call's arguments, in depth-first order: the top-level
  * arguments and, after each container, its members. */

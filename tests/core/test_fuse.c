@@ -296,6 +296,90 @@ static void test_vec_tanh_is_within_its_bound_of_tanhf(void **state) {
                                    LOWER_TANH_F32_ULPS, 1, edges, (int)(sizeof edges / sizeof *edges)});
 }
 
+/* The manifest's flags line of e's cache entry (what gcc was given). */
+static void expect_flags(const exec *e, const char *needle, int present, const char *what) {
+  char path[4200], line[1024];
+  snprintf(path, sizeof path, "%s/manifest", uopc_program_dir(exec_program(e)));
+  FILE *f = fopen(path, "r");
+  if (!f) fail_msg("%s: no manifest at %s", what, path);
+  int found = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "flags=", 6)) found = strstr(line, needle) != NULL;
+  fclose(f);
+  if (found != present) fail_msg("%s: expected the flags %s %s, got: %s", what, present ? "to hold" : "without", needle,
+                                 found < 0 ? "no flags line" : line);
+}
+
+/* LOWER_PARALLEL: a pointwise nest, a row reduction (lanes) and a matmul in
+ * rows, each of which may or may not reach LOWER_PARALLEL_WORK, are each
+ * written twice, the threaded copy under `if`, compiled with -fopenmp; a
+ * column reduction stays serial (its outermost loop is the reduced axis, which
+ * is never split); past the threshold and below it, every output equals
+ * the serial program's bit for bit (each element's operations are the same,
+ * in the same order) and the interpreter's within the lanes' rounding. */
+static void test_threaded_nests_equal_the_serial_program_bit_for_bit(void **state) {
+  core *c = *state;
+  const sym_expr *r = dim(c, "r", 1, 4096), *k = dim(c, "k", 1, 1 << 17);
+  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(r, k)), *y = input(c, "y", UOPC_F32, 1, SHAPE(k));
+  const ir_node *w = input(c, "w", UOPC_F32, 2, SHAPE(k, cst(c, 16)));
+  const ir_node *half = ir_const(c->g, 0.5, UOPC_F32);
+  const ir_node *outs[4] = {
+      ok_node(c, ir_binary(c->g, IR_MUL, ir_binary(c->g, IR_ADD, ir_binary(c->g, IR_MUL, x, y), x), half), "chain"),
+      ok_node(c, ir_reduce(c->g, IR_SUM, ir_unary(c->g, IR_EXP, x), 2u, 0), "row sums"),
+      ok_node(c, ir_reduce(c->g, IR_SUM, x, 1u, 0), "column sums"),
+      ok_node(c, ir_matmul(c->g, x, w), "matmul")};
+  exec *serial = built(c, outs, 4, "nests_serial", LOWER_FUSE | LOWER_VEC_EXP);
+  exec *threaded = built(c, outs, 4, "nests_threaded", LOWER_FUSE | LOWER_VEC_EXP | LOWER_PARALLEL);
+  const char *body = body_of(threaded);
+  assert_int_equal(count_of(body_of(serial), "#pragma omp"), 0);
+  assert_int_equal(count_of(body, "#pragma omp parallel for schedule(static)"), 3);
+  assert_int_equal(count_of(body, "/* enough work for OpenMP's threads */"), 3);
+  char pointwise[64], matmul[64];
+  snprintf(pointwise, sizeof pointwise, "if ((double)r * k >= %d) {", LOWER_PARALLEL_WORK);  /* its elements */
+  snprintf(matmul, sizeof matmul, "if ((double)r * 16 * k >= %d) {", LOWER_PARALLEL_WORK);   /* m * n * k */
+  assert_non_null(strstr(body, pointwise));
+  assert_non_null(strstr(body, matmul));
+  assert_non_null(strstr(exec_source(threaded), " * threads: a loop under `omp parallel for`"));
+  assert_int_equal(count_of(body_of(serial), "exp_f32(t"), 2);               /* the lanes' blocks and tail */
+  assert_int_equal(testutil_count_serial(body, "exp_f32(t"), 2);             /* the copies left out */
+  expect_flags(serial, "-fopenmp", 0, "the serial program");
+  expect_flags(threaded, "-fopenmp", 1, "the threaded program");
+  const int64_t shapes[][2] = {{300, 500}, {3, 5}, {1, 70000}};   /* past, below, one row past */
+  for (int s = 0; s < COUNT(shapes); s++) {
+    buf in[3], got[2][4];
+    buf_new(&in[0], UOPC_F32, 2, shapes[s]);
+    buf_new(&in[1], UOPC_F32, 1, &shapes[s][1]);
+    buf_new(&in[2], UOPC_F32, 2, (const int64_t[]){shapes[s][1], 16});
+    for (int i = 0; i < 3; i++) fill(&in[i], 1.0 + i);
+    const uopc_tensor *ins[3] = {&in[0].t, &in[1].t, &in[2].t};
+    const int64_t out_shapes[4][2] = {{shapes[s][0], shapes[s][1]}, {shapes[s][0]}, {shapes[s][1]}, {shapes[s][0], 16}};
+    const int ranks[4] = {2, 1, 1, 2};
+    for (int v = 0; v < 2; v++) {
+      uopc_tensor *o[4];
+      uopc_error err = {0};
+      for (int j = 0; j < 4; j++) {
+        buf_new(&got[v][j], UOPC_F32, ranks[j], out_shapes[j]);
+        o[j] = &got[v][j].t;
+      }
+      assert_uopc_ok(exec_run(v ? threaded : serial, o, 4, ins, 3, &err), err);
+    }
+    for (int j = 0; j < 4; j++) {
+      if (memcmp(got[0][j].mem, got[1][j].mem, got[0][j].bytes) != 0)
+        fail_msg("(%lld, %lld): output %d differs between the threaded and the serial program", (long long)shapes[s][0],
+                 (long long)shapes[s][1], j);
+      expect_tail_untouched(&got[1][j], "the threaded program");
+      buf_free(&got[0][j]);
+      buf_free(&got[1][j]);
+    }
+    /* 70000 f32 terms in one row: the interpreter's one-at-a-time sum and the lanes' round apart
+     * by up to about 70000 * 2^-24 of the result */
+    check_against_eval(c, threaded, outs, 4, in, 3, 1e-5 * (double)shapes[s][1] / 500 + 1e-5, "the threaded program");
+    for (int i = 0; i < 3; i++) buf_free(&in[i]);
+  }
+  exec_free(serial);
+  exec_free(threaded);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, core_setup, core_teardown)
   const struct CMUnitTest tests[] = {
@@ -306,6 +390,7 @@ int main(void) {
     T(test_groups_print_a_chain_cut),
     T(test_vec_exp_is_within_its_bound_of_expf),
     T(test_vec_tanh_is_within_its_bound_of_tanhf),
+    T(test_threaded_nests_equal_the_serial_program_bit_for_bit),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -233,7 +233,7 @@ static int count_in_sources(const char *prefix, const char *needle, int *entries
     if (f) fclose(f);
     text[n] = '\0';
     (*entries)++;
-    for (const char *at = text; (at = strstr(at, needle)); at += strlen(needle)) count++;
+    count += testutil_count_serial(text, needle);
   }
   if (d) closedir(d);
   return count;

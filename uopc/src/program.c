@@ -105,7 +105,8 @@ static int prepare(request *r, const char *source, const uopc_program_options *o
   b->compiler_name = cc && *cc ? cc : NULL;
   b->cache_dir = opts->cache_dir;
   if (snprintf(b->flags, sizeof b->flags, "-std=c11 -ffp-contract=off -Werror=implicit-function-declaration "
-               "-fPIC -shared %s%s", opt, opts->march_native ? " -march=native" : "") >= (int)sizeof b->flags)
+               "-fPIC -shared %s%s%s", opt, opts->march_native ? " -march=native" : "",
+               opts->openmp ? " -fopenmp" : "") >= (int)sizeof b->flags)
     return UOPC_FAIL(err, UOPC_E_INVALID, "compiler flags '%s' are longer than %zu bytes", opt, sizeof b->flags - 64);
   describe_target(r, opts->march_native);
   int rc = uopc_build_field(b, "target", r->target, err);

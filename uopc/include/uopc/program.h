@@ -15,6 +15,7 @@ typedef struct uopc_program_options {
   const char *opt_flags;   /* NULL: "-O3"; space-separated, part of the key */
   int march_native;        /* 1 adds -march=native (and the host CPU to the key) */
   const char *cache_dir;   /* NULL: $UOPC_CACHE_DIR, $XDG_CACHE_HOME/uopc, ~/.cache/uopc */
+  int openmp;              /* 1 adds -fopenmp: the source's `omp` loops run on libgomp's threads */
 } uopc_program_options;
 
 /* The kernel's parameters, one letter each, for uopc_program_call:
