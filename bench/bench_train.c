@@ -68,7 +68,7 @@ static int layer_norm_tp(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void 
   return tp_status(c);
 }
 
-typedef struct step { tj_function *f; uopc_tensor t[4], one; } step;
+typedef struct step { tj_function *f, *portable; uopc_tensor t[4], one; } step;
 
 static int fill(uopc_tensor *t, int64_t a, int64_t b, uopc_error *err) {
   int rc = uopc_tensor_empty(t, UOPC_F32, 2, (int64_t[]){a, b}, err);
@@ -144,10 +144,15 @@ static double best_ns(int (*fn)(step *, uopc_error *), step *s, uopc_error *err)
 static int time_batch(step *s, int64_t b, uopc_error *err) {
   int rc = fill(&s->t[0], b, D_IN, err);
   if (!rc) rc = fill(&s->t[3], b, D_OUT, err);
-  double c = rc ? -1 : best_ns(compiled_step, s, err), e = c < 0 ? -1 : best_ns(eager_step, s, err);
+  step p = *s;   /* the same step through artifacts built for plain x86-64 (tensorjit's default is this CPU) */
+  p.f = s->portable;
+  double c = rc ? -1 : best_ns(compiled_step, s, err), q = c < 0 ? -1 : best_ns(compiled_step, &p, err);
+  double e = q < 0 ? -1 : best_ns(eager_step, s, err);
   uopc_tensor_release(&s->t[0]), uopc_tensor_release(&s->t[3]);
   if (e < 0) return err->code ? err->code : UOPC_E_INVALID;
   printf("bench train two-layer n=%lld ns=%.0f\n", (long long)b, c);
+  printf("bench train two-layer-portable n=%lld ns=%.0f\n", (long long)b, q);
+  printf("ratio train two-layer n=%lld portable/compiled=%.2f\n", (long long)b, q / c);
   printf("bench train two-layer-eager n=%lld ns=%.0f\n", (long long)b, e);
   printf("ratio train two-layer n=%lld eager/compiled=%.2f\n", (long long)b, e / c);
   return UOPC_OK;
@@ -163,7 +168,7 @@ static int fill_vec(uopc_tensor *t, int64_t n, double base, uopc_error *err) {
 static int layer_norm_bench(uopc_error *err) {
   tj_function *f = NULL;
   tj_options o = {.grad_args = 0x7};
-  step s = {NULL, {{0}}, {0}};
+  step s = {NULL, NULL, {{0}}, {0}};
   int rc = tj_compile(&f, layer_norm, NULL, &o, err);
   s.f = f;
   if (!rc) rc = uopc_tensor_empty(&s.one, UOPC_F32, 0, NULL, err);
@@ -204,7 +209,7 @@ static int sweep(const char *name, tj_model model, int n_args, unsigned grad_arg
   tj_function *f = NULL;
   tj_options o = {.grad_args = grad_args};
   int rc = tj_compile(&f, model, NULL, &o, err);
-  step s = {f, {{0}}, {0}};
+  step s = {f, NULL, {{0}}, {0}};
   if (!rc) rc = uopc_tensor_empty(&s.one, UOPC_F32, 0, NULL, err);
   if (!rc) uopc_tensor_set(&s.one, 0, 1);
   if (!rc) rc = fill(&s.t[1], D_IN, D_HID, err);
@@ -244,9 +249,12 @@ int main(void) {
   uopc_error err = {0};
   tj_function *f = NULL;
   tj_options o = {.grad_args = 0x6};
-  step s = {NULL, {{0}}, {0}};
+  step s = {NULL, NULL, {{0}}, {0}};
+  const uopc_program_options portable = {0};
+  tj_options po = {.grad_args = 0x6, .program = &portable};
   int rc = tj_compile(&f, two_layer, NULL, &o, &err);
   s.f = f;
+  if (!rc) rc = tj_compile(&s.portable, two_layer, NULL, &po, &err);
   if (!rc) rc = uopc_tensor_empty(&s.one, UOPC_F32, 0, NULL, &err);
   if (!rc) uopc_tensor_set(&s.one, 0, 1);
   if (!rc) rc = fill(&s.t[1], D_IN, D_HID, &err);
@@ -254,6 +262,7 @@ int main(void) {
   for (size_t k = 0; k < sizeof BATCHES / sizeof *BATCHES && !rc; k++) rc = time_batch(&s, BATCHES[k], &err);
   uopc_tensor_release(&s.t[1]), uopc_tensor_release(&s.t[2]), uopc_tensor_release(&s.one);
   tj_free(f);
+  tj_free(s.portable);
   if (!rc) rc = sweep("two-layer", two_layer, 4, 0x6, &err);
   if (!rc) rc = sweep("sum-x-over-rows", sum_over_rows, 1, 0x1, &err);
   if (!rc) rc = layer_norm_bench(&err);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "uopc/uopc.h"
+#include "case_filter.h"
 #include <dirent.h>
 #include <ftw.h>
 #include <unistd.h>

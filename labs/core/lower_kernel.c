@@ -422,6 +422,12 @@ static int work_factors(const ir_node *n, const sym_expr **f) {
   return nf;
 }
 
+/* Whether a printed size expression is one name or number, so that it needs no parentheses as
+ * an operand of * or %: an extent such as b*n is one operand, not two. */
+static int is_atom(const char *ext) {
+  return strspn(ext, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") == strlen(ext);
+}
+
 /* The work is multiplied out in double: a product of extents may pass int64
  * where no buffer does (a matmul's m*n*k), and the test needs no exactness. */
 int lower_ctx_parallel(lower_ctx *c, const ir_node *n, char *cond, size_t size, lower_split *split) {
@@ -445,7 +451,7 @@ int lower_ctx_parallel(lower_ctx *c, const ir_node *n, char *cond, size_t size, 
   size_t used = 0;
   for (int k = 0; k < nf && !rc; k++) {
     rc = lower_ctx_expr(c, f[k], ext, sizeof ext, "the work of");
-    int atom = strspn(ext, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") == strlen(ext);
+    int atom = is_atom(ext);
     used += (size_t)snprintf(cond + used, size - used, "%s%s%s%s", k ? " * " : "(double)", atom ? "" : "(", ext,
                              atom ? "" : ")");
     if (used + 32 >= size) return UOPC_FAIL(c->n.err, UOPC_E_LIMIT, "lower: %%%d's work is too long", n->id);
@@ -500,8 +506,7 @@ static int open_outer(lower_ctx *c, const ir_node *n, const sym_expr **vars, int
   if (!rc && n->rank) rc = codegen_line(&c->n, "int64_t rest = g;");
   for (int k = n->rank - 1; k >= 0 && !rc; k--) {
     rc = lower_ctx_expr(c, n->shape[k], ext, sizeof ext, "the extent");
-    /* An extent such as b*n is one operand of %, not two: parenthesised. */
-    int atom = strspn(ext, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") == strlen(ext);
+    int atom = is_atom(ext);
     const char *open = atom ? "" : "(", *close = atom ? "" : ")";
     if (!rc && k) rc = codegen_line(&c->n, "const %s i%d = (%s)(rest %% %s%s%s);", c->n.ix, k, c->n.ix, open, ext,
                                     close);

@@ -43,7 +43,10 @@ static int resolve(tj_function *f, const tj_options *o, uopc_error *err) {
   char why[UOPC_ERROR_MESSAGE_MAX];
   if (p->backend == TJ_BACKEND_CUDA && !tj_is_available(TJ_BACKEND_CUDA, why, sizeof why))   /* refused, not run on C */
     return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tj_compile: backend TJ_BACKEND_CUDA: %.1900s", why);
+  /* tensorjit compiles where its artifacts run, so by default for this CPU's vector width: the
+   * CPU joins each entry's key, and -ffp-contract=off keeps every result the portable build's */
   if (p->program) f->program = *p->program;
+  else f->program.march_native = 1;
   p->program = &f->program;
   return UOPC_OK;
 }

@@ -247,9 +247,44 @@ static int divisible(const sym_expr *e, int64_t k, int *yes, uopc_error *err) {
   return rc;
 }
 
+static uint64_t gcd(uint64_t a, uint64_t b) {
+  while (b) { uint64_t t = a % b; a = b; b = t; }
+  return a;
+}
+
+/* x as factor * *part, where *part's linear form has coprime coefficients and
+ * a positive one on its least atom (in sym_expr_compare's order): a
+ * polynomial's content and primitive part. Taken out of a product's
+ * operands, it makes the product's atom canonical, so m*(3*k + 3)*2 and
+ * m*(k + 1)*6 are one expression, as are m*-k and -(m*k). A content past
+ * int64 is left in place. */
+static int primitive_part(sym_arena *a, const sym_expr *x, const sym_expr **part, int64_t *factor,
+                          uopc_error *err) {
+  sym_linear l, p;
+  *part = x, *factor = 1;
+  int rc = sym_linear_of(x, &l, err);
+  if (rc || l.count == 0) return rc;
+  uint64_t g = l.constant < 0 ? 0 - (uint64_t)l.constant : (uint64_t)l.constant;
+  int least = 0;
+  for (int i = 0; i < l.count; i++) {
+    g = gcd(g, l.coef[i] < 0 ? 0 - (uint64_t)l.coef[i] : (uint64_t)l.coef[i]);
+    if (sym_expr_compare(l.atom[i], l.atom[least]) < 0) least = i;
+  }
+  if (g == 0 || g > INT64_MAX) return UOPC_OK;
+  int64_t f = l.coef[least] < 0 ? -(int64_t)g : (int64_t)g;
+  if (f == 1) return UOPC_OK;
+  p = l;
+  p.constant = l.constant / f;
+  for (int i = 0; i < l.count; i++) p.coef[i] = l.coef[i] / f;
+  rc = sym_linear_build(a, &p, part, err);
+  if (!rc) *factor = f;
+  return rc;
+}
+
 /* A product of simplified operands: a constant factor scales the other's
- * linear form; two non-constants make one atom, in canonical order; and
- * (x // k) * k is x when x is a multiple of k (a dim's multiple_of says so). */
+ * linear form; two non-constants make one atom of their primitive parts, in
+ * canonical order, times their contents; and (x // k) * k is x when x is a
+ * multiple of k (a dim's multiple_of says so). */
 static int simplify_mul(sym_arena *a, const sym_expr *x, const sym_expr *y,
                         const sym_expr **out, uopc_error *err) {
   if (x->kind == SYM_CONST) { const sym_expr *t = x; x = y; y = t; }
@@ -265,9 +300,18 @@ static int simplify_mul(sym_arena *a, const sym_expr *x, const sym_expr *y,
     if (!rc) rc = sym_linear_add(&l, &lx, y->value, err);
     return rc ? rc : sym_linear_build(a, &l, out, err);
   }
-  if (sym_expr_compare(x, y) > 0) { const sym_expr *t = x; x = y; y = t; }
-  *out = sym_expr_mul(a, x, y);
-  return *out ? UOPC_OK : arena_status(a, err);
+  int64_t fx, fy, f;
+  const sym_expr *px, *py;
+  rc = primitive_part(a, x, &px, &fx, err);
+  if (!rc) rc = primitive_part(a, y, &py, &fy, err);
+  if (rc) return rc;
+  if (__builtin_mul_overflow(fx, fy, &f)) px = x, py = y, f = 1;
+  if (sym_expr_compare(px, py) > 0) { const sym_expr *t = px; px = py; py = t; }
+  const sym_expr *atom = sym_expr_mul(a, px, py);
+  if (!atom) return arena_status(a, err);
+  if (f == 1) { *out = atom; return UOPC_OK; }
+  l = (sym_linear){.count = 1, .atom = {atom}, .coef = {f}};
+  return sym_linear_build(a, &l, out, err);
 }
 
 int sym_expr_simplify(sym_arena *a, const sym_expr *e, const sym_expr **out,

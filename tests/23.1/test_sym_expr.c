@@ -131,6 +131,32 @@ static void test_sym_expr_simplify_applies_identities_and_folds_constants(void *
   expect_same(f, sym_expr_min(a, x, sym_expr_add(a, x, one)), x);
 }
 
+/* A product of two non-constants is one atom of its operands' primitive parts (coprime
+ * coefficients, the least atom's positive) times their contents, so that equal products are
+ * one node however the constants were spread: m*(min(3, k-1) + 1)*6 and m*(3*min(3, k-1) + 3)*2
+ * are the two element counts of a reshape check_core's seed 1554471 found refused. */
+static void test_sym_expr_simplify_takes_the_content_out_of_a_product(void **state) {
+  fixture *f = *state;
+  sym_arena *a = f->arena;
+  const sym_expr *x = f->ex, *y = f->ey;
+  const sym_expr *k2 = sym_expr_const(a, 2), *k3 = sym_expr_const(a, 3), *k6 = sym_expr_const(a, 6);
+  const sym_expr *one = sym_expr_const(a, 1), *m = sym_expr_min(a, k3, sym_expr_sub(a, y, one));
+  expect_same(f, sym_expr_mul(a, sym_expr_mul(a, x, sym_expr_add(a, m, one)), k6),
+              sym_expr_mul(a, sym_expr_mul(a, x, sym_expr_add(a, sym_expr_mul(a, m, k3), k3)), k2));
+  expect_same(f, sym_expr_mul(a, x, sym_expr_mul(a, y, k2)), sym_expr_mul(a, sym_expr_mul(a, x, y), k2));
+  expect_same(f, sym_expr_mul(a, x, sym_expr_sub(a, sym_expr_const(a, 0), y)),       /* x*-y and -(x*y) */
+              sym_expr_sub(a, sym_expr_const(a, 0), sym_expr_mul(a, x, y)));
+  expect_same(f, sym_expr_mul(a, sym_expr_sub(a, x, y), y),                          /* (x-y)*y and -((y-x)*y) */
+              sym_expr_sub(a, sym_expr_const(a, 0), sym_expr_mul(a, sym_expr_sub(a, y, x), y)));
+  /* and the value is kept: 6*x*(min(3, y-1) + 1) at a few bindings */
+  const sym_expr *e = simplified(f, sym_expr_mul(a, sym_expr_mul(a, x, sym_expr_add(a, sym_expr_mul(a, m, k3), k3)), k2));
+  for (int64_t xv = LO; xv <= LO + 3; xv++)
+    for (int64_t yv = LO; yv <= LO + 5; yv++) {
+      int64_t mv = yv - 1 < 3 ? yv - 1 : 3;
+      assert_int_equal(eval3(f, e, xv, yv, 1), 6 * xv * (mv + 1));
+    }
+}
+
 static void test_sym_expr_simplify_divides_out_the_divisors_multiples(void **state) {
   fixture *f = *state;
   sym_arena *a = f->arena;
@@ -805,6 +831,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_sym_expr_eval_reports_overflow, setup, teardown),
     cmocka_unit_test(test_sym_expr_divisor_must_be_positive),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_applies_identities_and_folds_constants, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sym_expr_simplify_takes_the_content_out_of_a_product, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_divides_out_the_divisors_multiples, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_divides_out_only_the_divisor_itself, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sym_expr_simplify_decides_the_quotient_from_bounds, setup, teardown),

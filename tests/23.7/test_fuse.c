@@ -250,7 +250,7 @@ static void test_tj_fuse_rule_lowered_softmax_groups(void **state) {
                      "scratch: tmp0 at 0, live from nest 0 to nest 1\n"
                      "scratch: tmp1 at (n*4 + 63)//64*64, live from nest 1 to nest 3\n"
                      "scratch: tmp2 at 0, live from nest 2 to nest 3\n"
-                     "scratch bytes: (m*(n*4) + 63)//64*64 + (n*4 + 63)//64*64\n";
+                     "scratch bytes: (m*n*4 + 63)//64*64 + (n*4 + 63)//64*64\n";
   if (strcmp(text.data, want) != 0) fail_msg("expected the groups\n%s\ngot\n%s", want, text.data);
   codegen_text_fini(&text);
   lower_program_free(p);

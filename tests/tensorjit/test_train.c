@@ -527,6 +527,80 @@ static void test_two_layer_sgd_equals_eager_in_two_artifacts(void **state) {
   train(TJ_OFF, 1, 1);
 }
 
+/* How many of the cache entries whose names begin with prefix were compiled with flag (their
+ * manifest's flags line holds it), and how many there are. */
+static int entries_with_flag(const char *prefix, const char *flag, int *entries) {
+  DIR *d = opendir(testutil_cache_dir);
+  int with = 0;
+  *entries = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+    char path[8192], line[1024];
+    snprintf(path, sizeof path, "%s/%s/manifest", testutil_cache_dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    (*entries)++;
+    while (fgets(line, sizeof line, f))
+      if (!strncmp(line, "flags=", 6)) with += strstr(line, flag) != NULL;
+    fclose(f);
+  }
+  if (d) closedir(d);
+  return with;
+}
+
+/* tensorjit builds for this CPU by default (-march=native, the CPU in each entry's key), and
+ * a zeroed uopc_program_options builds for plain x86-64; the two-layer step's loss and
+ * gradients are the same bits either way, at batches 1, 7 and 64 (no multiply-add is fused,
+ * -ffp-contract=off, and no sum is reordered). */
+static void test_artifacts_for_this_cpu_equal_portable_ones_bit_for_bit(void **state) {
+  (void)state;
+  const uopc_program_options plain = {0};
+  tj_function *host = NULL, *portable = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(tj_compile(&host, two_layer, NULL, &(tj_options){.name = "host", .grad_args = 0x6}, &err), err);
+  assert_uopc_ok(tj_compile(&portable, two_layer, NULL,
+                            &(tj_options){.name = "portable", .grad_args = 0x6, .program = &plain}, &err), err);
+  rng = 88172645463325252ull;
+  uopc_tensor w1 = random_tensor(UOPC_F32, 2, (int64_t[]){D_IN, D_HID});
+  uopc_tensor w2 = random_tensor(UOPC_F32, 2, (int64_t[]){D_HID, D_OUT}), one;
+  assert_uopc_ok(uopc_tensor_empty(&one, UOPC_F32, 0, NULL, &err), err);
+  uopc_tensor_set(&one, 0, 1);
+  const uopc_tensor *seeds[1] = {&one};
+  static const int64_t batches[] = {1, 7, 64};
+  for (int k = 0; k < 3; k++) {
+    uopc_tensor x = random_tensor(UOPC_F32, 2, (int64_t[]){batches[k], D_IN});
+    uopc_tensor y = random_tensor(UOPC_F32, 2, (int64_t[]){batches[k], D_OUT});
+    tj_arg args[4] = {tj_tensor(&x), tj_tensor(&w1), tj_tensor(&w2), tj_tensor(&y)};
+    uopc_tensor loss[2], grads[2][2];
+    for (int v = 0; v < 2; v++) {
+      tj_saved *saved = NULL;
+      assert_uopc_ok(tj_call_saving(v ? portable : host, args, 4, &loss[v], &saved, &err), err);
+      assert_uopc_ok(tj_backward(v ? portable : host, saved, seeds, grads[v], &err), err);
+      tj_saved_free(saved);
+    }
+    const uopc_tensor *got[3][2] = {{&loss[0], &loss[1]}, {&grads[0][0], &grads[1][0]}, {&grads[0][1], &grads[1][1]}};
+    static const char *what[3] = {"the loss", "d w1", "d w2"};
+    for (int o = 0; o < 3; o++)
+      for (int64_t i = 0; i < uopc_tensor_numel(got[o][0]); i++) {
+        double a = uopc_tensor_get(got[o][0], i), b = uopc_tensor_get(got[o][1], i);
+        if (memcmp(&a, &b, sizeof a) != 0)
+          fail_msg("batch %lld: %s[%lld]: expected the portable build's %a, got %a for this CPU",
+                   (long long)batches[k], what[o], (long long)i, b, a);
+      }
+    release_all(loss, 2), release_all(grads[0], 2), release_all(grads[1], 2);
+    uopc_tensor_release(&x), uopc_tensor_release(&y);
+  }
+  int entries = 0;
+  /* a forward and a backward for batch 1 (the 0/1 rule) and for batches of 2 or more */
+  expect_int(entries_with_flag("tj_host_", "-march=native", &entries), 4, "host entries built -march=native");
+  expect_int(entries, 4, "host entries");
+  expect_int(entries_with_flag("tj_portable_", "-march=native", &entries), 0, "portable entries built -march=native");
+  expect_int(entries, 4, "portable entries");
+  uopc_tensor_release(&w1), uopc_tensor_release(&w2), uopc_tensor_release(&one);
+  tj_free(host);
+  tj_free(portable);
+}
+
 /* ---- Bad input: errors that name what was wrong, nothing written. */
 
 static void test_bad_training_calls_are_refused_by_name(void **state) {
@@ -664,6 +738,7 @@ int main(void) {
       cmocka_unit_test_setup(test_each_record_keeps_its_values_and_sizes, reset),
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_with_the_01_rule, reset),
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_in_two_artifacts, reset),
+      cmocka_unit_test_setup(test_artifacts_for_this_cpu_equal_portable_ones_bit_for_bit, reset),
       cmocka_unit_test_setup(test_bad_training_calls_are_refused_by_name, reset),
       cmocka_unit_test_setup(test_seeded_backward_in_eager_mode_is_a_vector_jacobian_product, reset),
       cmocka_unit_test_setup(test_training_out_of_memory_fails_cleanly_at_every_allocation, reset),
