@@ -46,9 +46,16 @@ static int resolve(tj_function *f, const tj_options *o, uopc_error *err) {
   /* tensorjit compiles where its artifacts run, so by default for this CPU's vector width: the
    * CPU joins each entry's key, and -ffp-contract=off keeps every result the portable build's */
   if (p->program) f->program = *p->program;
-  else f->program.march_native = 1;
+  else f->program.march_native = !tj_under_valgrind();
   p->program = &f->program;
   return UOPC_OK;
+}
+
+/* Valgrind decodes no AVX-512, so an object built -march=native stops under it with SIGILL; it
+ * announces itself in its client's LD_PRELOAD (its vgpreload_core library). */
+int tj_under_valgrind(void) {
+  const char *preload = getenv("LD_PRELOAD");
+  return preload && strstr(preload, "vgpreload") != NULL;
 }
 
 int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *opts, uopc_error *err) {
