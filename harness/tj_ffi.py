@@ -32,9 +32,9 @@ class TpSite(ctypes.Structure):
   _fields_ = [("file", ctypes.c_char_p), ("line", ctypes.c_int)]
 
 
-class TjIn(ctypes.Structure):   # a container's members and the kind last: unused here
+class TjIn(ctypes.Structure):   # a container's members, the kind and the size last: unused here
   _fields_ = [("t", ctypes.c_void_p), ("i", ctypes.c_int64), ("d", ctypes.c_double), ("items", ctypes.c_void_p),
-              ("n", ctypes.c_int), ("names", ctypes.c_void_p), ("kind", ctypes.c_int)]
+              ("n", ctypes.c_int), ("names", ctypes.c_void_p), ("kind", ctypes.c_int), ("size", TpInt)]
 
 
 class TjArg(ctypes.Structure):

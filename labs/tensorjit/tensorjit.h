@@ -33,11 +33,13 @@
 
 /* ---- Arguments. */
 
-typedef enum tj_kind { TJ_TENSOR = 1, TJ_INT, TJ_DOUBLE, TJ_LIST, TJ_RECORD } tj_kind;
+typedef enum tj_kind { TJ_TENSOR = 1, TJ_INT, TJ_DOUBLE, TJ_LIST, TJ_RECORD, TJ_SYM_INT } tj_kind;
 
 /* One argument of a call: a tensor (any layout; borrowed for the call), an
  * int or a double (each specialised by value: an artifact is guarded on it),
- * or a container of n arguments (borrowed): a list, or a record whose
+ * a symbolic int (a size in [0, 2^24]: a dim of the trace, as an extent is,
+ * so one artifact serves every value but 0 and 1; chapter 23.7, "Symbolic
+ * ints"), or a container of n arguments (borrowed): a list, or a record whose
  * members are named by C identifiers of at most 24 characters. A container's
  * structure (its kinds, counts, names, and its tensors' dtypes and ranks)
  * selects a set of artifacts of its own, and its tensors are specialised on
@@ -56,6 +58,7 @@ typedef struct tj_arg {
 static inline tj_arg tj_tensor(const uopc_tensor *t) { return (tj_arg){TJ_TENSOR, t, 0, 0, NULL, 0, NULL}; }
 static inline tj_arg tj_int(int64_t v) { return (tj_arg){TJ_INT, NULL, v, 0, NULL, 0, NULL}; }
 static inline tj_arg tj_double(double v) { return (tj_arg){TJ_DOUBLE, NULL, 0, v, NULL, 0, NULL}; }
+static inline tj_arg tj_sym_int(int64_t v) { return (tj_arg){TJ_SYM_INT, NULL, v, 0, NULL, 0, NULL}; }
 static inline tj_arg tj_list(const tj_arg *items, int n) { return (tj_arg){TJ_LIST, NULL, 0, 0, items, n, NULL}; }
 static inline tj_arg tj_record(const char *const *names, const tj_arg *items, int n) {
   return (tj_arg){TJ_RECORD, NULL, 0, 0, items, n, names};
@@ -63,7 +66,11 @@ static inline tj_arg tj_record(const char *const *names, const tj_arg *items, in
 
 /* What the model gets for argument k: a tensor's handle, a scalar's value,
  * or a container's members (in[0].items[2].t; a record's also by name), and
- * the kind, for a model that walks a container. */
+ * the kind, for a model that walks a container. An int is also a size, for
+ * tp_'s size arithmetic, slices and shapes: a constant for tj_int, a dim
+ * for tj_sym_int, whose .i is TJ_NOT_A_VALUE (a model that computed with
+ * its value would bake one call's value into an artifact others reuse). */
+#define TJ_NOT_A_VALUE INT64_MIN
 typedef struct tj_in {
   tp_tensor *t;
   int64_t i;
@@ -72,6 +79,7 @@ typedef struct tj_in {
   int n;
   const char *const *names;
   tj_kind kind;
+  tp_int size;
 } tj_in;
 
 /* Record member name of in; when in has none, a member with no tensor (the
@@ -144,8 +152,8 @@ void tj_free(tj_function *f);
  * contiguous tensor, as is every output of a run past the limit in eager
  * mode (TJ_LIMIT_EAGER: 23.4's eager mode computes). Errors, with nothing run
  * and no output written: UOPC_E_INVALID (count, kind, a NULL tensor, rank, a
- * container's members), UOPC_E_DTYPE, UOPC_E_BOUNDS (an extent past 2^24),
- * each naming the argument or member; UOPC_E_LIMIT (more than TJ_MAX_TENSORS
+ * container's members), UOPC_E_DTYPE, UOPC_E_BOUNDS (an extent past 2^24,
+ * a symbolic int outside [0, 2^24]), each naming the argument or member; UOPC_E_LIMIT (more than TJ_MAX_TENSORS
  * tensors or TJ_MAX_NODES nodes in a call; TJ_MAX_STRUCTURES structures kept,
  * none this call's, naming the member that differs; max_variants artifacts of
  * the call's structure, none of whose guards hold, and TJ_LIMIT_ERROR); the model's, naming its line (a shape mismatch is the
@@ -231,7 +239,7 @@ typedef struct tj_saved tj_saved;
  * tj_saved_free, before tj_free(f)). f's options name the gradient
  * arguments (grad_args). Errors: tj_call's; UOPC_E_INVALID (no grad_args,
  * or a bit naming no float tensor argument); UOPC_E_UNSUPPORTED (a
- * container argument); UOPC_E_LIMIT (the backward's arguments: the call's
+ * container argument, a symbolic int: the backward takes ints by value); UOPC_E_LIMIT (the backward's arguments: the call's
  * and one incoming gradient per output, past TJ_MAX_ARGS or TJ_MAX_TENSORS);
  * nothing is written on error. */
 int tj_call_saving(tj_function *f, const tj_arg *args, int n_args, uopc_tensor *outs, tj_saved **saved,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "tj_internal.h"
 
 /* ---- Options. */
@@ -58,13 +59,35 @@ int tj_under_valgrind(void) {
   return preload && strstr(preload, "vgpreload") != NULL;
 }
 
+/* The bytes symbolic ints' carriers view (tj_flat_tensor): address space only, PROT_NONE, so
+ * no tensor's bytes lie inside a carrier's (the cache's overlap facts stay the call's tensors')
+ * and a read of one faults. */
+static int reserve_carrier(tj_function *f, uopc_error *err) {
+  size_t bytes = (size_t)TJ_MAX_EXTENT + 1;
+  void *map = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (map == MAP_FAILED)
+    return UOPC_FAIL(err, UOPC_E_NOMEM, "tj_compile: no address space for symbolic ints' carriers (%zu bytes)", bytes);
+  int64_t shape = TJ_MAX_EXTENT + 1, stride = 1;
+  int rc = uopc_tensor_wrap(&f->carrier, map, UOPC_BOOL, 1, &shape, &stride, err);
+  if (rc) munmap(map, bytes);
+  else f->carrier_map = map, f->carrier_bytes = bytes;
+  return rc;
+}
+
+static void free_function(tj_function *f) {
+  uopc_tensor_release(&f->carrier);
+  if (f->carrier_map) munmap(f->carrier_map, f->carrier_bytes);
+  free(f);
+}
+
 int tj_compile(tj_function **out, tj_model model, void *user, const tj_options *opts, uopc_error *err) {
   if (!out || !model) return UOPC_FAIL(err, UOPC_E_INVALID, "tj_compile: needs a model and a place for the function");
   tj_function *f = calloc(1, sizeof *f);
   if (!f) return UOPC_FAIL(err, UOPC_E_NOMEM, "tj_compile: out of memory");
   f->model = model, f->user = user;
   int rc = resolve(f, opts, err);
-  if (rc) { free(f); return rc; }
+  if (!rc) rc = reserve_carrier(f, err);
+  if (rc) { free_function(f); return rc; }
   /* every counter in the log from the start, at zero */
   uopc_counter_slot(TJ_C_BUILT);
   f->hits = uopc_counter_slot(TJ_C_HITS);
@@ -88,7 +111,7 @@ void tj_free(tj_function *f) {
     tp_region_cache_free(g->regions);
     free(g);
   }
-  free(f);
+  free_function(f);
 }
 
 tj_counts tj_stats(const tj_function *f) {
@@ -139,16 +162,18 @@ static void input_name(tj_group *g, int k, const tj_node *n) {
   for (const char *p = n->path; *p && j + 1 < SYM_NAME_MAX; p++)
     if (*p != ']') out[j++] = *p == '[' || *p == '.' ? '_' : *p;
   out[j] = '\0';
-  int taken = strlen(n->path) >= SYM_NAME_MAX - 8;   /* room for a dim's suffix */
+  /* a symbolic int's dim takes its name ("n"), so its carrier's buffer is "n_carrier" */
+  if (n->kind == TJ_SYM_INT && j + 8 < SYM_NAME_MAX) strcpy(out + j, "_carrier");
+  int taken = strlen(n->path) >= SYM_NAME_MAX - 8 || (n->kind == TJ_SYM_INT && j + 8 >= SYM_NAME_MAX);
   for (int i = 0; i < k; i++) taken |= !strcmp(g->inputs[i], out);
-  if (taken && n->depth) snprintf(out, SYM_NAME_MAX, "leaf%d", k);
+  if (taken && (n->depth || n->kind == TJ_SYM_INT)) snprintf(out, SYM_NAME_MAX, "leaf%d", k);
 }
 
 static int structure_limit(tj_function *f, const tj_flat *flat, uopc_error *err) {
   char why[1536] = "", text[512];
   const uopc_tensor *tensors[TJ_MAX_TENSORS];
   guard_call call;
-  for (int k = 0; k < flat->n_tensors; k++) tensors[k] = flat->at[flat->tensor_node[k]]->tensor;
+  for (int k = 0; k < flat->n_tensors; k++) tensors[k] = tj_flat_tensor(flat, k);
   int rc = guard_call_init(&call, flat->n_tensors, tensors, err);
   if (rc) return rc;
   tj_call_text(flat, &call, text, sizeof text);
@@ -200,6 +225,7 @@ static int run_eager(tj_function *f, const tj_flat *flat, uopc_tensor *outs, uop
   int rc = tp_ctx_new_eager(&c, err);
   for (int k = 0; !rc && k < flat->n_tensors; k++) {
     const uopc_tensor *t = flat->at[flat->tensor_node[k]]->tensor;
+    if (!t) continue;   /* a symbolic int's carrier: the model gets its value */
     if (!uopc_tensor_is_contiguous(t)) {   /* eager inputs are read as packed rows */
       rc = uopc_tensor_empty(&packed[k], t->dtype, t->rank, t->shape, err);
       if (!rc) rc = uopc_tensor_copy(&packed[k], t, err);
@@ -207,7 +233,7 @@ static int run_eager(tj_function *f, const tj_flat *flat, uopc_tensor *outs, uop
     }
     if (!rc && !(leaves[k] = tp_wrap(c, t))) rc = UOPC_FAIL(err, tp_status(c), "%s", tp_error(c)->message);
   }
-  if (!rc) tj_in_tree(flat, f->n_args, leaves, in, pool);
+  if (!rc) tj_in_tree(c, flat, f->n_args, leaves, in, pool);
   if (!rc) f->model(c, in, o, f->user);
   if (!rc && tp_status(c)) rc = UOPC_FAIL(err, tp_status(c), "%s", tp_error(c)->message);
   for (int k = 0; !rc && k < f->opts.n_outputs; k++)
@@ -233,7 +259,7 @@ static int choose_group(tj_function *f, int first, tj_group **g, uopc_error *err
 
 /* Through g's cache: the artifact whose guards hold, a new one, or the limit's choice. */
 static int run_group(tj_function *f, tj_group *g, uopc_error *err) {
-  for (int k = 0; k < g->n_tensors; k++) f->cur.tensors[k] = f->cur.flat.at[g->tensor_node[k]]->tensor;
+  for (int k = 0; k < g->n_tensors; k++) f->cur.tensors[k] = tj_flat_tensor(&f->cur.flat, k);
   vcache_variant *v = NULL;
   int rc = vcache_choose(&g->cache, NULL, 0, f->cur.tensors, g->n_tensors, &v, err);
   if (!rc && !g->cache.last.built) uopc_counter_bump(f->hits, 1), f->counts.artifact_hits++;

@@ -6,16 +6,26 @@
  * naming the member's path), and the model's view of them built back. A
  * call checks them before anything runs, and tj_explain before it explains,
  * so this is the lowest of tensorjit's files. Chapter 23.7, "Containers". */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include "tj_internal.h"
 
 static const char *kind_name(tj_kind k) {
   return k == TJ_TENSOR ? "a tensor" : k == TJ_INT ? "an int" : k == TJ_DOUBLE ? "a double" : k == TJ_LIST ? "a list"
-         : k == TJ_RECORD ? "a record" : "no kind";
+         : k == TJ_RECORD ? "a record" : k == TJ_SYM_INT ? "a symbolic int" : "no kind";
 }
 
-static int is_kind(tj_kind k) { return k >= TJ_TENSOR && k <= TJ_RECORD; }
+static int is_kind(tj_kind k) { return k >= TJ_TENSOR && k <= TJ_SYM_INT; }
+
+/* A symbolic int is a size: what an extent may be. */
+static int size_value(int64_t v) { return v >= 0 && v <= TJ_MAX_EXTENT; }
+
+/* Tensor k of fl is the carrier of the symbolic int v (checked: size_value). */
+static void carry(const tj_function *f, tj_flat *fl, int k, int64_t v) {
+  fl->carriers[k] = f->carrier;
+  fl->carriers[k].shape[0] = v;
+}
 
 /* 1 when argument k matches the fixed signature: its kind and, for a
  * tensor, one present of the dtype and rank (a container's insides are its
@@ -93,6 +103,19 @@ static int flatten(const tj_function *f, const tj_arg *a, const char *path, int 
     n->dtype = a->tensor->dtype, n->rank = a->tensor->rank;
     fl->tensor_node[fl->n_tensors++] = k;
   }
+  if (a->kind == TJ_SYM_INT) {
+    if (!size_value(a->i))
+      return UOPC_FAIL(err, UOPC_E_BOUNDS, "tensorjit '%s': '%s' is the symbolic int %" PRId64 "; a symbolic int is a"
+                       " size, in [0, %" PRId64 "] (pass tj_int for a value the artifact is specialised on)", f->label,
+                       path, a->i, (int64_t)TJ_MAX_EXTENT);
+    if (fl->n_tensors == TJ_MAX_TENSORS)
+      return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': '%s' is tensor %d of the call (a symbolic int enters the"
+                       " variant cache as a tensor's extent); the limit is %d (TJ_MAX_TENSORS)", f->label, path,
+                       TJ_MAX_TENSORS + 1, TJ_MAX_TENSORS);
+    n->dtype = UOPC_BOOL, n->rank = 1;
+    carry(f, fl, fl->n_tensors, a->i);
+    fl->tensor_node[fl->n_tensors++] = k;
+  }
   if (a->kind != TJ_LIST && a->kind != TJ_RECORD) return UOPC_OK;
   fl->containers = 1;
   int rc = check_container(f, a, path, depth, err);
@@ -124,22 +147,28 @@ static int flatten_all(const tj_function *f, const tj_arg *args, int n_args, tj_
   return rc;
 }
 
-static void fill(const tj_flat *fl, int *node, tp_tensor *const *leaves, int *leaf, tj_in *slot, tj_in *pool,
-                 int *used) {
+static void fill(tp_ctx *c, const tj_flat *fl, int *node, tp_tensor *const *leaves, int *leaf, tj_in *slot,
+                 tj_in *pool, int *used) {
   const tj_arg *a = fl->at[(*node)++];
   memset(slot, 0, sizeof *slot);
   slot->i = a->i, slot->d = a->d, slot->kind = a->kind;
+  if (a->kind == TJ_INT) slot->size = tp_int_const(c, a->i);
   if (a->kind == TJ_TENSOR) slot->t = leaves[(*leaf)++];
+  if (a->kind == TJ_SYM_INT) {
+    tp_tensor *carrier = leaves[(*leaf)++];
+    slot->i = TJ_NOT_A_VALUE;
+    slot->size = carrier ? tp_size(c, carrier, 0) : tp_int_const(c, a->i);
+  }
   if (a->kind != TJ_LIST && a->kind != TJ_RECORD) return;
   tj_in *items = pool + *used;   /* a container's members side by side, so items[j] indexes them */
   *used += a->n;
   slot->items = items, slot->n = a->n, slot->names = a->names;
-  for (int j = 0; j < a->n; j++) fill(fl, node, leaves, leaf, &items[j], pool, used);
+  for (int j = 0; j < a->n; j++) fill(c, fl, node, leaves, leaf, &items[j], pool, used);
 }
 
-void tj_in_tree(const tj_flat *flat, int n_args, tp_tensor *const *leaves, tj_in *in, tj_in *pool) {
+void tj_in_tree(tp_ctx *c, const tj_flat *flat, int n_args, tp_tensor *const *leaves, tj_in *in, tj_in *pool) {
   int node = 0, leaf = 0, used = 0;
-  for (int k = 0; k < n_args; k++) fill(flat, &node, leaves, &leaf, &in[k], pool, &used);
+  for (int k = 0; k < n_args; k++) fill(c, flat, &node, leaves, &leaf, &in[k], pool, &used);
 }
 
 const tj_in *tj_member(const tj_in *in, const char *name) {
@@ -159,10 +188,11 @@ static int plain_matches(const tj_function *f, const tj_arg *args, tj_flat *flat
   int n_tensors = 0;
   for (int k = 0; k < f->n_args; k++) {
     const tj_arg *a = &args[k];
-    if (!arg_matches(f, a, k)) return 0;
+    if (!arg_matches(f, a, k) || (a->kind == TJ_SYM_INT && !size_value(a->i))) return 0;
     flat->nodes[k].n = a->n;
     flat->at[k] = a;
-    if (a->kind == TJ_TENSOR) flat->tensor_node[n_tensors++] = k;
+    if (a->kind == TJ_SYM_INT) carry(f, flat, n_tensors, a->i);
+    if (a->kind == TJ_TENSOR || a->kind == TJ_SYM_INT) flat->tensor_node[n_tensors++] = k;
   }
   flat->n_tensors = n_tensors;
   return 1;

@@ -104,7 +104,11 @@ int tj_new_dim(const tj_group *g, vcache_spec *spec, guard_site at, int64_t lo, 
     return UOPC_FAIL(err, UOPC_E_LIMIT, "tensorjit '%s': the call needs more than %d dims (the limit)", g->f->label,
                      SYM_BINDING_MAX);
   char name[SYM_NAME_MAX + 16];
-  snprintf(name, sizeof name, "%s_%s%d", g->inputs[at.arg], at.field == GUARD_SHAPE ? "" : "s", at.axis);
+  const tj_node *node = &g->nodes[g->tensor_node[at.arg]];
+  int sym = node->kind == TJ_SYM_INT && !node->depth;   /* its dim is the int: "n", not "n_carrier_0" */
+  for (int d = 0; sym && d < spec->n_dims; d++) sym = strcmp(spec->dims[d].name, node->path) != 0;
+  if (sym) snprintf(name, sizeof name, "%s", node->path);
+  else snprintf(name, sizeof name, "%s_%s%d", g->inputs[at.arg], at.field == GUARD_SHAPE ? "" : "s", at.axis);
   if (strlen(name) >= SYM_NAME_MAX) snprintf(name, sizeof name, "dim%d", spec->n_dims);
   int rc = sym_dim_init(&spec->dims[spec->n_dims], name, lo, hi, 1, err);
   if (rc) return rc;
@@ -172,7 +176,7 @@ typedef struct tj_trampoline { tj_function *f; } tj_trampoline;
 static int trampoline(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   tj_function *f = ((tj_trampoline *)user)->f;
   tj_in args[TJ_MAX_ARGS], pool[TJ_MAX_NODES];
-  tj_in_tree(&f->cur.flat, f->n_args, in, args, pool);
+  tj_in_tree(c, &f->cur.flat, f->n_args, in, args, pool);
   return f->model(c, args, out, f->user);
 }
 
@@ -522,6 +526,7 @@ void tj_cache_options(tj_group *g, vcache_options *o) {
   o->hooks = (vcache_hooks){.select = hook_select, .on_miss = hook_on_miss, .contract = hook_contract,
                             .compile = hook_compile, .run = hook_run};
   o->policy.max_variants = f->opts.max_variants;
+  o->policy.max_extent = TJ_MAX_EXTENT;   /* a symbolic int's carrier reaches this far */
   o->policy.on_limit = VCACHE_LIMIT_FAIL;
   o->program = f->program;
   o->counters[VCACHE_SLOT_BUILT] = TJ_C_BUILT;

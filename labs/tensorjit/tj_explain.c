@@ -32,6 +32,8 @@ void tj_call_text(const tj_flat *flat, const guard_call *call, char *buf, size_t
       append(buf, size, &used, "%s%s: %s (", sep, n->path, uopc_dtype_name(x->dtype));
       for (int d = 0; d < x->rank; d++) append(buf, size, &used, "%s%" PRId64, d ? ", " : "", x->shape[d]);
       append(buf, size, &used, ")%s", guard_call_contiguous(call, t - 1) ? "" : " strided");
+    } else if (n->kind == TJ_SYM_INT) {
+      append(buf, size, &used, "%s%s = %" PRId64 " (symbolic)", sep, n->path, call->args[t++].shape[0]);
     } else if (n->kind == TJ_INT) append(buf, size, &used, "%s%s = %" PRId64, sep, n->path, a->i);
     else if (n->kind == TJ_DOUBLE) append(buf, size, &used, "%s%s = %.17g", sep, n->path, a->d);
     else continue;   /* a container: its members say it */
@@ -137,7 +139,7 @@ static int explain_call(const tj_function *f, const tj_flat *flat, char *buf, si
   guard_call call;
   char text[512], why[512];
   size_t used = 0;
-  for (int k = 0; k < flat->n_tensors; k++) tensors[k] = flat->at[flat->tensor_node[k]]->tensor;
+  for (int k = 0; k < flat->n_tensors; k++) tensors[k] = tj_flat_tensor(flat, k);
   int rc = guard_call_init(&call, flat->n_tensors, tensors, err);
   if (rc) return rc;
   tj_call_text(flat, &call, text, sizeof text);

@@ -54,7 +54,7 @@ static int capture(tj_graph *g, const tj_arg *args, int n_args, uopc_error *err)
   if (rc) return rc;
   const tj_group *gr = g->group;
   f->cur.args = args;
-  for (int k = 0; k < gr->n_tensors; k++) f->cur.tensors[k] = f->cur.flat.at[gr->tensor_node[k]]->tensor;
+  for (int k = 0; k < gr->n_tensors; k++) f->cur.tensors[k] = tj_flat_tensor(&f->cur.flat, k);
   if ((rc = guard_call_init(&call, gr->n_tensors, f->cur.tensors, err))) return rc;
   g->a.v = &g->v;
   rc = tj_contract(g->group, &call, &g->v, &g->a, err);

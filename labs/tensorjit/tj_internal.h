@@ -19,6 +19,7 @@ _Static_assert(TJ_MAX_VARIANTS == VCACHE_MAX_VARIANTS, "artifacts are the cache'
 _Static_assert(TJ_MAX_OUTPUTS <= GUARD_MAX_ARGS, "a variant holds its outputs' nodes");
 
 #define TJ_PATH_MAX 64   /* "params[2].bias" */
+#define TJ_MAX_EXTENT VCACHE_DEFAULT_MAX_EXTENT   /* the cache's policy: every extent in [0, 2^24] */
 
 /* How tensorjit lowers every region: fusion by its cost rule (TJ_FUSE_RULE,
  * lab 23.7's tj_fuse_rule), planned temporaries, the matmul in rows, and f32
@@ -45,7 +46,20 @@ typedef struct tj_flat {
   int tensor_node[TJ_MAX_TENSORS];      /* tensor k (depth-first) is node tensor_node[k] */
   int containers;                       /* any node a container */
   int signature_nodes;                  /* nodes[0 .. n_nodes) are a plain signature's (tj_check_args) */
+  uopc_tensor carriers[TJ_MAX_TENSORS]; /* tensor k when its node is a symbolic int: its carrier */
 } tj_flat;
+
+/* Tensor k of the call: a tensor argument, or a symbolic int's carrier. A
+ * symbolic int enters the variant cache as the one extent of a carrier, a
+ * contiguous rank-1 bool view of the function's reserved, inaccessible
+ * bytes (tj_function.carrier): its value is bound, pinned at 0 and 1 and
+ * bounded as every extent is, no kernel reads it (its graph input is only
+ * a parameter) and a read would fault, never return a value. Borrowed:
+ * the function outlives the call. */
+static inline const uopc_tensor *tj_flat_tensor(const tj_flat *fl, int k) {
+  const tj_arg *a = fl->at[fl->tensor_node[k]];
+  return a->kind == TJ_TENSOR ? a->tensor : &fl->carriers[k];
+}
 
 /* ---- Call-outs: an artifact's regions around them (tj_callout.c). */
 
@@ -143,6 +157,12 @@ struct tj_function {
    * output has as many elements of the dtype takes it back instead of
    * allocating, as a caching allocator would; freed by tj_free. */
   uopc_tensor spare[TJ_MAX_OUTPUTS];
+  /* The bytes symbolic ints' carriers view: TJ_MAX_EXTENT + 1 of address
+   * space mapped without access (no memory behind them, no tensor inside
+   * them), wrapped as one bool tensor. */
+  void *carrier_map;
+  size_t carrier_bytes;
+  uopc_tensor carrier;
   tj_counts counts;
   uopc_counter_id hits, eager, limit, unkept, failures;
   int no_breaks;                      /* a graph break is refused (training's forward and backward) */
@@ -164,8 +184,10 @@ struct tj_function {
 int tj_check_args(const tj_function *f, const tj_arg *args, int n_args, tj_flat *flat, uopc_error *err);
 
 /* The model's view of flat's arguments: in[0 .. n_args) and their members
- * in pool (TJ_MAX_NODES of them), tensor leaf k's handle leaves[k]. */
-void tj_in_tree(const tj_flat *flat, int n_args, tp_tensor *const *leaves, tj_in *in, tj_in *pool);
+ * in pool (TJ_MAX_NODES of them), tensor leaf k's handle leaves[k]. A
+ * symbolic int's size is its carrier leaf's extent read in c (a dim under
+ * the tracer), or its value where that leaf is NULL (eager runs). */
+void tj_in_tree(tp_ctx *c, const tj_flat *flat, int n_args, tp_tensor *const *leaves, tj_in *in, tj_in *pool);
 
 /* ---- tj_structure.c: which group a call's structure selects. */
 

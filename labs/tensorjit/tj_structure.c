@@ -31,6 +31,7 @@ static void node_text(const tj_node *n, char *buf, size_t size) {
   switch (n->kind) {
   case TJ_TENSOR: snprintf(buf, size, "%s is a tensor of %s, rank %d", n->path, uopc_dtype_name(n->dtype), n->rank); break;
   case TJ_INT: snprintf(buf, size, "%s is an int", n->path); break;
+  case TJ_SYM_INT: snprintf(buf, size, "%s is a symbolic int", n->path); break;
   case TJ_DOUBLE: snprintf(buf, size, "%s is a double", n->path); break;
   case TJ_LIST: snprintf(buf, size, "%s is a list of %d", n->path, n->n); break;
   default: snprintf(buf, size, "%s is a record of %d", n->path, n->n); break;

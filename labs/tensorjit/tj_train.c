@@ -116,6 +116,9 @@ static int check_saving(const tj_function *f, const tj_arg *args, int n_args, uo
     if (args[k].kind == TJ_LIST || args[k].kind == TJ_RECORD)
       return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tensorjit '%s': argument %d is a container; a call that saves takes"
                        " tensors, ints and doubles", f->label, k);
+    if (args[k].kind == TJ_SYM_INT)
+      return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tensorjit '%s': argument %d is a symbolic int; a call that saves takes"
+                       " ints by value (tj_int), since the backward's arguments are the forward's", f->label, k);
     int is_float = args[k].kind == TJ_TENSOR && args[k].tensor && uopc_dtype_is_float(args[k].tensor->dtype);
     if ((bits >> k & 1u) && !is_float)
       return UOPC_FAIL(err, UOPC_E_INVALID, "tensorjit '%s': grad_args bit %d names argument %d, which is not a f32"

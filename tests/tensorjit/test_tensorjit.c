@@ -1085,6 +1085,178 @@ static void test_tj_make_graph_prints_the_trace_and_its_guards(void **state) {
   uopc_tensor_release(&x), uopc_tensor_release(&y), uopc_tensor_release(&v);
 }
 
+/* ---- Symbolic ints: an int that is a dim (tj_sym_int). */
+
+static int64_t head_read_i;   /* what head_scaled's model saw as its int's value */
+static int head_scaled(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x[:n] * 2 */
+  (void)user;
+  head_read_i = in[1].i;
+  out[0] = tp_mul(c, tp_slice(c, in[0].t, 0, tp_int_const(c, 0), in[1].size, 1), tp_scalar(c, 2));
+  return tp_status(c);
+}
+
+static int sym_branchy(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x+1 if n > 4 else 2x */
+  (void)user;
+  if (tp_gt(c, in[1].size, tp_int_const(c, 4))) out[0] = tp_add(c, in[0].t, tp_scalar(c, 1));
+  else out[0] = tp_mul(c, in[0].t, tp_scalar(c, 2));
+  return tp_status(c);
+}
+
+static int tiled(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.repeat(n) + 1 */
+  (void)user;
+  out[0] = tp_add(c, tp_repeat_sizes_at(c, in[0].t, 1, &in[1].size, TP_HERE), tp_scalar(c, 1));
+  return tp_status(c);
+}
+
+static int head_by_data(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x[:n] * x[:n].max(): data */
+  (void)user;
+  tp_tensor *h = tp_slice(c, in[0].t, 0, tp_int_const(c, 0), in[1].size, 1);
+  out[0] = tp_mul(c, h, tp_scalar(c, tp_item(c, tp_reduce_at(c, IR_MAX, h, 0u, 0, TP_HERE))));
+  return tp_status(c);
+}
+
+/* x[:n] * 2 against a loop over x's elements: min(n, len(x)) of them, doubled. */
+static void head_ok(tj_function *f, const uopc_tensor *x, tj_arg n) {
+  uopc_tensor out[1] = {{0}};
+  uopc_error err = {0};
+  assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(x), n}, 2, out, &err), err);
+  int64_t want = n.i < x->shape[0] ? n.i : x->shape[0];
+  assert_int_equal(out[0].rank, 1);
+  assert_int_equal(out[0].shape[0], want);
+  for (int64_t i = 0; i < want; i++)
+    if (uopc_tensor_get(&out[0], i) != 2 * uopc_tensor_get(x, i))
+      fail_msg("n = %lld: element %lld is %g, expected %g", (long long)n.i, (long long)i, uopc_tensor_get(&out[0], i),
+               2 * uopc_tensor_get(x, i));
+  uopc_tensor_release(&out[0]);
+}
+
+/* The same model over n = 3, 7, 5, 12, 20 (past the end: the slice clamps), 1, 0, 9: as a
+ * symbolic int, 3 artifacts (n >= 2, 1, 0, the seed's 0/1 rule), the first guarding n's bounds;
+ * as an int, one artifact per value. */
+static void test_tj_symbolic_int_is_a_dim_one_artifact_across_values(void **state) {
+  (void)state;
+  const char *const names[] = {"x", "n"};
+  tj_function *f = compile(head_scaled, &(tj_options){.arg_names = names});
+  tj_function *g = compile(head_scaled, &(tj_options){.arg_names = names});
+  uopc_tensor x = vec(12);
+  const int64_t n[] = {3, 7, 5, 12, 20, 1, 0, 9};
+  for (int k = 0; k < 8; k++) head_ok(f, &x, tj_sym_int(n[k]));
+  assert_int_equal(head_read_i, TJ_NOT_A_VALUE);   /* its value is not the model's to bake in */
+  assert_counts(f, 3, 5, "x[:n] * 2, n symbolic = 3, 7, 5, 12, 20, 1, 0, 9");
+  for (int k = 0; k < 3; k++) head_ok(g, &x, tj_int(n[k]));
+  assert_int_equal(head_read_i, 5);
+  assert_counts(g, 3, 0, "x[:n] * 2, n an int = 3, 7, 5");
+  char text[4096];
+  explain(f, (tj_arg[]){tj_tensor(&x), tj_sym_int(6)}, text, sizeof text);
+  show("tj_explain(x[:n] * 2, x (12,), n = 6 symbolic)", text);
+  assert_contains(text, "call (x: f32 (12); n = 6 (symbolic)):\n");
+  assert_contains(text, "would run tj_f_fd0_bd1_");   /* n is the dim of its own class */
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "  n = n_carrier.shape[0] in [2, 16777216]\n");
+  assert_true(strstr(text, "(a scalar argument)") == NULL);   /* no value guard */
+  tj_graph *graph = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(tj_make_graph(&graph, head_scaled, NULL, (tj_arg[]){tj_tensor(&x), tj_sym_int(6)}, 2, TJ_SYMBOLIC,
+                               &err), err);
+  show("tj_make_graph(x[:n] * 2, x (12,), n = 6 symbolic, TJ_SYMBOLIC)", tj_graph_text(graph));
+  assert_contains(tj_graph_text(graph), "slice(%0, axis=0, start=0, step=1) : f32[min(a0_0, a1)]\n");
+  assert_contains(tj_graph_text(graph), "  a1 = a1_carrier.shape[0] in [2, 16777216]\n");
+  tj_graph_free(graph);
+  tj_free(f), tj_free(g);
+  uopc_tensor_release(&x);
+}
+
+/* A branch on a symbolic int guards both outcomes (2 artifacts over n = 3, 7, 2, 9, 4, 11), and a
+ * size computed from it shapes the output: x.repeat(n) + 1 is one artifact for n = 2, 3, 5 and
+ * lengths of x 4, 6, 3 (NumPy's np.tile: element i of the output is x[i % len(x)] + 1). */
+static void test_tj_symbolic_int_branches_and_shapes_with_one_artifact_each(void **state) {
+  (void)state;
+  const char *const names[] = {"x", "n"};
+  tj_function *f = compile(sym_branchy, &(tj_options){.arg_names = names});
+  uopc_tensor x = vec(6);
+  const int64_t n[] = {3, 7, 2, 9, 4, 11};
+  for (int k = 0; k < 6; k++) {
+    uopc_tensor out[1] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x), tj_sym_int(n[k])}, 2, out, &err), err);
+    for (int64_t i = 0; i < 6; i++) {
+      double xi = uopc_tensor_get(&x, i), want = n[k] > 4 ? xi + 1 : 2 * xi;
+      if (uopc_tensor_get(&out[0], i) != want)
+        fail_msg("n = %lld: element %lld is %g, expected %g", (long long)n[k], (long long)i,
+                 uopc_tensor_get(&out[0], i), want);
+    }
+    uopc_tensor_release(&out[0]);
+  }
+  assert_counts(f, 2, 4, "x+1 if n > 4 else 2x over n = 3, 7, 2, 9, 4, 11");
+  char text[4096];
+  explain(f, NULL, text, sizeof text);
+  assert_contains(text, "  n = n_carrier.shape[0] in [2, 4]\n");
+  assert_contains(text, "  n = n_carrier.shape[0] in [5, 16777216]\n");
+  tj_free(f);
+  uopc_tensor_release(&x);
+  tj_function *t = compile(tiled, &(tj_options){.arg_names = names});
+  const int64_t reps[] = {2, 3, 5}, lens[] = {4, 6, 3};
+  for (int k = 0; k < 3; k++) {
+    uopc_tensor y = vec(lens[k]), out[1] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(t, (tj_arg[]){tj_tensor(&y), tj_sym_int(reps[k])}, 2, out, &err), err);
+    assert_int_equal(out[0].shape[0], reps[k] * lens[k]);
+    for (int64_t i = 0; i < reps[k] * lens[k]; i++)
+      assert_true(uopc_tensor_get(&out[0], i) == uopc_tensor_get(&y, i % lens[k]) + 1);
+    uopc_tensor_release(&out[0]), uopc_tensor_release(&y);
+  }
+  assert_counts(t, 1, 2, "x.repeat(n) + 1 over n = 2, 3, 5");
+  tj_free(t);
+}
+
+/* A symbolic int is a size: a negative one or one past the largest extent is refused naming it,
+ * an int where the signature has a symbolic one is another kind, a call that saves refuses it,
+ * past the variant limit the eager fallback gets its value, and a graph break runs with it. */
+static void test_tj_symbolic_int_bad_values_and_fallbacks(void **state) {
+  (void)state;
+  const char *const names[] = {"x", "n"};
+  tj_function *f = compile(head_scaled, &(tj_options){.arg_names = names, .max_variants = 1,
+                                                      .on_limit = TJ_LIMIT_EAGER});
+  uopc_tensor x = vec(12);
+  refused(f, (tj_arg[]){tj_tensor(&x), tj_sym_int(-1)}, 2, UOPC_E_BOUNDS,
+          "'n' is the symbolic int -1; a symbolic int is a size, in [0, 16777216]");
+  head_ok(f, &x, tj_sym_int(5));
+  head_ok(f, &x, tj_sym_int(8));   /* warm: the checks below are the warm path's, then the full one's */
+  refused(f, (tj_arg[]){tj_tensor(&x), tj_sym_int(INT64_C(1) << 25)}, 2, UOPC_E_BOUNDS,
+          "'n' is the symbolic int 33554432");
+  refused(f, (tj_arg[]){tj_tensor(&x), tj_int(5)}, 2, UOPC_E_INVALID,
+          "argument 1 ('n') is an int; the function takes a symbolic int");
+  head_ok(f, &x, tj_sym_int(1));   /* n = 1 is another artifact, past max_variants = 1: eager */
+  head_ok(f, &x, tj_sym_int(0));
+  tj_counts s = tj_stats(f);
+  assert_int_equal(s.artifacts_built, 1);
+  assert_int_equal(s.eager_fallbacks, 2);
+  assert_int_equal(s.limit_hits, 2);
+  tj_free(f);
+  f = compile(head_by_data, &(tj_options){.arg_names = names});   /* a graph break: region by region */
+  for (int64_t n = 3; n <= 5; n++) {
+    uopc_tensor out[1] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(f, (tj_arg[]){tj_tensor(&x), tj_sym_int(n)}, 2, out, &err), err);
+    assert_int_equal(out[0].shape[0], n);
+    double top = uopc_tensor_get(&x, n - 1);   /* x ascends */
+    for (int64_t i = 0; i < n; i++) assert_true(uopc_tensor_get(&out[0], i) == (double)(float)(uopc_tensor_get(&x, i) * top));
+    uopc_tensor_release(&out[0]);
+  }
+  assert_int_equal(tj_stats(f).break_runs, 3);
+  tj_free(f);
+  tj_function *t = compile(head_scaled, &(tj_options){.arg_names = names, .grad_args = 1u});
+  uopc_tensor out[1] = {{0}};
+  tj_saved *saved = NULL;
+  uopc_error err = {0};
+  assert_uopc_code(tj_call_saving(t, (tj_arg[]){tj_tensor(&x), tj_sym_int(3)}, 2, out, &saved, &err),
+                   UOPC_E_UNSUPPORTED, err);
+  assert_contains(err.message, "argument 1 is a symbolic int; a call that saves takes ints by value");
+  assert_null(out[0].storage);
+  tj_free(t);
+  uopc_tensor_release(&x);
+}
+
 /* ---- The chapter's tables (TJ_PRINT=1 prints them; chapter 23.7 quotes them). */
 
 static void test_tj_explain_prints_artifacts_guards_and_rejections(void **state) {
@@ -1165,6 +1337,9 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_sixteen_tensors_and_their_32_dims_fit_one_artifact, reset),
       cmocka_unit_test_setup(test_tj_outputs_reuse_storage_only_once_released, reset),
       cmocka_unit_test_setup(test_tj_dim_equal_to_an_expression_is_refused_by_the_stated_limit, reset),
+      cmocka_unit_test_setup(test_tj_symbolic_int_is_a_dim_one_artifact_across_values, reset),
+      cmocka_unit_test_setup(test_tj_symbolic_int_branches_and_shapes_with_one_artifact_each, reset),
+      cmocka_unit_test_setup(test_tj_symbolic_int_bad_values_and_fallbacks, reset),
       cmocka_unit_test_setup(test_tj_make_graph_prints_the_trace_and_its_guards, reset),
       cmocka_unit_test_setup(test_tj_explain_prints_artifacts_guards_and_rejections, reset),
   };
