@@ -116,8 +116,9 @@ typedef struct tj_options {
                                   * breaks; 0: TJ_DEFAULT_MAX_VARIANTS */
   tj_on_limit on_limit;
   const uopc_program_options *program;   /* copied; NULL: the runtime's defaults with march_native
-                                          * (built for this CPU; not under valgrind, which has no
-                                          * AVX-512); a zeroed struct: portable x86-64 */
+                                          * (built for this CPU; the runtime drops it under
+                                          * valgrind, which has no AVX-512); a zeroed struct:
+                                          * portable x86-64 */
   unsigned grad_args;            /* bit k: top-level tensor argument k gets a gradient (tj_call_saving) */
   tj_backend backend;            /* 0: TJ_BACKEND_C */
 } tj_options;

@@ -45,18 +45,12 @@ static int resolve(tj_function *f, const tj_options *o, uopc_error *err) {
   if (p->backend == TJ_BACKEND_CUDA && !tj_is_available(TJ_BACKEND_CUDA, why, sizeof why))   /* refused, not run on C */
     return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tj_compile: backend TJ_BACKEND_CUDA: %.1900s", why);
   /* tensorjit compiles where its artifacts run, so by default for this CPU's vector width: the
-   * CPU joins each entry's key, and -ffp-contract=off keeps every result the portable build's */
+   * CPU joins each entry's key, and -ffp-contract=off keeps every result the portable build's
+   * (under valgrind the runtime builds for plain x86-64: uopc_under_valgrind) */
   if (p->program) f->program = *p->program;
-  else f->program.march_native = !tj_under_valgrind();
+  else f->program.march_native = 1;
   p->program = &f->program;
   return UOPC_OK;
-}
-
-/* Valgrind decodes no AVX-512, so an object built -march=native stops under it with SIGILL; it
- * announces itself in its client's LD_PRELOAD (its vgpreload_core library). */
-int tj_under_valgrind(void) {
-  const char *preload = getenv("LD_PRELOAD");
-  return preload && strstr(preload, "vgpreload") != NULL;
 }
 
 /* The bytes symbolic ints' carriers view (tj_flat_tensor): address space only, PROT_NONE, so

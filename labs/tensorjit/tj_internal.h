@@ -356,7 +356,4 @@ void tj_guards_text(const tj_group *g, const tj_artifact *a, const char *indent,
 int tj_reject_text(const tj_group *g, const tj_artifact *a, const guard_call *call, const tj_flat *flat,
                    char *buf, size_t size, uopc_error *err);
 
-/* 1 when this process runs under valgrind: tensorjit then builds for plain x86-64 (tj.c). */
-int tj_under_valgrind(void);
-
 #endif

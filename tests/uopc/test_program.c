@@ -590,6 +590,38 @@ static void test_program_native_target_hashes_the_cpu_model_and_features(void **
   uopc_program_free(p);
 }
 
+/* In a child that looks as valgrind's client does (a vgpreload library in LD_PRELOAD; here a
+ * name only, which ld.so ignores in the compiler it spawns), a build asking for march_native is
+ * built for plain x86-64 and its target names no CPU: valgrind decodes no AVX-512. */
+static int native_build_under_valgrind(const char *want) {
+  if (setenv("LD_PRELOAD", "/nonexistent/vgpreload_core-amd64-linux.so", 1) || !uopc_under_valgrind()) return 2;
+  uopc_program_options opts = {.march_native = 1};
+  uopc_program *p;
+  uopc_error err = {0};
+  if (uopc_program_new(&p, SQUARE, "square", "ppp", &opts, &err)) return 3;
+  char *text = read_entry_file(uopc_program_dir(p), "manifest");
+  int ok = text && strstr(text, want) && !strstr(text, "-march=native");
+  free(text);
+  uopc_program_free(p);
+  return ok ? 0 : 4;
+}
+
+static void test_program_native_under_valgrind_builds_for_plain_x86_64(void **state) {
+  (void)state;
+  struct utsname u;
+  char want[256];
+  assert_int_equal(uname(&u), 0);
+  snprintf(want, sizeof want, "\ntarget=%s\n", u.machine);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(native_build_under_valgrind(want));
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Writes text into path; 0 when it could not. */
 static int write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -1322,6 +1354,7 @@ int main(void) {
     cmocka_unit_test(test_compiler_version_in_reads_files_shorter_than_the_elf_magic),
     cmocka_unit_test(test_compiler_version_in_reads_the_bare_elf_magic_as_an_elf),
     cmocka_unit_test(test_program_native_target_hashes_the_cpu_model_and_features),
+    cmocka_unit_test(test_program_native_under_valgrind_builds_for_plain_x86_64),
     cmocka_unit_test(test_program_native_target_hashes_arm_features_and_part),
     cmocka_unit_test(test_program_native_target_without_cpuinfo_says_cpu_unknown),
     cmocka_unit_test(test_compiler_version_in_reads_names_inside_the_name_table_only),

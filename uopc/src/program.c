@@ -95,9 +95,15 @@ static void describe_target(request *r, int native) {
  * reference bit for bit wherever the operations are the same. An entry that
  * the source never declares fails at the compile (the adapter calls it), not
  * at dlopen. */
+int uopc_under_valgrind(void) {
+  const char *preload = getenv("LD_PRELOAD");
+  return preload && strstr(preload, "vgpreload") != NULL;
+}
+
 static int prepare(request *r, const char *source, const uopc_program_options *opts, uopc_error *err) {
   uopc_program_options none = {0};
   if (!opts) opts = &none;
+  int native = opts->march_native && !uopc_under_valgrind();
   const char *cc = opts->compiler ? opts->compiler : getenv("UOPC_CC");
   const char *opt = opts->opt_flags ? opts->opt_flags : "-O3";
   uopc_build *b = &r->build;
@@ -105,10 +111,10 @@ static int prepare(request *r, const char *source, const uopc_program_options *o
   b->compiler_name = cc && *cc ? cc : NULL;
   b->cache_dir = opts->cache_dir;
   if (snprintf(b->flags, sizeof b->flags, "-std=c11 -ffp-contract=off -Werror=implicit-function-declaration "
-               "-fPIC -shared %s%s%s", opt, opts->march_native ? " -march=native" : "",
+               "-fPIC -shared %s%s%s", opt, native ? " -march=native" : "",
                opts->openmp ? " -fopenmp" : "") >= (int)sizeof b->flags)
     return UOPC_FAIL(err, UOPC_E_INVALID, "compiler flags '%s' are longer than %zu bytes", opt, sizeof b->flags - 64);
-  describe_target(r, opts->march_native);
+  describe_target(r, native);
   int rc = uopc_build_field(b, "target", r->target, err);
   if (!rc) rc = uopc_build_field(b, "signature", r->signature, err);
   if (!rc) rc = make_source(r, source, err);

@@ -13,7 +13,8 @@ typedef struct uopc_program uopc_program;
 typedef struct uopc_program_options {
   const char *compiler;    /* NULL: $UOPC_CC, else "gcc" on PATH */
   const char *opt_flags;   /* NULL: "-O3"; space-separated, part of the key */
-  int march_native;        /* 1 adds -march=native (and the host CPU to the key) */
+  int march_native;        /* 1 adds -march=native (and the host CPU to the key), except under
+                            * valgrind (uopc_under_valgrind), which decodes no AVX-512 */
   const char *cache_dir;   /* NULL: $UOPC_CACHE_DIR, $XDG_CACHE_HOME/uopc, ~/.cache/uopc */
   int openmp;              /* 1 adds -fopenmp: the source's `omp` loops run on libgomp's threads */
 } uopc_program_options;
@@ -35,6 +36,13 @@ int uopc_program_new(uopc_program **out, const char *source, const char *entry,
                      const char *signature, const uopc_program_options *opts,
                      uopc_error *err);
 void uopc_program_free(uopc_program *p);
+
+/* 1 when this process runs under valgrind, which names itself in its
+ * client's LD_PRELOAD (its vgpreload libraries). Valgrind 3.19 decodes no
+ * AVX-512, so an object built -march=native stops under it with SIGILL: a
+ * build asking for march_native is then built for plain x86-64, and its key
+ * says so (no CPU in its target). */
+int uopc_under_valgrind(void);
 
 /* UOPC_OK when uopc_program_new could build with opts here: the cache
  * directory is usable (made with mode 0700 when missing, as a build makes
