@@ -99,6 +99,50 @@ static inline int testutil_remove_cache(void **state) {
   return 0;
 }
 
+/* The text of file (kernel.c, manifest) in entry, a cache entry's folder, into buf of size
+ * (cut to fit, NUL-terminated); 0 when it cannot be read. */
+static inline int testutil_entry_text(const char *entry, const char *file, char *buf, size_t size) {
+  char path[8192];
+  snprintf(path, sizeof path, "%s/%s", entry, file);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, size - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return 1;
+}
+
+/* The line of text that begins with key ("flags="), up to its newline, into line; 0 when none. */
+static inline int testutil_text_line(const char *text, const char *key, char *line, size_t size) {
+  size_t n = strlen(key);
+  for (const char *at = text; at && *at; at = strchr(at, '\n') ? strchr(at, '\n') + 1 : NULL)
+    if (!strncmp(at, key, n)) {
+      size_t len = strcspn(at, "\n");
+      snprintf(line, size, "%.*s", (int)len, at);
+      return 1;
+    }
+  return 0;
+}
+
+/* For each entry of this suite's cache whose folder begins with prefix and holds file, its
+ * text passed to visit (with ctx); returns how many there were. The artifacts' own evidence:
+ * their generated source, their manifests' flags. */
+static inline int testutil_each_entry(const char *prefix, const char *file, void (*visit)(const char *text, void *ctx),
+                                      void *ctx) {
+  DIR *d = opendir(testutil_cache_dir);
+  int entries = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char entry[sizeof testutil_cache_dir + 264], text[1 << 16];
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+    snprintf(entry, sizeof entry, "%s/%s", testutil_cache_dir, e->d_name);
+    if (!testutil_entry_text(entry, file, text, sizeof text)) continue;
+    entries++;
+    visit(text, ctx);
+  }
+  if (d) closedir(d);
+  return entries;
+}
+
 /* Occurrences of needle in generated text, each loop nest counted once: a nest
  * that LOWER_PARALLEL writes twice has its threaded copy, from the line
  * the `if` line that says "enough work for OpenMP's threads" to its closing

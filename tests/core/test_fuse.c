@@ -298,14 +298,10 @@ static void test_vec_tanh_is_within_its_bound_of_tanhf(void **state) {
 
 /* The manifest's flags line of e's cache entry (what gcc was given). */
 static void expect_flags(const exec *e, const char *needle, int present, const char *what) {
-  char path[4200], line[1024];
-  snprintf(path, sizeof path, "%s/manifest", uopc_program_dir(exec_program(e)));
-  FILE *f = fopen(path, "r");
-  if (!f) fail_msg("%s: no manifest at %s", what, path);
-  int found = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "flags=", 6)) found = strstr(line, needle) != NULL;
-  fclose(f);
+  char text[1 << 16], line[1024] = "";
+  if (!testutil_entry_text(uopc_program_dir(exec_program(e)), "manifest", text, sizeof text))
+    fail_msg("%s: no manifest in %s", what, uopc_program_dir(exec_program(e)));
+  int found = testutil_text_line(text, "flags=", line, sizeof line) ? strstr(line, needle) != NULL : -1;
   if (found != present) fail_msg("%s: expected the flags %s %s, got: %s", what, present ? "to hold" : "without", needle,
                                  found < 0 ? "no flags line" : line);
 }

@@ -220,23 +220,16 @@ static void explain(const tj_function *f, const tj_arg *args, char *buf, size_t 
 
 /* The calls' artifacts as their generated C files in this suite's cache: the number of times
  * needle stands in the kernel.c of the entries whose names begin with prefix. */
+typedef struct needle_count { const char *needle; int count; } needle_count;
+static void count_needle(const char *text, void *ctx) {
+  needle_count *n = ctx;
+  n->count += testutil_count_serial(text, n->needle);
+}
+
 static int count_in_sources(const char *prefix, const char *needle, int *entries) {
-  DIR *d = opendir(testutil_cache_dir);
-  int count = 0;
-  *entries = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
-    char path[8192], text[1 << 16];
-    snprintf(path, sizeof path, "%s/%s/kernel.c", testutil_cache_dir, e->d_name);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f) fclose(f);
-    text[n] = '\0';
-    (*entries)++;
-    count += testutil_count_serial(text, needle);
-  }
-  if (d) closedir(d);
-  return count;
+  needle_count n = {needle, 0};
+  *entries = testutil_each_entry(prefix, "kernel.c", count_needle, &n);
+  return n.count;
 }
 
 /* exp(x) read by three consumers in three loop nests (t*2, t+1, t.sum()): stored once, in a

@@ -529,23 +529,17 @@ static void test_two_layer_sgd_equals_eager_in_two_artifacts(void **state) {
 
 /* How many of the cache entries whose names begin with prefix were compiled with flag (their
  * manifest's flags line holds it), and how many there are. */
+typedef struct flag_count { const char *flag; int with; } flag_count;
+static void count_flag(const char *manifest, void *ctx) {
+  flag_count *c = ctx;
+  char line[1024];
+  c->with += testutil_text_line(manifest, "flags=", line, sizeof line) && strstr(line, c->flag);
+}
+
 static int entries_with_flag(const char *prefix, const char *flag, int *entries) {
-  DIR *d = opendir(testutil_cache_dir);
-  int with = 0;
-  *entries = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
-    char path[8192], line[1024];
-    snprintf(path, sizeof path, "%s/%s/manifest", testutil_cache_dir, e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    (*entries)++;
-    while (fgets(line, sizeof line, f))
-      if (!strncmp(line, "flags=", 6)) with += strstr(line, flag) != NULL;
-    fclose(f);
-  }
-  if (d) closedir(d);
-  return with;
+  flag_count c = {flag, 0};
+  *entries = testutil_each_entry(prefix, "manifest", count_flag, &c);
+  return c.with;
 }
 
 /* tensorjit builds for this CPU by default (-march=native, the CPU in each entry's key), and
