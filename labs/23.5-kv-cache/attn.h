@@ -9,6 +9,14 @@
 
 #include "exec.h"
 
+/* How lab 23.5 lowers its programs (model.c), and its tests attn_build's
+ * graphs: nests fused by the core's planner (LOWER_FUSE: a matmul in rows,
+ * so each weight is computed once per slot and v is read along its rows)
+ * and the f32 exp vectorisable (LOWER_VEC_EXP, within 3 ulps of libm's).
+ * Measured against the lanes form: chapter 23.5, "What the seed left open,
+ * measured". */
+#define KV_LOWER_FLAGS (LOWER_FUSE | LOWER_VEC_EXP)
+
 /* The dims an attention graph is built over. */
 typedef struct attn_dims {
   sym_dim length;       /* L: the populated slots read, in [1, capacity max] */

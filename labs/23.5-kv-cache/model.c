@@ -63,7 +63,7 @@ static const ir_node *matvec(ir_graph *g, const ir_node *x, const ir_node *w, in
 }
 
 static int plan(exec **e, const ir_graph *g, const ir_node *const *outs, int n, const char *entry, uopc_error *err) {
-  int rc = exec_new(e, g, outs, n, entry, NULL, err);
+  int rc = exec_new_flags(e, g, outs, n, entry, KV_LOWER_FLAGS, NULL, err);
   if (!rc) uopc_counter_add(KV_C_PLANS, 1);
   return rc;
 }

@@ -271,8 +271,8 @@ typedef struct scratch_hold {
 } scratch_hold;
 
 /* EXEC_C_PEAK_TEMP: raised to bytes when above its value (so a counter
- * reset starts a new peak). Only for LOWER_FUSE programs: the labs' counter
- * logs (goldens) stay as they were. A lock: read and raise are one step. */
+ * reset starts a new peak). Only for LOWER_FUSE programs: the logs of labs
+ * 23.1-23.4 (goldens) stay as they were. A lock: read and raise are one step. */
 static void note_peak(int64_t bytes) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_lock(&lock);

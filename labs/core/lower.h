@@ -56,8 +56,9 @@ typedef struct lower_nonempty {
  * store once in a temporary instead of recomputing them in each nest that
  * reads them, and an elementwise chain is cut into temporaries every
  * LOWER_CHAIN_CUT levels instead of refused; temporaries whose lifetimes do
- * not overlap share scratch. Off for labs 23.1-23.5, whose text (and cache
- * keys) stay the given rule's; the passes' tests and tensorjit turn it on. */
+ * not overlap share scratch. Off for labs 23.1-23.4, whose text (and cache
+ * keys) stay the given rule's; lab 23.5 (KV_LOWER_FLAGS), the passes' tests
+ * and tensorjit turn it on. */
 #define LOWER_FUSE 2u
 /* lower_program_new_flags, C back end: an f32 exp is exp_f32, a function of
  * the generated text without a call or a branch, so gcc vectorises the loop

@@ -1,7 +1,8 @@
 /* lower_fuse.c: fusion groups, the mechanism (the compiler core; issue 27).
  * Without LOWER_FUSE the lowering inlines every pointwise and movement node
  * into each loop nest that reads it, however many read it (the given rule of
- * labs 23.1-23.5, whose text is quoted and cached). With LOWER_FUSE, before
+ * labs 23.1-23.4, whose text is quoted and cached). With LOWER_FUSE (lab
+ * 23.5's programs, tensorjit's, the passes' tests), before
  * planning the buffers, this pass picks the extra nodes to materialise:
  *
  *   the rule's: the program's fusion rule (lower.h's lower_fuse_rule; a

@@ -8,7 +8,7 @@
  * transpose, a broadcast, a strided view) is stored contiguous first, as
  * planning decides (lower_plan_matmul_rows): a packed copy of K*N elements
  * that the M rows then read.
- * Labs 23.1-23.5 keep the lane form of lower_kernel.c. Chapter 23.7,
+ * Labs 23.1-23.4 keep the lane form of lower_kernel.c. Chapter 23.7,
  * "The matmul in rows". */
 #include <stdio.h>
 #include <string.h>
