@@ -1108,6 +1108,13 @@ static int head_by_data(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user)
   return tp_status(c);
 }
 
+static int head_of_pair(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* p[0][:p[1]] * 2 */
+  (void)user;
+  const tj_in *p = in[0].items;
+  out[0] = tp_mul(c, tp_slice(c, p[0].t, 0, tp_int_const(c, 0), p[1].size, 1), tp_scalar(c, 2));
+  return tp_status(c);
+}
+
 /* x[:n] * 2 against a loop over x's elements: min(n, len(x)) of them, doubled. */
 static void head_ok(tj_function *f, const uopc_tensor *x, tj_arg n) {
   uopc_tensor out[1] = {{0}};
@@ -1200,6 +1207,38 @@ static void test_tj_symbolic_int_branches_and_shapes_with_one_artifact_each(void
   }
   assert_counts(t, 1, 2, "x.repeat(n) + 1 over n = 2, 3, 5");
   tj_free(t);
+}
+
+/* Where an extent is specialised on its value, so is a symbolic int: without dynamic shapes
+ * (x[:n] * 2 over n = 3, 7, 3: 2 artifacts, the n = 3 one reused) and inside a container (a list
+ * of x and n: 2 artifacts for n = 3, 5, 3, whose guards pin the carrier's extent). */
+static void test_tj_symbolic_int_is_specialised_where_extents_are(void **state) {
+  (void)state;
+  tj_function *f = compile(head_scaled, &(tj_options){.arg_names = (const char *const[]){"x", "n"},
+                                                      .dynamic = TJ_OFF});
+  uopc_tensor x = vec(12);
+  const int64_t n[] = {3, 7, 3};
+  for (int k = 0; k < 3; k++) head_ok(f, &x, tj_sym_int(n[k]));
+  assert_counts(f, 2, 1, "x[:n] * 2 without dynamic shapes, n = 3, 7, 3");
+  tj_free(f);
+  tj_function *g = compile(head_of_pair, &(tj_options){.arg_names = (const char *const[]){"p"}});
+  const int64_t m[] = {3, 5, 3};
+  for (int k = 0; k < 3; k++) {
+    tj_arg items[2] = {tj_tensor(&x), tj_sym_int(m[k])};
+    tj_arg args[1] = {tj_list(items, 2)};
+    uopc_tensor out[1] = {{0}};
+    uopc_error err = {0};
+    assert_uopc_ok(tj_call(g, args, 1, out, &err), err);
+    assert_int_equal(out[0].shape[0], m[k]);
+    for (int64_t i = 0; i < m[k]; i++) assert_true(uopc_tensor_get(&out[0], i) == 2 * uopc_tensor_get(&x, i));
+    uopc_tensor_release(&out[0]);
+  }
+  assert_counts(g, 2, 1, "p = [x, n] with n = 3, 5, 3");
+  char text[4096];
+  explain(g, NULL, text, sizeof text);
+  assert_contains(text, "p_1_carrier.shape[0] == 3\n");
+  tj_free(g);
+  uopc_tensor_release(&x);
 }
 
 /* A symbolic int is a size: a negative one or one past the largest extent is refused naming it,
@@ -1332,6 +1371,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_dim_equal_to_an_expression_is_refused_by_the_stated_limit, reset),
       cmocka_unit_test_setup(test_tj_symbolic_int_is_a_dim_one_artifact_across_values, reset),
       cmocka_unit_test_setup(test_tj_symbolic_int_branches_and_shapes_with_one_artifact_each, reset),
+      cmocka_unit_test_setup(test_tj_symbolic_int_is_specialised_where_extents_are, reset),
       cmocka_unit_test_setup(test_tj_symbolic_int_bad_values_and_fallbacks, reset),
       cmocka_unit_test_setup(test_tj_make_graph_prints_the_trace_and_its_guards, reset),
       cmocka_unit_test_setup(test_tj_explain_prints_artifacts_guards_and_rejections, reset),
