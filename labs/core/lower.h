@@ -38,6 +38,7 @@ typedef struct lower_buffer {
   const sym_expr *scratch_offset;   /* LOWER_TEMP: bytes from the scratch base */
   lower_reason reason;
   int64_t ops, reads;               /* LOWER_WHY_COST: the rule's two numbers; CHAIN: ops = depth */
+  int columns;                      /* a matmul in rows written as dot products of columns (lower_matmul.c) */
 } lower_buffer;
 
 /* An extent that must be at least 1 when the program runs (a max over it). */

@@ -66,7 +66,9 @@ int lower_plan(lower_program *p, const ir_node *const *outputs, uopc_error *err)
 /* 1 when matmul n of p is written in rows (lower_matmul.c; C back end,
  * LOWER_FUSE): its order is then 'serial', and planning packs its right
  * operand into a contiguous temporary unless it is read with unit stride
- * along its columns (a buffer, or an input whose last stride is 1). */
+ * along its columns (a buffer, or an input whose last stride is 1), or the
+ * matmul has one row per batch and that operand is a transpose of such a
+ * matrix: then it is read in place, as dot products (its buffer's columns). */
 int lower_plan_matmul_rows(const lower_program *p, const ir_node *n);
 /* The signature, once the text has settled the index width. */
 int lower_plan_signature(lower_program *p, uopc_error *err);

@@ -68,6 +68,23 @@ static int unit_stride_rows(const ir_node *n, const lower_stored *store) {
   return store[n->id].why || materialised(n) || (computes(n) && ir_op_info_of(n->op)->kind != IR_KIND_MOVE);
 }
 
+/* Matmul m in rows is one row per batch (a matrix-vector product: decode
+ * attention's scores) whose right operand is a transpose of a row-major
+ * matrix, b[k, j] = B[j, k]: b is then read in place, each output column a
+ * dot product of a row of B in order of k (lower_matmul.c's columns form).
+ * Packing would copy all K*N elements of b for the one row that reads
+ * them; with more rows a packed copy pays for itself. */
+static int columns_form(const lower_program *p, const lower_stored *store, const ir_node *m) {
+  if (!store || !lower_plan_matmul_rows(p, m)) return 0;
+  const sym_expr *rows = m->shape[m->rank - 2];
+  const ir_node *b = m->src[1];
+  int r = b->rank;
+  if (rows->kind != SYM_CONST || rows->value != 1 || b->op != IR_PERMUTE) return 0;
+  for (int k = 0; k < r - 2; k++)
+    if (b->perm[k] != k) return 0;
+  return b->perm[r - 2] == r - 1 && b->perm[r - 1] == r - 2 && unit_stride_rows(b->src[0], store);
+}
+
 /* The right operand of a matmul in rows that is not read with unit stride:
  * stored contiguous once (K*N elements) rather than read strided M times. */
 static int packed_operand(const lower_program *p, const unsigned char *used, const lower_stored *store,
@@ -75,7 +92,8 @@ static int packed_operand(const lower_program *p, const unsigned char *used, con
   if (!store) return 0;
   for (int id = n->id + 1; id < ir_graph_node_count(p->graph); id++) {
     const ir_node *m = ir_graph_node(p->graph, id);
-    if (used[id] && lower_plan_matmul_rows(p, m) && m->src[1] == n) return !unit_stride_rows(n, store);
+    if (used[id] && lower_plan_matmul_rows(p, m) && m->src[1] == n)
+      return !unit_stride_rows(n, store) && !columns_form(p, store, m);
   }
   return 0;
 }
@@ -126,6 +144,8 @@ static int plan_buffers(lower_program *p, const ir_node *const *outputs, const u
     b->reads = why.reads;
   }
   p->n_inputs = inputs;
+  for (int b = 0; b < p->n_buffers; b++)
+    p->buffers[b].columns = p->buffers[b].role != LOWER_INPUT && columns_form(p, store, p->buffers[b].node);
   /* Kernels: every temporary and output, by node id, so each reads only what
    * an earlier kernel wrote. */
   for (int id = 0; id < nodes; id++)

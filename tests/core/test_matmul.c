@@ -5,7 +5,8 @@
  * bit for bit, integers wrap as NumPy's), and with the interpreter's (which
  * adds in the same order). Operands: contiguous, transposed,
  * stride-0 views, and batch axes. The text is inspected: rows ('serial'), a
- * transposed right operand packed into a temporary, and without the flag the
+ * transposed right operand packed into a temporary, or read in place in
+ * columns when the product has one row per batch, and without the flag the
  * given lane form unchanged. */
 #include "coreutil.h"
 #include "ir_eval.h"
@@ -18,6 +19,7 @@ typedef struct mm_case {
   int batch;                 /* 1: a leading batch axis b */
   int ta, tb;                /* the operand is the transpose of its input */
   int a_bcast, b_bcast;      /* the input is a stride-0 view along its first matrix axis */
+  int one_row;               /* m is the constant 1: a matrix-vector product per batch */
 } mm_case;
 
 typedef struct mm_size { int64_t b, m, k, n; } mm_size;
@@ -44,7 +46,7 @@ static const ir_node *mm_input(core *c, const char *name, const mm_case *mc, con
 
 /* x @ y with the case's transposes; the inputs' shapes follow. */
 static const ir_node *mm_graph(core *c, const mm_case *mc) {
-  const sym_expr *m = dim(c, "m", 0, 200), *k = dim(c, "k", 0, 200), *n = dim(c, "n", 0, 200);
+  const sym_expr *m = mc->one_row ? cst(c, 1) : dim(c, "m", 0, 200), *k = dim(c, "k", 0, 200), *n = dim(c, "n", 0, 200);
   const ir_node *x = mc->ta ? mm_input(c, "x", mc, k, m, mc->a_bcast) : mm_input(c, "x", mc, m, k, mc->a_bcast);
   const ir_node *y = mc->tb ? mm_input(c, "y", mc, n, k, mc->b_bcast) : mm_input(c, "y", mc, k, n, mc->b_bcast);
   int o = mc->batch;
@@ -128,8 +130,13 @@ static void run_case(core *c, const mm_case *mc) {
   assert_uopc_ok(exec_new_flags(&e, c->g, &out, 1, mc->entry, LOWER_FUSE, NULL, &err), err);
   if (!strstr(exec_source(e), "(matmul, order: serial)"))
     fail_msg("%s: expected the matmul in rows ('order: serial'):\n%s", mc->entry, exec_source(e));
+  int columns = mc->one_row && mc->tb;   /* lower_plan.c's columns form: y's last stride is 1 */
+  if ((strstr(exec_source(e), "acc0[16];") != NULL) != columns || (columns && strstr(exec_source(e), "(permute)")))
+    fail_msg("%s: expected %s:\n%s", mc->entry, columns ? "the columns form, b read in place" : "rows", exec_source(e));
   for (int z = 0; z < MAX_SIZES; z++) {
-    const mm_size *s = &SIZES[z];
+    mm_size one = SIZES[z];
+    if (mc->one_row) one.m = 1;
+    const mm_size *s = &one;
     buf x, y, o;
     mm_tensor(&x, mc, s->b, mc->ta ? s->k : s->m, mc->ta ? s->m : s->k, mc->a_bcast, 1);
     mm_tensor(&y, mc, s->b, mc->tb ? s->n : s->k, mc->tb ? s->k : s->n, mc->b_bcast, 5);
@@ -172,6 +179,23 @@ static void test_matmul_rows_batched_i32_transposed_and_stride0(void **state) {
   run_case(*state, &(mm_case){.entry = "mm_batch_i32", .dt = UOPC_I32, .batch = 1, .ta = 1, .b_bcast = 1});
 }
 
+/* One row per batch times a transpose: each of the sizes' columns (0 to 128, in blocks of 16 and
+ * the rest one at a time) a dot product in order of k, equal to the loops and the interpreter
+ * bit for bit; integers wrap. */
+static void test_matmul_columns_one_row_times_a_transpose(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_cols", .dt = UOPC_F32, .one_row = 1, .tb = 1});
+}
+
+static void test_matmul_columns_batched_i32_wraps(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_cols_i32", .dt = UOPC_I32, .one_row = 1, .batch = 1, .tb = 1});
+}
+
+/* One row times the transpose of a stride-0 view (every row of y the same memory): its last
+ * stride is 1, so it is read in place too, through its strides. */
+static void test_matmul_columns_read_a_stride0_view_in_place(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_cols_bcast", .dt = UOPC_F32, .one_row = 1, .tb = 1, .b_bcast = 1});
+}
+
 /* x @ y.T packs y.T once (a permute nest); x @ y reads y in place; without
  * LOWER_FUSE the given lane form and no pack. */
 static void test_matmul_rows_pack_only_a_strided_right_operand(void **state) {
@@ -209,6 +233,9 @@ int main(void) {
     T(test_matmul_rows_batched_transposed),
     T(test_matmul_rows_batched_i32_transposed_and_stride0),
     T(test_matmul_rows_pack_only_a_strided_right_operand),
+    T(test_matmul_columns_one_row_times_a_transpose),
+    T(test_matmul_columns_batched_i32_wraps),
+    T(test_matmul_columns_read_a_stride0_view_in_place),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
