@@ -39,8 +39,8 @@ static void fx_init(fx *f, int masked) {
   assert_non_null(out);
   assert_int_equal(out->dtype, UOPC_F32);
   assert_int_equal(out->rank, 2);
-  assert_uopc_ok(exec_new_flags(&f->e, f->g, &out, 1, masked ? "attn_masked" : "attn", KV_LOWER_FLAGS, NULL, &f->err),
-                 f->err);
+  assert_uopc_ok(exec_new_rule(&f->e, f->g, &out, 1, masked ? "attn_masked" : "attn", KV_LOWER_FLAGS, &KV_FUSE_RULE,
+                               NULL, &f->err), f->err);
 }
 
 static void fx_fini(fx *f) {
