@@ -149,9 +149,9 @@ static int add_product(lower_ctx *c, const ir_node *n, const char *acc, int ta, 
   return codegen_line(&c->n, "%s = (%s)((%s)%s + (%s)t%d * (%s)t%d);", acc, T, U, acc, U, ta, U, tb);
 }
 
-/* For r0 over k: t = a[i, r0], then for each column j of cols (one, or the
- * lane r1 of a block) acc[j] += t * b[r0, j]. idx holds the row; its last
- * entry is set to each column. */
+/* For r0 over k: t = a[i, r0], then acc0 += t * b[r0, j0] for the one
+ * column j0, or, in a block, acc0[r1] += t * b[r0, j0 + r1] for each of its
+ * MATMUL_COLUMNS lanes. idx holds the row (its batch axes and i). */
 static int dot_columns(lower_ctx *c, const ir_node *n, const sym_expr **idx, const sym_expr *j0, int block) {
   const ir_node *a = n->src[0], *b = n->src[1];
   const sym_expr *ia[UOPC_MAX_RANK], *ib[UOPC_MAX_RANK], *k = NULL, *lane = NULL;
