@@ -149,21 +149,31 @@ static int add_product(lower_ctx *c, const ir_node *n, const char *acc, int ta, 
   return codegen_line(&c->n, "%s = (%s)((%s)%s + (%s)t%d * (%s)t%d);", acc, T, U, acc, U, ta, U, tb);
 }
 
+/* *col = the column the statements after it address: j0, or in a block
+ * j0 + r1 inside a new loop over its MATMUL_COLUMNS lanes (closed by the
+ * caller). */
+static int open_column(lower_ctx *c, const sym_expr *j0, int block, const sym_expr **col) {
+  const sym_expr *lane = NULL;
+  *col = j0;
+  if (!block) return UOPC_OK;
+  int rc = codegen_open_loop(&c->n, "r1", sym_expr_const(c->n.arena, MATMUL_COLUMNS), &lane, c->n.err);
+  if (!rc && !(*col = lower_ctx_simp(c, sym_expr_add(c->n.arena, j0, lane)))) rc = c->n.err->code;
+  return rc;
+}
+
 /* For r0 over k: t = a[i, r0], then acc0 += t * b[r0, j0] for the one
  * column j0, or, in a block, acc0[r1] += t * b[r0, j0 + r1] for each of its
  * MATMUL_COLUMNS lanes. idx holds the row (its batch axes and i). */
 static int dot_columns(lower_ctx *c, const ir_node *n, const sym_expr **idx, const sym_expr *j0, int block) {
   const ir_node *a = n->src[0], *b = n->src[1];
-  const sym_expr *ia[UOPC_MAX_RANK], *ib[UOPC_MAX_RANK], *k = NULL, *lane = NULL;
+  const sym_expr *ia[UOPC_MAX_RANK], *ib[UOPC_MAX_RANK], *k = NULL;
   int last = n->rank - 1, mark = c->n_memo, tmp = c->next_tmp, ta = 0, tb = 0;
   int rc = codegen_open_loop(&c->n, "r0", a->shape[a->rank - 1], &k, c->n.err);
   for (int d = 0; d < last; d++) ia[d] = ib[d] = idx[d];
   ia[last] = k;
   ib[last - 1] = k;
   if (!rc) rc = lower_ctx_value(c, a, ia, &ta);
-  if (!rc && block) rc = codegen_open_loop(&c->n, "r1", sym_expr_const(c->n.arena, MATMUL_COLUMNS), &lane, c->n.err);
-  if (!rc) ib[last] = block ? lower_ctx_simp(c, sym_expr_add(c->n.arena, j0, lane)) : j0;
-  if (!rc && !ib[last]) rc = c->n.err->code;
+  if (!rc) rc = open_column(c, j0, block, &ib[last]);
   if (!rc) rc = lower_ctx_value(c, b, ib, &tb);
   if (!rc) rc = add_product(c, n, block ? "acc0[r1]" : "acc0", ta, tb);
   if (!rc && block) rc = codegen_close(&c->n);
@@ -175,13 +185,8 @@ static int dot_columns(lower_ctx *c, const ir_node *n, const sym_expr **idx, con
 
 /* out[i, j0 + r1] = acc0[r1] over the block's lanes, or out[i, j0] = acc0. */
 static int store_columns(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx, const sym_expr *j0, int block) {
-  const ir_node *n = buf->node;
-  const sym_expr *lane = NULL;
   char at[LOWER_EXPR_MAX + 64];
-  int last = n->rank - 1, rc = UOPC_OK;
-  if (block) rc = codegen_open_loop(&c->n, "r1", sym_expr_const(c->n.arena, MATMUL_COLUMNS), &lane, c->n.err);
-  if (!rc) idx[last] = block ? lower_ctx_simp(c, sym_expr_add(c->n.arena, j0, lane)) : j0;
-  if (!rc && !idx[last]) rc = c->n.err->code;
+  int rc = open_column(c, j0, block, &idx[buf->node->rank - 1]);
   if (!rc) rc = out_at(c, buf, idx, at, sizeof at);
   if (!rc) rc = codegen_line(&c->n, "%s = %s;", at, block ? "acc0[r1]" : "acc0");
   return rc || !block ? rc : codegen_close(&c->n);
