@@ -62,20 +62,6 @@ static const ir_node *matvec(ir_graph *g, const ir_node *x, const ir_node *w, in
   return ir_reshape(g, ir_matmul(g, ir_reshape(g, x, 2, row), w), 1, out);
 }
 
-/* KV_FUSE_RULE (attn.h): each exp the outputs reach is stored once, its
- * numbers its op units and no reads (the rule counts nothing else). */
-static int store_exps(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err) {
-  (void)err;
-  for (int id = 0; id < ir_graph_node_count(g); id++) {
-    const ir_node *n = ir_graph_node(g, id);
-    if (used[id] && !store[id].why && n->op == IR_EXP) store[id] = (lower_stored){LOWER_WHY_COST, lower_op_units(n), 0};
-  }
-  return UOPC_OK;
-}
-
-const lower_fuse_rule KV_FUSE_RULE = {
-    "lab 23.5's rule: every exp is stored (the softmax's, read by its sum and by the weights)", store_exps};
-
 static int plan(exec **e, const ir_graph *g, const ir_node *const *outs, int n, const char *entry, uopc_error *err) {
   int rc = exec_new_rule(e, g, outs, n, entry, KV_LOWER_FLAGS, &KV_FUSE_RULE, NULL, err);
   if (!rc) uopc_counter_add(KV_C_PLANS, 1);

@@ -137,6 +137,13 @@ int64_t lower_op_units(const ir_node *n);
 int lower_computes(const ir_node *n);
 int lower_broadcasts(const ir_node *m, const ir_node *s);
 
+/* A rule a program may take as it is: every exp the outputs reach is
+ * stored, its numbers its op units and no reads. Where each exp is read by
+ * two nests or more (a softmax's, by its sum and by its weights) that
+ * computes it once; lab 23.5 takes it (KV_FUSE_RULE), and the mechanism's
+ * tests. A cost rule (lab 23.7's) decides the same from the reads. */
+extern const lower_fuse_rule LOWER_RULE_STORE_EXPS;
+
 /* The longest entry name a program takes: a C identifier that, with the
  * "_k<n>" of its kernels, stays inside lower_program's entry field. */
 #define LOWER_ENTRY_MAX 47

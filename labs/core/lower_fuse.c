@@ -37,6 +37,17 @@ int64_t lower_op_units(const ir_node *n) {
   return lower_computes(n) ? 1 : 0;
 }
 
+static int store_exps(const ir_graph *g, const unsigned char *used, lower_stored *store, uopc_error *err) {
+  (void)err;
+  for (int id = 0; id < ir_graph_node_count(g); id++) {
+    const ir_node *n = ir_graph_node(g, id);
+    if (used[id] && !store[id].why && n->op == IR_EXP) store[id] = (lower_stored){LOWER_WHY_COST, lower_op_units(n), 0};
+  }
+  return UOPC_OK;
+}
+
+const lower_fuse_rule LOWER_RULE_STORE_EXPS = {"every exp is stored (LOWER_RULE_STORE_EXPS)", store_exps};
+
 int lower_broadcasts(const ir_node *m, const ir_node *s) {
   ir_kind k = ir_op_info_of(m->op)->kind;
   if (k == IR_KIND_MOVE && m->op != IR_EXPAND) return 0;

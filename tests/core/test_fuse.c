@@ -25,7 +25,7 @@ static void fill(buf *b, double scale) {
 }
 
 /* Rules of this suite's own, to test the mechanism: every exp stored
- * (coreutil.h's core_store_exps_rule), or one wrong decision each. */
+ * (the core's LOWER_RULE_STORE_EXPS), or one wrong decision each. */
 static int store_op(const ir_graph *g, lower_stored *store, ir_op op, lower_reason why) {
   for (int id = 0; id < ir_graph_node_count(g); id++)
     if (ir_graph_node(g, id)->op == op) store[id] = (lower_stored){why, 1, 1};
@@ -87,7 +87,7 @@ static void test_a_rule_decides_what_is_stored_and_is_named(void **state) {
   assert_null(strstr(exec_source(given), "fusion:"));
   assert_non_null(strstr(exec_source(none), " * fusion: no rule: the outputs, reductions and matmuls are stored;\n"
                                             " *   and a chain is cut every 256 levels"));
-  assert_non_null(strstr(exec_source(ruled), " * fusion: every exp stored (a test's rule);\n"));
+  assert_non_null(strstr(exec_source(ruled), " * fusion: every exp is stored (LOWER_RULE_STORE_EXPS);\n"));
   buf in;
   buf_new(&in, UOPC_F32, 2, (const int64_t[]){37, 45});
   fill(&in, 2);
