@@ -210,7 +210,7 @@ static int numbered(const char *name, const char *prefix) {
 }
 
 static int generated_name(const char *name) {
-  static const char *const numbered_prefixes[] = {"out", "tmp", "t", "i", "r"};
+  static const char *const numbered_prefixes[] = {"out", "tmp", "t", "i", "r", "row"};
   for (size_t k = 0; k < sizeof numbered_prefixes / sizeof *numbered_prefixes; k++)
     if (numbered(name, numbered_prefixes[k])) return 1;
   for (size_t k = 0; k < sizeof GENERATED / sizeof *GENERATED; k++)

@@ -4,14 +4,14 @@
  * loops adding the products in order of k, in the dtype: so floats are equal
  * bit for bit, integers wrap as NumPy's), and with the interpreter's (which
  * adds in the same order). Operands: contiguous, transposed,
- * stride-0 views, and batch axes. The text is inspected: rows ('serial'), a
- * transposed right operand packed into a temporary, or read in place in
- * columns when the product has one row per batch, and without the flag the
- * given lane form unchanged. */
+ * stride-0 views, and batch axes. The text is inspected: rows ('serial') in
+ * tiles of 8 (a single row per batch alone), a transposed right operand
+ * packed into a temporary, or read in place in columns when the product has
+ * one row per batch, and without the flag the given lane form unchanged. */
 #include "coreutil.h"
 #include "ir_eval.h"
 
-enum { MAX_SIZES = 10 };
+enum { MAX_SIZES = 11 };
 
 typedef struct mm_case {
   const char *entry;
@@ -26,7 +26,7 @@ typedef struct mm_size { int64_t b, m, k, n; } mm_size;
 
 static const mm_size SIZES[MAX_SIZES] = {
   {1, 0, 3, 4}, {2, 3, 0, 4}, {1, 3, 4, 0}, {1, 1, 1, 1}, {2, 1, 64, 33},
-  {3, 5, 7, 3}, {1, 17, 33, 9}, {2, 4, 1, 31}, {1, 9, 16, 128}, {1, 2, 2, 2},
+  {3, 5, 7, 3}, {1, 17, 33, 9}, {2, 4, 1, 31}, {1, 9, 16, 128}, {1, 2, 2, 2}, {2, 33, 9, 17},
 };
 
 /* An input of logical shape (b,) r x c, contiguous or a stride-0 view along r. */
@@ -133,6 +133,12 @@ static void run_case(core *c, const mm_case *mc) {
   int columns = mc->one_row && mc->tb;   /* lower_plan.c's columns form: y's last stride is 1 */
   if ((strstr(exec_source(e), "acc0[16];") != NULL) != columns || (columns && strstr(exec_source(e), "(permute)")))
     fail_msg("%s: expected %s:\n%s", mc->entry, columns ? "the columns form, b read in place" : "rows", exec_source(e));
+  /* many rows: tiles of 8 rows, 8 values of k a pass; one row: the row alone, 4 a pass */
+  int tiles = !mc->one_row, rows = mc->one_row && !mc->tb;
+  if ((strstr(exec_source(e), "row0 += 8) {") != NULL) != tiles || (strstr(exec_source(e), "r0 += 8) {") != NULL) != tiles ||
+      (strstr(exec_source(e), "r0 += 4) {") != NULL) != rows)
+    fail_msg("%s: expected %s:\n%s", mc->entry, tiles ? "rows in tiles" : rows ? "one row, four k a pass" : "columns",
+             exec_source(e));
   for (int z = 0; z < MAX_SIZES; z++) {
     mm_size one = SIZES[z];
     if (mc->one_row) one.m = 1;
@@ -158,6 +164,11 @@ static void test_matmul_rows_contiguous_f32(void **state) {
 }
 
 static void test_matmul_rows_f64(void **state) { run_case(*state, &(mm_case){.entry = "mm_f64", .dt = UOPC_F64}); }
+
+/* One row per batch (a vector times a matrix): no tile to share b's rows with. */
+static void test_matmul_rows_one_row_per_batch(void **state) {
+  run_case(*state, &(mm_case){.entry = "mm_row1", .dt = UOPC_F32, .one_row = 1, .batch = 1, .b_bcast = 1});
+}
 
 static void test_matmul_rows_i32_wraps(void **state) {
   run_case(*state, &(mm_case){.entry = "mm_i32", .dt = UOPC_I32});
@@ -227,6 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     T(test_matmul_rows_contiguous_f32),
     T(test_matmul_rows_f64),
+    T(test_matmul_rows_one_row_per_batch),
     T(test_matmul_rows_i32_wraps),
     T(test_matmul_rows_transposed_operands),
     T(test_matmul_rows_stride0_operands),
