@@ -48,11 +48,9 @@ static int sum_over_rows(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user
 }
 
 /* A layer norm over the last axis and a loss of it: mean((xhat * g + b)^2),
- * xhat = (x - mean) / sqrt(var + 1e-5), var with correction 0 (tp_stats.c). */
+ * xhat = (x - mean) / sqrt(var + 1e-5), var with correction 0 (tp_nn.c). */
 static tp_tensor *layer_norm_loss(tp_ctx *c, tp_tensor *x, tp_tensor *g, tp_tensor *b) {
-  tp_tensor *xc = tp_sub(c, x, tp_reduce_at(c, IR_MEAN, x, 2u, 1, TP_HERE));
-  tp_tensor *sd = tp_sqrt(c, tp_add(c, tp_var(c, x, 2u, 1, 0), tp_scalar(c, 1e-5)));
-  tp_tensor *y = tp_add(c, tp_mul(c, tp_div(c, xc, sd), g), b);
+  tp_tensor *y = tp_layer_norm(c, x, g, b, 1e-5);
   return tp_mean(c, tp_mul(c, y, y));
 }
 

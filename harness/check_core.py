@@ -10,7 +10,7 @@ storage, stride 0 from np.broadcast_to) whose strides and offset are dims bound 
 core_reference.py computes NumPy's answer from the description alone, with a bound per element;
 outputs sit between poisoned margins that must survive, inputs must be left as they were, and
 the process counters must show one program per graph, however many calls. Each graph is also
-compiled a second way, through the passes (fold, CSE, DCE: ir_passes_run) and with fusion and planned
+compiled a second way, through the passes (decompose, fold, CSE, DCE: ir_passes_run) and with fusion and planned
 temporaries on and the vectorisable exp (exec_new_flags with LOWER_FUSE | LOWER_VEC_EXP), and every
 call runs both: each against NumPy, and the two results equal bit for bit (FUSED_ULPS) wherever no
 f32 exp and no float matmul reaches the output (the fused matmul sums in order of k, the default
@@ -133,7 +133,7 @@ class Core:
 
   def exec_fused(self, builder, entry):
     """(exec handle or None, the passes' graph or None, error): the graph through ir_passes_run
-    (fold, CSE, DCE), lowered with LOWER_FUSE, tensorjit's fusion rule and LOWER_VEC_EXP. The
+    (decompose, fold, CSE, DCE), lowered with LOWER_FUSE, tensorjit's fusion rule and LOWER_VEC_EXP. The
     caller frees both (exec first)."""
     graph, handle, err = ctypes.c_void_p(), ctypes.c_void_p(), ffi.Error()
     outs = builder.outputs_array()

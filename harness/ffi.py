@@ -141,7 +141,7 @@ IR_OP = {name: k for k, name in enumerate(IR_OPS)}           # ir_op, in ir_ops.
 SYM_KINDS = ("const", "dim", "add", "sub", "mul", "floordiv", "mod", "min", "max")   # sym_kind
 LOWER_C, LOWER_CUDA = 0, 1                                      # lower_backend
 LOWER_FUSE, LOWER_VEC_EXP = 2, 4                                 # lower_program_new_flags' flags
-IR_PASS_ALL = 7                                                  # ir_passes_run: fold, CSE, DCE
+IR_PASS_ALL = 23                                                 # ir_passes_run: decompose, fold, CSE, DCE (ir_pass.h)
 
 
 class SymExpr(ctypes.Structure):

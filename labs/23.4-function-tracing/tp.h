@@ -129,6 +129,25 @@ tp_tensor *tp_moments_at(tp_ctx *c, tp_tensor *x, unsigned axes, int keepdims, d
 #define tp_var_mean(c, x, axes, keep, corr, mean) tp_moments_at((c), (x), (axes), (keep), (corr), NULL, 0, (mean), TP_HERE)
 #define tp_std_mean(c, x, axes, keep, corr, mean) tp_moments_at((c), (x), (axes), (keep), (corr), NULL, 1, (mean), TP_HERE)
 
+/* ---- Softmax, log-softmax and layer norm (tp_nn.c), each recorded as the
+ * primitives it is made of (its derivative is theirs). Chapter 23.1,
+ * "Passes over the graph". */
+
+/* exp(x - max) / sum(exp(x - max)) over axis (negative: from the last).
+ * Errors (in c): UOPC_E_DTYPE (x not float), UOPC_E_INVALID (an axis outside
+ * x); an empty axis is refused at launch, as its max is (UOPC_E_BOUNDS). */
+tp_tensor *tp_softmax_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
+/* (x - max) - log(sum(exp(x - max))) over axis; as tp_softmax_at. */
+tp_tensor *tp_log_softmax_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);
+/* (x - mean) / sqrt(var + eps) over the last axis (var with correction 0,
+ * the count read at run time), times weight and plus bias when they are not
+ * NULL (each broadcast against x: the last axis's extent). Errors: as
+ * tp_softmax_at's, and the broadcast's. */
+tp_tensor *tp_layer_norm_at(tp_ctx *c, tp_tensor *x, tp_tensor *weight, tp_tensor *bias, double eps, tp_site at);
+#define tp_softmax(c, x, axis) tp_softmax_at((c), (x), (axis), TP_HERE)
+#define tp_log_softmax(c, x, axis) tp_log_softmax_at((c), (x), (axis), TP_HERE)
+#define tp_layer_norm(c, x, w, b, eps) tp_layer_norm_at((c), (x), (w), (b), (eps), TP_HERE)
+
 /* ---- Sizes and branches on them. */
 
 tp_int tp_size_at(tp_ctx *c, tp_tensor *x, int axis, tp_site at);

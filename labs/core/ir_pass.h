@@ -7,7 +7,7 @@
  *            const ir_graph *g, const ir_node *const *outputs, int n, uopc_error *err);
  *
  * so passes chain (the outputs of one are the outputs of the next) and a
- * later pass (decomposition, fusion) slots into ir_passes_run's list. Every
+ * later pass slots into ir_passes_run's list. Every
  * pass keeps all of g's inputs, in their order: an input is a parameter of
  * the compiled function and callers bind inputs by position. The caller owns
  * *out (ir_graph_free); new_outputs[k] is a node of *out. g is not changed.
@@ -59,19 +59,27 @@ int ir_pass_cse(ir_graph **out, const ir_node **new_outputs, const ir_graph *g, 
 int ir_pass_fold(ir_graph **out, const ir_node **new_outputs, const ir_graph *g, const ir_node *const *outputs,
                  int n, uopc_error *err);
 
+/* Decomposition (ir_decompose.c): each MEAN becomes a SUM over the same
+ * axes divided by the count, a size read at run time (IR_SIZE); the same
+ * value, bit for bit. */
+int ir_pass_decompose(ir_graph **out, const ir_node **new_outputs, const ir_graph *g, const ir_node *const *outputs,
+                      int n, uopc_error *err);
+
 /* ---- The pipeline (ir_passes.c). */
 
 #define IR_PASS_FOLD 1u
 #define IR_PASS_CSE 2u
 #define IR_PASS_DCE 4u
-#define IR_PASS_ALL (IR_PASS_FOLD | IR_PASS_CSE | IR_PASS_DCE)
+#define IR_PASS_DECOMPOSE 16u
+#define IR_PASS_ALL (IR_PASS_DECOMPOSE | IR_PASS_FOLD | IR_PASS_CSE | IR_PASS_DCE)
 /* Print the graph before the passes and after each one (to trace, or to
  * stderr when trace is NULL); UOPC_DEBUG=2 or above prints to stderr too. */
 #define IR_PASS_PRINT 8u
 
-/* The passes selected in flags, in this order: fold (it makes equal
- * constants and dead operands), CSE (it merges what folding made equal),
- * DCE (it drops what both left unreached). The same contract as one pass;
+/* The passes selected in flags, in this order: decompose (it makes sums
+ * and sizes the others see), fold (it makes equal constants and dead
+ * operands), CSE (it merges what folding made equal), DCE (it drops what
+ * the others left unreached). The same contract as one pass;
  * with no pass selected, *out is DCE's graph (the caller owns a new graph
  * either way). trace may be NULL. */
 int ir_passes_run(ir_graph **out, const ir_node **new_outputs, const ir_graph *g, const ir_node *const *outputs,

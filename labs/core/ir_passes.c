@@ -1,8 +1,10 @@
 /* ir_passes.c: the graph passes in their order (the compiler core; issue
- * 27): fold, CSE, DCE, each over the previous one's graph, each graph but
- * the last freed as soon as the next exists. The order is the one where each
- * pass leaves work for the next only: folding makes equal constants (CSE's)
- * and unreached operands (DCE's), CSE unreached duplicates (DCE's), and DCE
+ * 27): decompose, fold, CSE, DCE, each over the previous one's graph, each
+ * graph but the last freed as soon as the next exists. The order is the one
+ * where each pass leaves work for the next only: decomposition makes sums
+ * (CSE's, when the graph also sums the same operand) and sizes (folding's,
+ * when the count is a number), folding makes equal constants (CSE's) and
+ * unreached operands (DCE's), CSE unreached duplicates (DCE's), and DCE
  * makes nothing. With IR_PASS_PRINT or UOPC_DEBUG >= 4 (the level that
  * prints generated source) the graph is printed before and after each pass.
  * Chapter 23.1, "Passes over the graph". */
@@ -28,6 +30,7 @@ static const struct {
   const char *name;
   ir_pass_fn *run;
 } PASSES[] = {
+  {IR_PASS_DECOMPOSE, "decompose", ir_pass_decompose},
   {IR_PASS_FOLD, "fold", ir_pass_fold},
   {IR_PASS_CSE, "cse", ir_pass_cse},
   {IR_PASS_DCE, "dce", ir_pass_dce},

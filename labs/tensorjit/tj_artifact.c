@@ -374,7 +374,7 @@ static int hook_compile(void *ctx, const vcache *c, vcache_variant *v, uopc_erro
     if (rc) return rc;
   }
   if (!n) return UOPC_OK;   /* every output a view: nothing to compile */
-  /* the core's passes first (fold, CSE, DCE: ir_passes.c), then fused by tensorjit's cost rule (a
+  /* the core's passes first (decompose, fold, CSE, DCE: ir_passes.c), then fused by tensorjit's cost rule (a
    * producer read by several consumers is stored once: tj_fuse.c), long chains cut, its temporaries
    * sharing space where their lifetimes allow: the core's lower_fuse.c, lower_share.c. The variant keeps the traced graph
    * (its guards, views and call-outs are expressions in it); the passed one lives beside it. */

@@ -139,6 +139,81 @@ static void test_fold_computes_ops_over_constants_and_sizes(void **state) {
   ir_graph_free(h);
 }
 
+/* Runs e on the inputs into fresh outputs (the caller frees them). */
+static void run_into(exec *e, const ir_node *const *nodes, buf *ins, int n_in, buf *outs, int n_out) {
+  const uopc_tensor *in[CORE_MAX_IO];
+  uopc_tensor *o[CORE_MAX_IO];
+  sym_binding b;
+  uopc_error err = {0};
+  for (int k = 0; k < n_in; k++) in[k] = &ins[k].t;
+  assert_uopc_ok(exec_bind(e, in, n_in, &b, &err), err);
+  for (int k = 0; k < n_out; k++) {
+    int64_t shape[UOPC_MAX_RANK];
+    int rank;
+    assert_uopc_ok(exec_output_shape(e, k, &b, shape, &rank, &err), err);
+    buf_new(&outs[k], nodes[k]->dtype, rank, shape);
+    o[k] = &outs[k].t;
+  }
+  assert_uopc_ok(exec_run(e, o, n_out, in, n_in, &err), err);
+}
+
+/* A mean becomes a sum over the same axes divided by its count, a size read
+ * at run time: printed before and after, and compiled both ways the same
+ * bits at every size (0 elements: NaN both ways). */
+static void test_decompose_means_into_a_sum_and_its_count(void **state) {
+  core *c = *state;
+  const sym_expr *m = dim(c, "m", 0, 64), *n = dim(c, "n", 0, 64);
+  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(m, n)), *y = input(c, "y", UOPC_F64, 1, SHAPE(n));
+  const ir_node *rows = ok_node(c, ir_reduce(c->g, IR_MEAN, x, 2u, 1), "x.mean(1, keepdims)");
+  const ir_node *outs[2] = {ok_node(c, ir_binary(c->g, IR_SUB, x, rows), "x - x.mean(1)"),
+                            ok_node(c, ir_reduce(c->g, IR_MEAN, y, 1u, 0), "y.mean()")}, *got[2];
+  ir_graph *h = run_pass(c, ir_pass_decompose, outs, got, 2,
+                         "%0 = input(x) : f32[m, n]\n"
+                         "%1 = input(y) : f64[n]\n"
+                         "%2 = mean(%0, axes=[1], keepdims) : f32[m, 1]\n"
+                         "%3 = sub(%0, %2) : f32[m, n]\n"
+                         "%4 = mean(%1, axes=[0]) : f64[]\n"
+                         "out0 = %3\n"
+                         "out1 = %4\n",
+                         "%0 = input(x) : f32[m, n]\n"
+                         "%1 = input(y) : f64[n]\n"
+                         "%2 = sum(%0, axes=[1], keepdims) : f32[m, 1]\n"
+                         "%3 = size(n) : f32[]\n"
+                         "%4 = div(%2, %3) : f32[m, 1]\n"
+                         "%5 = sub(%0, %4) : f32[m, n]\n"
+                         "%6 = sum(%1, axes=[0]) : f64[]\n"
+                         "%7 = size(n) : f64[]\n"
+                         "%8 = div(%6, %7) : f64[]\n"
+                         "out0 = %5\n"
+                         "out1 = %8\n", 9, "decompose");
+  exec *e[2] = {NULL, NULL};
+  uopc_error err = {0};
+  assert_uopc_ok(exec_new_flags(&e[0], c->g, outs, 2, "mean_node", LOWER_FUSE, NULL, &err), err);
+  assert_uopc_ok(exec_new_flags(&e[1], h, got, 2, "mean_decomposed", LOWER_FUSE, NULL, &err), err);
+  const int64_t sizes[][2] = {{3, 7}, {1, 1}, {2, 0}, {5, 64}, {4, 33}};
+  for (int z = 0; z < COUNT(sizes); z++) {
+    buf in[2], a[2], b[2];
+    buf_new(&in[0], UOPC_F32, 2, sizes[z]);
+    buf_new(&in[1], UOPC_F64, 1, &sizes[z][1]);
+    for (int64_t i = 0; i < sizes[z][0] * sizes[z][1]; i++) uopc_tensor_set(&in[0].t, i, (double)((i * 37) % 23) / 7 - 1.5);
+    for (int64_t i = 0; i < sizes[z][1]; i++) uopc_tensor_set(&in[1].t, i, (double)((i * 11) % 17) / 3 + 0.1);
+    run_into(e[0], outs, in, 2, a, 2);
+    run_into(e[1], got, in, 2, b, 2);
+    for (int k = 0; k < 2; k++)
+      for (int64_t i = 0; i < uopc_tensor_numel(&a[k].t); i++) {
+        double u = uopc_tensor_get(&a[k].t, i), v = uopc_tensor_get(&b[k].t, i);
+        if (memcmp(&u, &v, sizeof u) != 0)
+          fail_msg("(%lld, %lld): output %d element %lld: the mean's nest %.17g, decomposed %.17g",
+                   (long long)sizes[z][0], (long long)sizes[z][1], k, (long long)i, u, v);
+      }
+    if (sizes[z][1] == 0 && uopc_tensor_get(&b[1].t, 0) == uopc_tensor_get(&b[1].t, 0))
+      fail_msg("the mean of no element: expected NaN, got %g", uopc_tensor_get(&b[1].t, 0));
+    for (int k = 0; k < 2; k++) buf_free(&in[k]), buf_free(&a[k]), buf_free(&b[k]);
+  }
+  exec_free(e[0]), exec_free(e[1]);
+  ir_graph_free(h);
+}
+
 /* One op over constants, folded, against the interpreter on the unfolded
  * graph: the same bits (NaN as NaN), or the node kept where C is undefined. */
 static void fold_case(ir_op op, uopc_dtype dt, uopc_dtype to, double a, double b, int kept) {
@@ -206,48 +281,84 @@ static void test_fold_matches_the_interpreter(void **state) {
   fold_case(IR_MUL, UOPC_I64, UOPC_I64, 2147483649.0, 2147483649.0, 1);
 }
 
-/* The pipeline: fold, CSE, DCE, each printed; (1 + 1) * x and 2 * x become one. */
+/* The pipeline: decompose, fold, CSE, DCE, each printed. (1 + 1) * mean(x)
+ * and 2 * (sum(x) / n) become one: the mean is decomposed into the sum and
+ * count the other spells out, folding makes 1 + 1 a 2, CSE merges the two
+ * sums, the two divisions and the two products, and DCE drops the rest. */
 static void test_pipeline_order_and_printout(void **state) {
   core *c = *state;
   const sym_expr *n = dim(c, "n", 1, 64);
   const ir_node *x = input(c, "x", UOPC_F32, 1, SHAPE(n));
   const ir_node *one = ir_const(c->g, 1, UOPC_F32), *two = ir_binary(c->g, IR_ADD, one, one);
-  const ir_node *a = ir_binary(c->g, IR_MUL, two, x), *b = ir_binary(c->g, IR_MUL, ir_const(c->g, 2, UOPC_F32), x);
+  const ir_node *a = ir_binary(c->g, IR_MUL, two, ir_reduce(c->g, IR_MEAN, x, 1u, 0));
+  const ir_node *mean = ir_binary(c->g, IR_DIV, ir_reduce(c->g, IR_SUM, x, 1u, 0), ir_size(c->g, n, UOPC_F32));
+  const ir_node *b = ir_binary(c->g, IR_MUL, ir_const(c->g, 2, UOPC_F32), mean);
   const ir_node *out = ok_node(c, ir_binary(c->g, IR_SUB, a, b), "out"), *got[1];
   ir_graph *h = NULL;
   codegen_text t = {0};
   uopc_error err = {0};
   assert_uopc_ok(ir_passes_run(&h, got, c->g, &out, 1, IR_PASS_ALL | IR_PASS_PRINT, &t, &err), err);
   const char *want =
-      "== before the passes: 7 nodes ==\n"
+      "== before the passes: 11 nodes ==\n"
       "%0 = input(x) : f32[n]\n"
       "%1 = const(1) : f32[]\n"
       "%2 = add(%1, %1) : f32[]\n"
-      "%3 = mul(%2, %0) : f32[n]\n"
-      "%4 = const(2) : f32[]\n"
-      "%5 = mul(%4, %0) : f32[n]\n"
-      "%6 = sub(%3, %5) : f32[n]\n"
-      "out0 = %6\n"
-      "== after fold: 7 nodes ==\n"
+      "%3 = mean(%0, axes=[0]) : f32[]\n"
+      "%4 = mul(%2, %3) : f32[]\n"
+      "%5 = size(n) : f32[]\n"
+      "%6 = sum(%0, axes=[0]) : f32[]\n"
+      "%7 = div(%6, %5) : f32[]\n"
+      "%8 = const(2) : f32[]\n"
+      "%9 = mul(%8, %7) : f32[]\n"
+      "%10 = sub(%4, %9) : f32[]\n"
+      "out0 = %10\n"
+      "== after decompose: 13 nodes ==\n"
+      "%0 = input(x) : f32[n]\n"
+      "%1 = const(1) : f32[]\n"
+      "%2 = add(%1, %1) : f32[]\n"
+      "%3 = sum(%0, axes=[0]) : f32[]\n"
+      "%4 = size(n) : f32[]\n"
+      "%5 = div(%3, %4) : f32[]\n"
+      "%6 = mul(%2, %5) : f32[]\n"
+      "%7 = size(n) : f32[]\n"
+      "%8 = sum(%0, axes=[0]) : f32[]\n"
+      "%9 = div(%8, %7) : f32[]\n"
+      "%10 = const(2) : f32[]\n"
+      "%11 = mul(%10, %9) : f32[]\n"
+      "%12 = sub(%6, %11) : f32[]\n"
+      "out0 = %12\n"
+      "== after fold: 13 nodes ==\n"
       "%0 = input(x) : f32[n]\n"
       "%2 = const(2) : f32[]\n"
-      "%3 = mul(%2, %0) : f32[n]\n"
-      "%4 = const(2) : f32[]\n"
-      "%5 = mul(%4, %0) : f32[n]\n"
-      "%6 = sub(%3, %5) : f32[n]\n"
-      "out0 = %6\n"
-      "== after cse: 5 nodes ==\n"
+      "%3 = sum(%0, axes=[0]) : f32[]\n"
+      "%4 = size(n) : f32[]\n"
+      "%5 = div(%3, %4) : f32[]\n"
+      "%6 = mul(%2, %5) : f32[]\n"
+      "%7 = size(n) : f32[]\n"
+      "%8 = sum(%0, axes=[0]) : f32[]\n"
+      "%9 = div(%8, %7) : f32[]\n"
+      "%10 = const(2) : f32[]\n"
+      "%11 = mul(%10, %9) : f32[]\n"
+      "%12 = sub(%6, %11) : f32[]\n"
+      "out0 = %12\n"
+      "== after cse: 8 nodes ==\n"
       "%0 = input(x) : f32[n]\n"
       "%2 = const(2) : f32[]\n"
-      "%3 = mul(%2, %0) : f32[n]\n"
-      "%4 = sub(%3, %3) : f32[n]\n"
-      "out0 = %4\n"
-      "== after dce: 4 nodes ==\n"
+      "%3 = sum(%0, axes=[0]) : f32[]\n"
+      "%4 = size(n) : f32[]\n"
+      "%5 = div(%3, %4) : f32[]\n"
+      "%6 = mul(%2, %5) : f32[]\n"
+      "%7 = sub(%6, %6) : f32[]\n"
+      "out0 = %7\n"
+      "== after dce: 7 nodes ==\n"
       "%0 = input(x) : f32[n]\n"
       "%1 = const(2) : f32[]\n"
-      "%2 = mul(%1, %0) : f32[n]\n"
-      "%3 = sub(%2, %2) : f32[n]\n"
-      "out0 = %3\n";
+      "%2 = sum(%0, axes=[0]) : f32[]\n"
+      "%3 = size(n) : f32[]\n"
+      "%4 = div(%2, %3) : f32[]\n"
+      "%5 = mul(%1, %4) : f32[]\n"
+      "%6 = sub(%5, %5) : f32[]\n"
+      "out0 = %6\n";
   if (strcmp(t.data, want) != 0) fail_msg("pipeline: expected\n%s\ngot\n%s", want, t.data);
   codegen_text_fini(&t);
   ir_graph_free(h);
@@ -273,6 +384,7 @@ int main(void) {
     T(test_cse_merges_equal_nodes_and_their_consumers),
     T(test_cse_keeps_constants_apart_by_bits_and_dtype),
     T(test_fold_computes_ops_over_constants_and_sizes),
+    T(test_decompose_means_into_a_sum_and_its_count),
     T(test_fold_matches_the_interpreter),
     T(test_pipeline_order_and_printout),
     T(test_passes_refuse_a_foreign_output),

@@ -1,6 +1,7 @@
 /* test_grad_rules.c: the backward rules beyond lab 23.4's fifteen
- * (tp_grad_more.c) and the variance ops (tp_stats.c), section 23.7's
- * training. Every op runs over a sequence of sizes that reaches 0, 1 and a
+ * (tp_grad_more.c), the variance ops (tp_stats.c) and the composites that
+ * are recorded as primitives (tp_nn.c: softmax, log-softmax, layer norm),
+ * section 23.7's training. Every op runs over a sequence of sizes that reaches 0, 1 and a
  * repeated size, on contiguous and transposed inputs, eagerly and through
  * one tp_compiled (grad_inputs: the traced rules), whose exact variant
  * count is checked. The loss is sum(y^2 / 2 + y), so the incoming gradient
@@ -416,6 +417,58 @@ static void ref_moments(ref_io *io, const rcase *k) {
   }
 }
 
+/* softmax (p[0] 0) and log-softmax (1) over axis p[1], layer norm (2) over
+ * the last with weight and bias: the values, and the closed forms PyTorch's
+ * backward kernels compute (softmax y (g - sum(g y)); log-softmax g -
+ * softmax sum(g); layer norm's inv (gxhat - mean(gxhat) - xhat
+ * mean(gxhat xhat)), gw = sum(g xhat), gb = sum(g) over the rows). */
+enum { C_SOFTMAX, C_LOG_SOFTMAX, C_LAYER_NORM };
+#define LN_EPS 1e-5
+
+static void ref_composite(ref_io *io, const rcase *k) {
+  int64_t n = io->r * io->cols;
+  unsigned axes = k->p[0] == C_LAYER_NORM ? 2u : 1u << k->p[1];
+  int64_t ng = groups_of(io, axes), count = axes == 1u ? io->r : io->cols;
+  double m[64], sum[64] = {0}, gsum[64] = {0}, gdot[64] = {0};
+  set_y(io, 0, 2, io->r, io->cols, 0);
+  for (int64_t g = 0; g < ng; g++) m[g] = k->p[0] == C_LAYER_NORM ? 0 : -INFINITY;
+  if (k->p[0] == C_LAYER_NORM) {   /* m the mean, sum the variance, then inv */
+    for (int64_t e = 0; e < n; e++) m[group_of(io, axes, e)] += io->x[0][e] / (double)count;
+    for (int64_t e = 0; e < n; e++) {
+      double d = io->x[0][e] - m[group_of(io, axes, e)];
+      sum[group_of(io, axes, e)] += d * d / (double)count;
+    }
+    for (int64_t g = 0; g < ng; g++) sum[g] = 1 / sqrt(sum[g] + LN_EPS);
+    for (int64_t e = 0; e < n; e++) {
+      int64_t g = group_of(io, axes, e), j = e % io->cols;
+      double xhat = (io->x[0][e] - m[g]) * sum[g];
+      io->y[0][e] = xhat * io->x[1][j] + io->x[2][j];
+      double gy = gy_of(io->y[0][e]), gxhat = gy * io->x[1][j];
+      io->gx[1][j] += gy * xhat, io->gx[2][j] += gy;
+      gsum[g] += gxhat / (double)count, gdot[g] += gxhat * xhat / (double)count;
+    }
+    for (int64_t e = 0; e < n; e++) {
+      int64_t g = group_of(io, axes, e), j = e % io->cols;
+      double xhat = (io->x[0][e] - m[g]) * sum[g], gxhat = gy_of(io->y[0][e]) * io->x[1][j];
+      io->gx[0][e] = sum[g] * (gxhat - gsum[g] - xhat * gdot[g]);
+    }
+    return;
+  }
+  for (int64_t e = 0; e < n; e++) m[group_of(io, axes, e)] = fmax(m[group_of(io, axes, e)], io->x[0][e]);
+  for (int64_t e = 0; e < n; e++) sum[group_of(io, axes, e)] += exp(io->x[0][e] - m[group_of(io, axes, e)]);
+  for (int64_t e = 0; e < n; e++) {
+    int64_t g = group_of(io, axes, e);
+    double sm = exp(io->x[0][e] - m[g]) / sum[g];
+    io->y[0][e] = k->p[0] == C_SOFTMAX ? sm : io->x[0][e] - m[g] - log(sum[g]);
+    gsum[g] += gy_of(io->y[0][e]), gdot[g] += gy_of(io->y[0][e]) * sm;
+  }
+  for (int64_t e = 0; e < n; e++) {
+    int64_t g = group_of(io, axes, e);
+    double sm = exp(io->x[0][e] - m[g]) / sum[g], gy = gy_of(io->y[0][e]);
+    io->gx[0][e] = k->p[0] == C_SOFTMAX ? sm * (gy - gdot[g]) : gy - sm * gsum[g];
+  }
+}
+
 /* Python's slice.indices: *start and the length of x[start:stop:step] over n. */
 static int64_t slice_len(int64_t n, int64_t start, int64_t stop, int64_t step, int64_t *first) {
   int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
@@ -518,6 +571,12 @@ static void b_moments(tp_ctx *c, tp_tensor *const *in, tp_tensor **y, const rcas
                        (int)k->p[2], mean, TP_HERE);
 }
 
+static void b_composite(tp_ctx *c, tp_tensor *const *in, tp_tensor **y, const rcase *k) {
+  if (k->p[0] == C_SOFTMAX) y[0] = tp_softmax(c, in[0], (int)k->p[1]);
+  else if (k->p[0] == C_LOG_SOFTMAX) y[0] = tp_log_softmax(c, in[0], (int)k->p[1]);
+  else y[0] = tp_layer_norm(c, in[0], in[1], in[2], LN_EPS);
+}
+
 static void b_move(tp_ctx *c, tp_tensor *const *in, tp_tensor **y, const rcase *k) {
   tp_tensor *x = in[0];
   tp_int rows = tp_size(c, x, 0), cols = tp_size(c, x, -1);
@@ -593,6 +652,21 @@ static const rcase reductions[] = {
      .shape = {{R_, C_}}, .mask = 1u, UNIT, .p = {2, 0, 1}, .corr = 1, SWEEP, .artifacts = 1},
 };
 
+/* softmax's max over an empty axis is refused, as amax's is: the sweeps along an axis avoid one */
+#define ALONG_COLS SIZES({3, 4}, {0, 4}, {1, 1}, {3, 4}, {5, 2}, {1, 5})
+#define ALONG_ROWS SIZES({3, 4}, {3, 0}, {1, 1}, {3, 4}, {2, 5}, {5, 1})
+static const rcase composites[] = {
+    {"softmax(x, 1)", b_composite, ref_composite, ONE_IN(R_, C_), .lo = {-3}, .hi = {3}, .p = {C_SOFTMAX, 1},
+     ALONG_COLS, .artifacts = 1},
+    {"softmax(x, 0)", b_composite, ref_composite, ONE_IN(R_, C_), .lo = {-3}, .hi = {3}, .p = {C_SOFTMAX, 0},
+     ALONG_ROWS, .artifacts = 1},
+    {"log_softmax(x, -1)", b_composite, ref_composite, ONE_IN(R_, C_), .lo = {-3}, .hi = {3},
+     .p = {C_LOG_SOFTMAX, -1}, ALONG_COLS, .artifacts = 1},
+    {"layer_norm(x, w, b)", b_composite, ref_composite, .n_in = 3, .n_y = 1, .rank = {2, 1, 1},
+     .shape = {{R_, C_}, {C_}, {C_}}, .mask = 7u, .lo = {-2, 0.5, -1}, .hi = {2, 1.5, 1}, .p = {C_LAYER_NORM},
+     SWEEP, .artifacts = 1},
+};
+
 static const rcase moves[] = {
     {"x[:, 1::2]", b_move, ref_move, ONE_IN(R_, C_), UNIT, .p = {M_SLICE_COLS, 1, UOPC_SLICE_NONE, 2}, SWEEP,
      .artifacts = 1},
@@ -650,6 +724,14 @@ static void test_reduction_and_variance_rules_match_the_reference_and_finite_dif
   assert_int_equal(refused_tj, 0);
 }
 
+/* The composites are recorded as primitives (tp_nn.c): their derivatives are the primitives'. */
+static void test_composites_match_the_reference_and_finite_differences(void **state) {
+  (void)state;
+  refused_tj = 0;
+  for (size_t k = 0; k < N_OF(composites); k++) run_case(&composites[k]);
+  assert_int_equal(refused_tj, 0);
+}
+
 static void test_move_rules_scatter_into_zeros_of_the_runtime_shape(void **state) {
   (void)state;
   refused_tj = calls_tj = 0;
@@ -665,7 +747,7 @@ static void test_move_rules_scatter_into_zeros_of_the_runtime_shape(void **state
  * a NaN output passes the gradient 1 and the rest 0), else sum(y^2 / 2 + y); out[1] is y. */
 typedef struct fixed { int op, nan_loss; int64_t p; } fixed;
 enum { F_POW, F_MINIMUM, F_MAXIMUM, F_RELU, F_AMAX_ROWS, F_ABS, F_STD_ALL, F_STD1_C0, F_VAR1_C1, F_VAR_ROWS_C5, F_STD_T,
-       F_AMAX_ALL, F_VAR_INT, F_VAR_AXES, F_VAR_CORR_RANK1, F_SELECT5, F_SQUEEZE0 };
+       F_AMAX_ALL, F_VAR_INT, F_VAR_AXES, F_VAR_CORR_RANK1, F_SELECT5, F_SQUEEZE0, F_SOFTMAX_INT, F_SOFTMAX_AXIS2 };
 
 static int fixed_model(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   const fixed *f = user;
@@ -684,6 +766,8 @@ static int fixed_model(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *u
   case F_STD_T: y = tp_moments_at(c, x, 2u, 0, 0, in[1], 1, NULL, TP_HERE); break;
   case F_AMAX_ALL: y = tp_amax(c, x, 0u, 0); break;
   case F_VAR_INT: y = tp_var(c, tp_cast(c, x, UOPC_I64), 0u, 0, 1.0); break;
+  case F_SOFTMAX_INT: y = tp_softmax(c, tp_cast(c, x, UOPC_I64), -1); break;
+  case F_SOFTMAX_AXIS2: y = tp_log_softmax(c, x, 2); break;
   case F_VAR_AXES: y = tp_var(c, x, 4u, 0, 1.0); break;
   case F_VAR_CORR_RANK1: y = tp_moments_at(c, x, 0u, 0, 0, in[1], 0, NULL, TP_HERE); break;
   case F_SELECT5: y = tp_select(c, x, 0, tp_int_const(c, 5)); break;
@@ -882,6 +966,10 @@ static void test_refusals_have_exact_codes(void **state) {
              err.message);
   expect_int(fixed_run(&(fixed){F_SQUEEZE0, 0, 0}, 1, &x, 1u, NULL, NULL, &err), UOPC_E_INVALID,
              "squeeze of an axis of 3: %s", err.message);
+  expect_int(fixed_run(&(fixed){F_SOFTMAX_INT, 0, 0}, 1, &x, 1u, NULL, NULL, &err), UOPC_E_DTYPE,
+             "softmax of i64: %s", err.message);
+  expect_int(fixed_run(&(fixed){F_SOFTMAX_AXIS2, 0, 0}, 1, &x, 1u, NULL, NULL, &err), UOPC_E_INVALID,
+             "log_softmax over axis 2 of a matrix: %s", err.message);
   uopc_tensor_release(&empty), uopc_tensor_release(&x), uopc_tensor_release(&c2);
 }
 
@@ -889,6 +977,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pointwise_rules_match_the_reference_and_finite_differences),
       cmocka_unit_test(test_reduction_and_variance_rules_match_the_reference_and_finite_differences),
+      cmocka_unit_test(test_composites_match_the_reference_and_finite_differences),
       cmocka_unit_test(test_move_rules_scatter_into_zeros_of_the_runtime_shape),
       cmocka_unit_test(test_ties_follow_the_stated_conventions),
       cmocka_unit_test(test_pow_edges_follow_the_stated_conventions),

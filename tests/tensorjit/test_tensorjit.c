@@ -51,6 +51,13 @@ static int mean_first(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   return tp_status(c);
 }
 
+static int sum_and_mean(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.sum(1) + x.mean(1) */
+  (void)user;
+  out[0] = tp_add(c, tp_reduce_at(c, IR_SUM, in[0].t, 1u << 1, 0, TP_HERE),
+                  tp_reduce_at(c, IR_MEAN, in[0].t, 1u << 1, 0, TP_HERE));
+  return tp_status(c);
+}
+
 static int max_keep(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {   /* x.max(-1, keepdims) */
   (void)user;
   out[0] = tp_reduce_at(c, IR_MAX, in[0].t, 1u << 1, 1, TP_HERE);
@@ -279,6 +286,20 @@ static void test_tj_sum_last_axis_one_artifact_across_sizes(void **state) {
   tj_function *f = compile(sum_last, NULL);
   call_shape(f, sum_last, 3, 7), call_shape(f, sum_last, 5, 11), call_shape(f, sum_last, 2, 4);
   assert_counts(f, 1, 2, "x.sum(-1) over (3,7), (5,11), (2,4)");
+  tj_free(f);
+}
+
+/* The passes decompose the mean into the sum and a count, and CSE merges the
+ * two sums: one reduction nest, the sum read twice. */
+static void test_tj_sum_and_mean_of_one_operand_are_one_reduction(void **state) {
+  (void)state;
+  tj_function *f = compile(sum_and_mean, NULL);
+  call_shape(f, sum_and_mean, 3, 7), call_shape(f, sum_and_mean, 5, 11), call_shape(f, sum_and_mean, 2, 1);
+  assert_counts(f, 2, 1, "x.sum(1) + x.mean(1) over (3,7), (5,11), (2,1)");
+  const char *source = tj_artifact_source(f, 0);
+  assert_non_null(source);
+  if (testutil_count_serial(source, "(sum, order: ") != 1 || strstr(source, "(mean") || !strstr(source, "= size("))
+    fail_msg("expected one sum nest, no mean, and the count as a size:\n%s", source);
   tj_free(f);
 }
 
@@ -1344,6 +1365,7 @@ int main(void) {
       cmocka_unit_test_setup(test_tj_fuses_with_a_cost_rule_computing_a_shared_producer_once, reset),
       cmocka_unit_test_setup(test_tj_sum_last_axis_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_mean_first_axis_one_artifact_across_sizes, reset),
+      cmocka_unit_test_setup(test_tj_sum_and_mean_of_one_operand_are_one_reduction, reset),
       cmocka_unit_test_setup(test_tj_max_keepdims_reshape_and_numel_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_expand_one_artifact_across_sizes, reset),
       cmocka_unit_test_setup(test_tj_sizes_0_and_1_are_specialised, reset),
