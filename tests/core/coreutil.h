@@ -154,26 +154,37 @@ static inline const char *body_of(const exec *e) {
 
 enum { CORE_MAX_IO = 8 };
 
+/* Runs e on ins into fresh outputs (the nodes' dtypes, the shapes of this
+ * binding, poisoned tails; the caller frees them); *b gets the binding. */
+static inline void run_into(exec *e, const ir_node *const *outs, int n_out, buf *ins, int n_in, buf *got,
+                            sym_binding *b) {
+  const uopc_tensor *in[CORE_MAX_IO];
+  uopc_tensor *o[CORE_MAX_IO];
+  uopc_error err = {0};
+  for (int k = 0; k < n_in; k++) in[k] = &ins[k].t;
+  assert_uopc_ok(exec_bind(e, in, n_in, b, &err), err);
+  for (int k = 0; k < n_out; k++) {
+    int64_t shape[UOPC_MAX_RANK];
+    int rank;
+    assert_uopc_ok(exec_output_shape(e, k, b, shape, &rank, &err), err);
+    buf_new(&got[k], outs[k]->dtype, rank, shape);
+    o[k] = &got[k].t;
+  }
+  assert_uopc_ok(exec_run(e, o, n_out, in, n_in, &err), err);
+}
+
 /* Runs e on inputs and compares each output with the interpreter's (within
  * rel, relative, for sums whose lane order rounds differently); every
  * output's poisoned tail must be untouched. */
 static inline void check_against_eval(core *c, exec *e, const ir_node *const *outs, int n_out, buf *ins, int n_in,
                                       double rel, const char *what) {
   const uopc_tensor *in[CORE_MAX_IO];
-  uopc_tensor *o[CORE_MAX_IO], want[CORE_MAX_IO];
+  uopc_tensor want[CORE_MAX_IO];
   buf got[CORE_MAX_IO];
   sym_binding b;
   uopc_error err = {0};
   for (int k = 0; k < n_in; k++) in[k] = &ins[k].t;
-  assert_uopc_ok(exec_bind(e, in, n_in, &b, &err), err);
-  for (int k = 0; k < n_out; k++) {
-    int64_t shape[UOPC_MAX_RANK];
-    int rank;
-    assert_uopc_ok(exec_output_shape(e, k, &b, shape, &rank, &err), err);
-    buf_new(&got[k], outs[k]->dtype, rank, shape);
-    o[k] = &got[k].t;
-  }
-  assert_uopc_ok(exec_run(e, o, n_out, in, n_in, &err), err);
+  run_into(e, outs, n_out, ins, n_in, got, &b);
   assert_uopc_ok(ir_eval(c->g, outs, n_out, in, n_in, &b, want, &err), err);
   for (int k = 0; k < n_out; k++) {
     for (int64_t i = 0; i < uopc_tensor_numel(&want[k]); i++) {

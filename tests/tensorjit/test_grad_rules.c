@@ -427,7 +427,7 @@ enum { C_SOFTMAX, C_LOG_SOFTMAX, C_LAYER_NORM };
 
 static void ref_composite(ref_io *io, const rcase *k) {
   int64_t n = io->r * io->cols;
-  unsigned axes = k->p[0] == C_LAYER_NORM ? 2u : 1u << k->p[1];
+  unsigned axes = k->p[0] == C_LAYER_NORM ? 2u : 1u << (k->p[1] < 0 ? k->p[1] + 2 : k->p[1]);   /* a matrix */
   int64_t ng = groups_of(io, axes), count = axes == 1u ? io->r : io->cols;
   double m[64], sum[64] = {0}, gsum[64] = {0}, gdot[64] = {0};
   set_y(io, 0, 2, io->r, io->cols, 0);
