@@ -179,7 +179,7 @@ static tp_tensor *made(tp_ctx *c, const ir_node *n, tp_tensor *a, tp_tensor *b, 
   if (!t) return NULL;
   t->src[0] = a, t->src[1] = b, t->src[2] = w;
   if (c->mode == TP_EAGER && (eval_node(c, n, &t->value, at) || stand_in(c, t, at))) return NULL;
-  if (c->mode == TP_TRACE && c->n_stand_ins && tp_saves_value(n) && read_saved(c, t, at)) return NULL;
+  if (c->mode == TP_TRACE && c->n_stand_ins && tp_saves_value(c, n) && read_saved(c, t, at)) return NULL;
   return t;
 }
 
@@ -286,9 +286,9 @@ static int unify_stop(tp_ctx *c, const ir_node *const *src, int n, int matmul, t
 
 /* ---- Saved values read for the nodes that made them (tp_stand_in_saved). */
 
-int tp_saves_value(const ir_node *n) {
+int tp_saves_value(const tp_ctx *c, const ir_node *n) {
   ir_kind kind = ir_op_info_of(n->op)->kind;
-  if (kind != IR_KIND_MATMUL && kind != IR_KIND_REDUCE) return 0;
+  if (kind != IR_KIND_MATMUL && kind != IR_KIND_REDUCE && !(kind == IR_KIND_MATH && c->save_math)) return 0;
   for (int d = 0; d < n->rank; d++)
     if (n->shape[d]->kind != SYM_DIM && n->shape[d]->kind != SYM_CONST) return 0;
   return 1;
@@ -298,11 +298,15 @@ int tp_saved_values(const tp_ctx *c, tp_tensor **out, int max) {
   int n = 0;
   for (int k = 0; c && k < c->n_tensors; k++) {
     tp_tensor *t = c->tensors[k];
-    if (t->is_input || !tp_saves_value(t->node)) continue;
+    if (t->is_input || !tp_saves_value(c, t->node)) continue;
     if (out && n < max) out[n] = t;
     n++;
   }
   return n;
+}
+
+void tp_save_math(tp_ctx *c, int on) {
+  if (c) c->save_math = on;
 }
 
 void tp_stand_in_saved(tp_ctx *c, tp_tensor *const *saved, int n) {

@@ -84,8 +84,9 @@ struct tp_ctx {
   tp_unify need;
   tp_callout_rec *callouts;    /* tp_capture_run's: the call-outs recorded, in order (owned) */
   int n_callouts;
-  tp_tensor *const *stand_ins; /* tp_stand_in_saved's: values saved by a forward, read for matmuls and reductions */
+  tp_tensor *const *stand_ins; /* tp_stand_in_saved's: values saved by a forward, read for the nodes that made them */
   int n_stand_ins, next_stand_in;
+  int save_math;               /* tp_save_math's: math functions' values are saved too */
 };
 
 /* Setting a context up and down (tp.c), for tp_compile.c's tracing ones. */
@@ -129,12 +130,18 @@ int tp_callout_invoke(const tp_callout *decl, const uopc_tensor *const *ins, con
 
 /* ---- Saved values (tensorjit's training, chapter 23.7 "Training"). A
  * forward saves the results of its matmuls and reductions (a node costly to
- * recompute, or one whose value a rule reads); a backward traced later reads
- * them instead of computing them again. */
+ * recompute, or one whose value a rule reads), and with tp_save_math those
+ * of its math functions (exp, log, sqrt, tanh: tens of operations an
+ * element, against one load); a backward traced later reads them instead of
+ * computing them again. */
 
-/* 1 for a node whose value a forward saves: a matmul or a reduction whose
- * extents are dims or constants (one the backward's stand-in can match). */
-int tp_saves_value(const ir_node *n);
+/* 1 for a node whose value a forward traced in c saves: a matmul or a
+ * reduction (or, with tp_save_math, a math function) whose extents are dims
+ * or constants (one the backward's stand-in can match). */
+int tp_saves_value(const tp_ctx *c, const ir_node *n);
+/* Math functions' values are saved (on) or recomputed (off, the default)
+ * from now on in c; a forward and its backward are traced with the same. */
+void tp_save_math(tp_ctx *c, int on);
 /* The handles of c made so far whose node tp_saves_value, in creation
  * order, up to max of them in out (out may be NULL); their count. */
 int tp_saved_values(const tp_ctx *c, tp_tensor **out, int max);

@@ -216,21 +216,25 @@ void tj_graph_free(tj_graph *g);
 
 /* ---- Training (tj_train.c). Chapter 23.7, "Training".
  * A forward that saves is a compiled function of its own (f's model, whose
- * outputs are followed by the values of its matmuls and reductions) and
+ * outputs are followed by the values of its matmuls, reductions and math
+ * functions: exp, log, sqrt, tanh) and
  * returns, with the outputs, a record of the call: packed copies of its
  * tensor arguments (an in-place update of a weight after the forward cannot
  * change its gradient), its scalars, those saved values, and its outputs'
  * dtypes and shapes. tj_backward runs f's backward, a third compiled
  * function: f's model with each saved value standing in for the node that
  * made it, then 23.4's reverse mode seeded by the incoming gradients
- * (tp_backward_seeded_at). Pointwise and movement nodes are recomputed
- * inside its fused loops; matmuls and reductions are read. Its artifacts
+ * (tp_backward_seeded_at). The other pointwise nodes and the movement
+ * nodes are recomputed inside its fused loops; matmuls, reductions and math
+ * functions are read (math functions only when all of them fit the
+ * backward's arguments, below). Its artifacts
  * take the record's tensors and the incoming gradients as arguments, each
  * with dims of its own, so one backward artifact serves every compatible
  * size and each record holds its own sizes (backwards may run in any order,
  * any number of times). When the saved values would not fit the backward's
- * arguments (TJ_MAX_TENSORS), none are saved and the backward recomputes
- * them (tj_saved_values says 0). */
+ * arguments (TJ_MAX_TENSORS, TJ_MAX_OUTPUTS), the math functions' are
+ * recomputed; when the matmuls' and reductions' alone would not fit either,
+ * none are saved and the backward recomputes them (tj_saved_values says 0). */
 
 #define TJ_C_SAVED_PEAK "saved bytes peak"   /* summed over functions: each one's peak of live saved bytes */
 

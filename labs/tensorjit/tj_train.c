@@ -17,7 +17,8 @@ struct tj_train {
   tj_function *forward;                       /* owned: f's model, then the values it saves as outputs */
   tj_function *backward;                      /* owned; made after the forward's first call */
   int n_args;                                 /* the forward's arguments (its first call's) */
-  int n_saved;                                /* values the forward saves (matmuls, reductions) */
+  int n_saved;                                /* values the forward saves (matmuls, reductions, math) */
+  int save_math;                              /* its math functions' values among them (tp_save_math) */
   char names[TJ_MAX_ARGS][SYM_NAME_MAX];      /* the backward's arguments: f's, saved0.., d_out0.. */
   const char *name_of[TJ_MAX_ARGS];
   int64_t live, peak;                         /* bytes of f's saved records */
@@ -46,11 +47,13 @@ static void train_release(struct tj_train *t) {
 
 static const tp_site here = {"tj_backward", 0};
 
-/* The forward that saves: f's outputs, then its matmuls' and reductions'
- * values in the order the model made them (as many as the first call's). */
+/* The forward that saves: f's outputs, then its matmuls', reductions' and
+ * (save_math) math functions' values in the order the model made them (as
+ * many as the first call's). */
 static int forward_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   const tj_function *f = user;
   int n_out = f->opts.n_outputs, n_saved = f->train->n_saved;
+  tp_save_math(c, f->train->save_math);
   if (f->model(c, in, out, f->user)) return tp_status(c);
   int n = tp_saved_values(c, out + n_out, n_saved);
   if (n_saved && n != n_saved)
@@ -60,10 +63,11 @@ static int forward_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user
 }
 
 /* Counts the values forward_model saves, on a capture of the first call. */
-typedef struct counting { const tj_function *f; int n; } counting;
+typedef struct counting { const tj_function *f; int math, n; } counting;
 static int count_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   counting *k = user;
   tp_tensor *y[TJ_MAX_OUTPUTS] = {0};
+  tp_save_math(c, k->math);
   if (k->f->model(c, in, y, k->f->user)) return tp_status(c);
   k->n = tp_saved_values(c, NULL, 0);
   out[0] = y[0];
@@ -79,6 +83,7 @@ static int backward_model(tp_ctx *c, const tj_in *in, tp_tensor **out, void *use
   int n_out = f->opts.n_outputs, n_saved = f->train->n_saved, n = 0;
   int n_args = f->train->n_args;
   for (int k = 0; k < n_saved; k++) saved[k] = in[n_args + k].t;
+  tp_save_math(c, f->train->save_math);
   tp_stand_in_saved(c, saved, n_saved);
   if (f->model(c, in, y, f->user) || tp_stand_ins_end(c, here)) return tp_status(c);
   for (int k = 0; k < n_out; k++) seeds[k] = in[n_args + n_saved + k].t;
@@ -134,14 +139,24 @@ static int check_saving(const tj_function *f, const tj_arg *args, int n_args, uo
 
 /* ---- The forward and backward functions. */
 
-/* How many values the forward saves: those of the first call's trace, or
- * none (all recomputed) when they would not fit the backward's arguments. */
-static int count_saved(tj_function *f, const tj_arg *args, int n_args, int *n_saved, uopc_error *err) {
-  counting k = {f, 0};
-  tj_graph *g = NULL;
-  int rc = tj_make_graph(&g, count_model, &k, args, n_args, TJ_SYMBOLIC, err);
-  tj_graph_free(g);
-  *n_saved = !rc && fits(f, args, n_args, k.n) ? k.n : 0;
+/* How many values the forward saves, on the first call's trace: its
+ * matmuls', reductions' and math functions' (a tanh costs tens of
+ * operations an element to recompute, against one load to read back); when
+ * those would not fit the backward's arguments, the matmuls' and
+ * reductions' alone; when those would not either, none (all recomputed). */
+static int count_saved(tj_function *f, const tj_arg *args, int n_args, int *n_saved, int *math, uopc_error *err) {
+  int rc = UOPC_OK;
+  *n_saved = *math = 0;
+  for (int m = 1; m >= 0 && !rc; m--) {
+    counting k = {f, m, 0};
+    tj_graph *g = NULL;
+    rc = tj_make_graph(&g, count_model, &k, args, n_args, TJ_SYMBOLIC, err);
+    tj_graph_free(g);
+    if (!rc && fits(f, args, n_args, k.n)) {
+      *n_saved = k.n, *math = m;
+      break;
+    }
+  }
   return rc;
 }
 
@@ -149,7 +164,7 @@ static int train_new(tj_function *f, const tj_arg *args, int n_args, uopc_error 
   struct tj_train *t = calloc(1, sizeof *t);
   if (!t) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory", f->label);
   f->train = t, f->train_release = train_release;   /* freed with f from here on */
-  int rc = count_saved(f, args, n_args, &t->n_saved, err);
+  int rc = count_saved(f, args, n_args, &t->n_saved, &t->save_math, err);
   char name[32];
   snprintf(name, sizeof name, "%.20s_fwd", f->label);
   tj_options o = f->opts;

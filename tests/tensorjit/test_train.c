@@ -54,6 +54,14 @@ static int two_layer(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
   return tp_status(c);
 }
 
+/* mean(tanh(tanh(... tanh(x)))), *user tanh's deep (f64). */
+static int tanh_chain(tp_ctx *c, const tj_in *in, tp_tensor **out, void *user) {
+  tp_tensor *t = in[0].t;
+  for (int k = 0; k < *(const int *)user; k++) t = tp_tanh(c, t);
+  out[0] = tp_mean(c, t);
+  return tp_status(c);
+}
+
 /* The same, with 23.4's signature (tp_run_eager's). */
 static int two_layer_tp(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *user) {
   (void)user;
@@ -355,6 +363,59 @@ static void test_sizes_zero_and_one_are_their_own_artifacts_forward_and_backward
   tj_free(f);
 }
 
+/* ---- What a forward saves. */
+
+typedef struct text_count { const char *needle; int with; } text_count;
+static void count_text(const char *text, void *ctx) {
+  text_count *c = ctx;
+  c->with += strstr(text, c->needle) != NULL;
+}
+
+/* A forward saves its math functions' values too, when they fit the backward's arguments: a
+ * chain of 4 tanh saves them and the mean (5 values), and its backward computes no tanh; a
+ * chain of 8 would need 9 (past TJ_MAX_OUTPUTS with the output), so it saves the mean alone and
+ * its backward recomputes the tanh. The gradient, (1/n) prod_k (1 - t_k^2), is the reference's
+ * either way. */
+static void test_math_values_are_saved_when_they_fit_else_recomputed(void **state) {
+  (void)state;
+  static const int depths[2] = {4, 8}, want_saved[2] = {5, 1};
+  const char *names[2] = {"chain4", "chain8"}, *bwd[2] = {"tj_chain4_bwd", "tj_chain8_bwd"};
+  for (int m = 0; m < 2; m++) {
+    tj_function *f = NULL;
+    uopc_error err = {0};
+    tj_options o = {.name = names[m], .grad_args = 0x1};
+    assert_uopc_ok(tj_compile(&f, tanh_chain, (void *)&depths[m], &o, &err), err);
+    static const int64_t sizes[][2] = {{3, 4}, {5, 2}};
+    for (int z = 0; z < 2; z++) {
+      uopc_tensor x = random_tensor(UOPC_F64, 2, sizes[z]), loss, grad, one;
+      int64_t n = sizes[z][0] * sizes[z][1];
+      tj_arg args[1] = {tj_tensor(&x)};
+      tj_saved *s = NULL;
+      assert_uopc_ok(uopc_tensor_empty(&one, UOPC_F64, 0, NULL, &err), err);
+      uopc_tensor_set(&one, 0, 1);
+      const uopc_tensor *seeds[1] = {&one};
+      assert_uopc_ok(tj_call_saving(f, args, 1, &loss, &s, &err), err);
+      assert_uopc_ok(tj_backward(f, s, seeds, &grad, &err), err);
+      double *want = calloc((size_t)n, sizeof *want);
+      for (int64_t i = 0; i < n; i++) {
+        double t = uopc_tensor_get(&x, i), d = 1.0 / (double)n;
+        for (int k = 0; k < depths[m]; k++) t = tanh(t), d *= 1 - t * t;
+        want[i] = d;
+      }
+      expect_values(&grad, want, 1e-12, names[m]);
+      free(want);
+      tj_saved_free(s);
+      uopc_tensor_release(&loss), uopc_tensor_release(&grad), uopc_tensor_release(&one), uopc_tensor_release(&x);
+    }
+    expect_int(tj_saved_values(f), want_saved[m], names[m]);
+    text_count tanh_calls = {"tanh(t", 0};
+    int entries = testutil_each_entry(bwd[m], "kernel.c", count_text, &tanh_calls);
+    expect_int(entries, 1, "backward artifacts over (3, 4) and (5, 2)");
+    expect_int(tanh_calls.with, m == 0 ? 0 : 1, "backward artifacts that compute a tanh");
+    tj_free(f);
+  }
+}
+
 /* ---- Records in any order: each holds its own sizes. */
 
 static void test_backwards_run_in_reverse_order_of_their_forwards(void **state) {
@@ -372,8 +433,10 @@ static void test_backwards_run_in_reverse_order_of_their_forwards(void **state) 
   }
   int64_t live, peak;
   live = tj_saved_bytes(f, &peak);
-  /* each record: x and w (copies) and the mean over axis 0 (a saved reduction), in f64 */
-  expect_int(live, 8 * ((9 + 3 + 3) + (15 + 5 + 5) + (12 + 2 + 2) + (9 + 3 + 3)), "live saved bytes of 4 records");
+  /* each record: x and w (copies), tanh(x) (a saved math function) and the mean over axis 0 (a saved
+   * reduction), in f64 */
+  expect_int(live, 8 * ((9 + 3 + 9 + 3) + (15 + 5 + 15 + 5) + (12 + 2 + 12 + 2) + (9 + 3 + 9 + 3)),
+             "live saved bytes of 4 records");
   expect_int(peak, live, "the peak with every record live");
   for (int k = 0; k < N; k++) uopc_tensor_set(&x[k], 0, 100);   /* the caller's tensors change; the records do not */
   for (int k = N - 1; k >= 0; k--) {
@@ -384,8 +447,8 @@ static void test_backwards_run_in_reverse_order_of_their_forwards(void **state) 
     tj_saved_free(s[k]);
   }
   expect_int(tj_saved_bytes(f, &peak), 0, "live saved bytes after every record is freed");
-  expect_int(peak, 8 * 71, "the peak stays");
-  expect_int(uopc_counter_get(TJ_C_SAVED_PEAK), 8 * 71, "the process counter 'saved bytes peak'");
+  expect_int(peak, 8 * 116, "the peak stays");
+  expect_int(uopc_counter_get(TJ_C_SAVED_PEAK), 8 * 116, "the process counter 'saved bytes peak'");
   expect_int(tj_forward_stats(f).artifacts_built, 1, "forward artifacts: (3,3), (3,5), (6,2), (3,3)");
   expect_int(tj_backward_stats(f).artifacts_built, 1, "backward artifacts, run (3,3), (6,2), (3,5), (3,3)");
   for (int k = 0; k < N; k++) {
@@ -502,11 +565,12 @@ static void train(tj_switch spec01, int want_forward, int want_backward) {
   expect_int(tj_backward_stats(f).calls, STEPS, "backward calls");
   char text[2048];
   tj_train_text(f, text, sizeof text);
-  expect_int(tj_saved_values(f), 3, "saved values: x @ w1, h @ w2 and the loss's mean");
-  assert_contains(text, "a record holds copies of a0 a1 a2 a3 and 3 saved values");
+  expect_int(tj_saved_values(f), 4, "saved values: x @ w1, h = its tanh, h @ w2 and the loss's mean");
+  assert_contains(text, "a record holds copies of a0 a1 a2 a3 and 4 saved values");
   /* the first artifact's shapes: a batch of 1 is a constant under the 0/1 rule */
   assert_contains(text, spec01 == TJ_OFF ? "saved0 = matmul (a0_0, a1_1)" : "saved0 = matmul (1, a1_1)");
-  assert_contains(text, "saved2 = mean ()");
+  assert_contains(text, spec01 == TJ_OFF ? "saved1 = tanh (a0_0, a1_1)" : "saved1 = tanh (1, a1_1)");
+  assert_contains(text, "saved3 = mean ()");
   /* each backward computes d w2 = h^T @ g, d h = g @ w2^T, d w1 = x^T @ d z, and neither forward matmul */
   int plans = 0;
   for (const char *p = text; (p = strstr(p, ": 3 matmuls, 0 reductions computed")); p++) plans++;
@@ -732,6 +796,7 @@ int main(void) {
       cmocka_unit_test_setup(test_sizes_zero_and_one_are_their_own_artifacts_forward_and_backward, reset),
       cmocka_unit_test_setup(test_backwards_run_in_reverse_order_of_their_forwards, reset),
       cmocka_unit_test_setup(test_each_record_keeps_its_values_and_sizes, reset),
+      cmocka_unit_test_setup(test_math_values_are_saved_when_they_fit_else_recomputed, reset),
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_with_the_01_rule, reset),
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_in_two_artifacts, reset),
       cmocka_unit_test_setup(test_artifacts_for_this_cpu_equal_portable_ones_bit_for_bit, reset),
