@@ -37,6 +37,7 @@ typedef struct lower_ctx {
   int *memo_head;           /* cap_memo chains (a power of 2), -1 when empty */
   int needs64;              /* an address left int32: the caller re-emits at 64 bits */
   int uses_tanh_f32;        /* the body calls tanh_f32: the banner says so (emit.c) */
+  int uses_vectors;         /* the body holds f32v (lower_matmul.c's vectors form): the prelude defines it */
   int uses_openmp;          /* the body holds an omp loop (LOWER_PARALLEL): the banner says so */
   int parallel_next;        /* the nest being written opens with the omp pragma */
 } lower_ctx;
@@ -104,6 +105,11 @@ void lower_ctx_forget(lower_ctx *c, int mark);
 const sym_expr *lower_ctx_simp(lower_ctx *c, const sym_expr *e);   /* NULL with c->n.err set */
 const sym_expr *lower_ctx_row_major(lower_ctx *c, const sym_expr *const *idx, const ir_node *n);
 void lower_ctx_literal(const lower_ctx *c, double v, uopc_dtype dt, char *buf, size_t size);
+/* 1 when n is read by a load (an input, or a node with a buffer) whose last
+ * axis has unit stride; then lower_ctx_address writes `name[address]` of n at
+ * idx, the element a vector load of the next lanes starts from. */
+int lower_ctx_loads_rows(const lower_ctx *c, const ir_node *n);
+int lower_ctx_address(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, char *at, size_t size);
 
 /* ---- lower_matmul.c (C back end, LOWER_FUSE): the matmul in rows. */
 

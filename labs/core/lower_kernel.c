@@ -797,6 +797,24 @@ void lower_ctx_forget(lower_ctx *c, int mark) { memo_truncate(c, mark); }
 
 const sym_expr *lower_ctx_simp(lower_ctx *c, const sym_expr *e) { return simp(c, e); }
 
+int lower_ctx_loads_rows(const lower_ctx *c, const ir_node *n) {
+  if (n->op == IR_INPUT) {
+    const sym_expr *s = n->strides[n->rank - 1];
+    return s->kind == SYM_CONST && s->value == 1;
+  }
+  return n != c->root && buffer_index(c->p, n) >= 0;
+}
+
+int lower_ctx_address(lower_ctx *c, const ir_node *n, const sym_expr *const *idx, char *at, size_t size) {
+  const char *name = n->op == IR_INPUT ? n->name : c->p->buffers[buffer_index(c->p, n)].name;
+  const sym_expr *addr = n->op == IR_INPUT ? input_address(c, n, idx) : row_major(c, idx, n);
+  char text[LOWER_EXPR_MAX], what[64];
+  snprintf(what, sizeof what, "%s '%s': the address", n->op == IR_INPUT ? "input" : "buffer", name);
+  int rc = lower_ctx_expr(c, addr, text, sizeof text, what);
+  if (!rc) snprintf(at, size, "%s[%s]", name, text);
+  return rc;
+}
+
 const sym_expr *lower_ctx_row_major(lower_ctx *c, const sym_expr *const *idx, const ir_node *n) {
   return row_major(c, idx, n);
 }

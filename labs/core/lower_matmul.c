@@ -8,7 +8,9 @@
  * pass over MATMUL_TILE_STEP values of k, every row of the tile, so the
  * rows of b the pass reads stay in L1 for the whole tile and consecutive
  * rows' additions do not wait on each other; only a product with one row
- * per batch keeps the row alone. A right operand that is not a unit-stride
+ * per batch keeps the row alone. In f32, a tile whose b is read along its
+ * rows is written in vectors instead: each of its rows one f32v accumulator
+ * of F32_LANES columns (the target's width, emit.c's prelude), stored once. A right operand that is not a unit-stride
  * read (a transpose, a broadcast, a strided view) is stored contiguous first, as
  * planning decides (lower_plan_matmul_rows): a packed copy of K*N elements
  * that the M rows then read. One row per batch whose right operand is a
@@ -150,14 +152,103 @@ static int row(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx) {
   return rc ? rc : codegen_close(&c->n);
 }
 
-/* ---- The tiles form: several output rows share each pass over b's rows. */
-
 /* `for (ix i = row0; i < row1; i++) {`: the rows of the tile. */
 static int open_rows(lower_ctx *c, const char *name) {
   char line[96];
   snprintf(line, sizeof line, "for (%s %s = row0; %s < row1; %s++) {", c->n.ix, name, name, name);
   return codegen_open(&c->n, line);
 }
+
+/* ---- The vectors form: the tiles of an f32 product, their columns in vector registers. */
+
+/* The fewest lanes the prelude's f32v has (SSE's 4): a bound on the column
+ * variable of the vectors' loop, whose step, F32_LANES, is the target's. */
+enum { MATMUL_MIN_LANES = 4 };
+
+static int dot_columns(lower_ctx *c, const ir_node *n, const sym_expr **idx, const sym_expr *j0, int block);
+static int store_columns(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx, const sym_expr *j0, int block);
+
+/* `acc = acc + a * b` would keep a tile's accumulators in memory (gcc does
+ * not promote an array of them to registers); one f32v per row does. For
+ * the tile's rows (nrows of them, rows[r] their indices): the columns
+ * F32_LANES at a time, acc<r> zeroed, then for each k in order
+ * acc<r> = acc<r> + a[row r, k] * b[k, j..j+F32_LANES) and the vectors
+ * stored; the columns left over one at a time, as dot products in order of
+ * k. Every element adds its products one at a time in order of k from 0:
+ * the rows form's order, so its bits at every width. */
+static int vector_rows(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx, const sym_expr *const *rows,
+                       int nrows) {
+  const ir_node *n = buf->node, *a = n->src[0], *b = n->src[1];
+  const int last = n->rank - 1, at = last - 1;
+  const sym_expr *extent = n->shape[last], *j0 = NULL, *k = NULL, *ia[UOPC_MAX_RANK], *ib[UOPC_MAX_RANK];
+  char ext[LOWER_EXPR_MAX], line[LOWER_EXPR_MAX + 96], name[16], addr[LOWER_EXPR_MAX + 64], zero[64];
+  int mark = c->n_memo, tmp = c->next_tmp, ta = 0;
+  snprintf(name, sizeof name, "i%d", last);
+  lower_ctx_literal(c, 0, n->dtype, zero, sizeof zero);
+  int rc = lower_ctx_expr(c, extent, ext, sizeof ext, "the extent");
+  if (!rc) rc = codegen_line(&c->n, "%s %s = 0;", c->n.ix, name);
+  if (!rc && !(j0 = step_var(c, name, extent, MATMUL_MIN_LANES))) rc = c->n.err->code;
+  snprintf(line, sizeof line, "for (; %s <= %s - F32_LANES; %s += F32_LANES) {", name, ext, name);
+  if (!rc) rc = codegen_open(&c->n, line);
+  for (int r = 0; r < nrows && !rc; r++) rc = codegen_line(&c->n, "f32v acc%d = {0};", r);
+  if (!rc) rc = codegen_open_loop(&c->n, "r0", a->shape[a->rank - 1], &k, c->n.err);
+  for (int d = 0; d < at; d++) ia[d] = ib[d] = idx[d];
+  ib[at] = k, ib[last] = j0;
+  if (!rc) rc = lower_ctx_address(c, b, ib, addr, sizeof addr);
+  if (!rc) rc = codegen_line(&c->n, "const f32v v0 = *(const f32v *)&%s;", addr);
+  for (int r = 0; r < nrows && !rc; r++) {
+    ia[at] = rows[r], ia[last] = k;
+    rc = lower_ctx_value(c, a, ia, &ta);
+    if (!rc) rc = codegen_line(&c->n, "acc%d = acc%d + t%d * v0;", r, r, ta);
+  }
+  if (!rc) rc = codegen_close(&c->n);
+  lower_ctx_forget(c, mark);
+  c->next_tmp = tmp;
+  for (int r = 0; r < nrows && !rc; r++) {
+    idx[at] = rows[r], idx[last] = j0;
+    rc = out_at(c, buf, idx, addr, sizeof addr);
+    if (!rc) rc = codegen_line(&c->n, "*(f32v *)&%s = acc%d;", addr, r);
+  }
+  if (!rc) rc = codegen_close(&c->n);
+  snprintf(line, sizeof line, "for (; %s < %s; %s++) {", name, ext, name);
+  if (!rc && !(j0 = step_var(c, name, extent, 1))) rc = c->n.err->code;
+  if (!rc) rc = codegen_open(&c->n, line);
+  for (int r = 0; r < nrows && !rc; r++) {
+    idx[at] = rows[r];
+    rc = codegen_open(&c->n, "{");
+    if (!rc) rc = codegen_line(&c->n, "%s acc0 = %s;", ir_dtype_ctype(n->dtype), zero);
+    if (!rc) rc = dot_columns(c, n, idx, j0, 0);
+    if (!rc) rc = store_columns(c, buf, idx, j0, 0);
+    if (!rc) rc = codegen_close(&c->n);
+  }
+  return rc ? rc : codegen_close(&c->n);
+}
+
+/* A tile of the vectors form: its MATMUL_TILE_ROWS rows at once, or (the
+ * last, shorter tile) its rows one at a time. */
+static int vector_tile(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx) {
+  const ir_node *n = buf->node;
+  const int at = n->rank - 2;
+  const sym_expr *rows[MATMUL_TILE_ROWS], *row0 = step_var(c, "row0", n->shape[at], MATMUL_TILE_ROWS), *i = NULL;
+  char line[96], name[16];
+  if (!row0) return c->n.err->code;
+  for (int r = 0; r < MATMUL_TILE_ROWS; r++)
+    if (!(rows[r] = lower_ctx_simp(c, sym_expr_add(c->n.arena, row0, sym_expr_const(c->n.arena, r)))))
+      return c->n.err->code;
+  snprintf(line, sizeof line, "if (row1 - row0 == %d) {", MATMUL_TILE_ROWS);
+  int rc = codegen_open(&c->n, line);
+  if (!rc) rc = vector_rows(c, buf, idx, rows, MATMUL_TILE_ROWS);
+  if (!rc) rc = codegen_close(&c->n);
+  if (!rc) rc = codegen_open(&c->n, "else {");
+  snprintf(name, sizeof name, "i%d", at);
+  if (!rc && !(i = step_var(c, name, n->shape[at], 1))) rc = c->n.err->code;
+  if (!rc) rc = open_rows(c, name);
+  if (!rc) rc = vector_rows(c, buf, idx, &i, 1);
+  if (!rc) rc = codegen_close(&c->n);
+  return rc ? rc : codegen_close(&c->n);
+}
+
+/* ---- The tiles form: several output rows share each pass over b's rows. */
 
 /* Output rows in tiles of MATMUL_TILE_ROWS (row0 to row1, the last one
  * shorter): the tile's rows zeroed, then for MATMUL_TILE_STEP values of k at
@@ -178,6 +269,10 @@ static int tiles(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx) {
   snprintf(line, sizeof line, "for (%s row0 = 0; row0 < %s; row0 += %d) {", c->n.ix, m, MATMUL_TILE_ROWS);
   if (!rc) rc = codegen_open(&c->n, line);
   if (!rc) rc = codegen_line(&c->n, "const %s row1 = min_i64(row0 + %d, %s);", c->n.ix, MATMUL_TILE_ROWS, m);
+  if (!rc && n->dtype == UOPC_F32 && lower_ctx_loads_rows(c, n->src[1])) {
+    rc = vector_tile(c, buf, idx);
+    return rc ? rc : codegen_close(&c->n);
+  }
   if (!rc && !(idx[at] = step_var(c, name, rows, 1))) rc = c->n.err->code;
   if (!rc) rc = open_rows(c, name);
   if (!rc) rc = zero_row(c, buf, idx);

@@ -5,7 +5,8 @@
  * bit for bit, integers wrap as NumPy's), and with the interpreter's (which
  * adds in the same order). Operands: contiguous, transposed,
  * stride-0 views, and batch axes. The text is inspected: rows ('serial') in
- * tiles of 8 (a single row per batch alone), a transposed right operand
+ * tiles of 8 (f32 in vectors, built at each of SSE's, AVX2's and AVX-512's
+ * widths the CPU runs; a single row per batch alone), a transposed right operand
  * packed into a temporary, or read in place in columns when the product has
  * one row per batch, and without the flag the given lane form unchanged. */
 #include "coreutil.h"
@@ -123,22 +124,26 @@ static void expect_interpreter(core *c, exec *e, const ir_node *out, const uopc_
   uopc_tensor_release(&want);
 }
 
-static void run_case(core *c, const mm_case *mc) {
+/* opts: NULL for the default build, or flags that pick the vectors' width. */
+static void run_case_with(core *c, const mm_case *mc, const uopc_program_options *opts) {
   const ir_node *out = mm_graph(c, mc);
   exec *e = NULL;
   uopc_error err = {0};
-  assert_uopc_ok(exec_new_flags(&e, c->g, &out, 1, mc->entry, LOWER_FUSE, NULL, &err), err);
+  assert_uopc_ok(exec_new_flags(&e, c->g, &out, 1, mc->entry, LOWER_FUSE, opts, &err), err);
   if (!strstr(exec_source(e), "(matmul, order: serial)"))
     fail_msg("%s: expected the matmul in rows ('order: serial'):\n%s", mc->entry, exec_source(e));
   int columns = mc->one_row && mc->tb;   /* lower_plan.c's columns form: y's last stride is 1 */
   if ((strstr(exec_source(e), "acc0[16];") != NULL) != columns || (columns && strstr(exec_source(e), "(permute)")))
     fail_msg("%s: expected %s:\n%s", mc->entry, columns ? "the columns form, b read in place" : "rows", exec_source(e));
-  /* many rows: tiles of 8 rows, 8 values of k a pass; one row: the row alone, 4 a pass */
-  int tiles = !mc->one_row, rows = mc->one_row && !mc->tb;
-  if ((strstr(exec_source(e), "row0 += 8) {") != NULL) != tiles || (strstr(exec_source(e), "r0 += 8) {") != NULL) != tiles ||
-      (strstr(exec_source(e), "r0 += 4) {") != NULL) != rows)
-    fail_msg("%s: expected %s:\n%s", mc->entry, tiles ? "rows in tiles" : rows ? "one row, four k a pass" : "columns",
-             exec_source(e));
+  /* many rows: tiles of 8 rows, f32 in vectors (b's rows read in place or
+   * packed), other dtypes 8 values of k a pass; one row: the row alone, 4 a pass */
+  int tiles = !mc->one_row, vectors = tiles && mc->dt == UOPC_F32, rows = mc->one_row && !mc->tb;
+  const char *s = exec_source(e);
+  if ((strstr(s, "row0 += 8) {") != NULL) != tiles || (strstr(s, "r0 += 8) {") != NULL) != (tiles && !vectors) ||
+      (strstr(s, "f32v acc7 = {0};") != NULL) != vectors || (strstr(s, "r0 += 4) {") != NULL) != rows)
+    fail_msg("%s: expected %s:\n%s", mc->entry,
+             vectors ? "rows in tiles of vectors" : tiles ? "rows in tiles" : rows ? "one row, four k a pass" : "columns",
+             s);
   for (int z = 0; z < MAX_SIZES; z++) {
     mm_size one = SIZES[z];
     if (mc->one_row) one.m = 1;
@@ -157,6 +162,43 @@ static void run_case(core *c, const mm_case *mc) {
     buf_free(&x), buf_free(&y), buf_free(&o);
   }
   exec_free(e);
+}
+
+static void run_case(core *c, const mm_case *mc) { run_case_with(c, mc, NULL); }
+
+/* The vectors' text is one for every width (F32_LANES, the prelude's): built
+ * for SSE (x86-64's base, 4 lanes), AVX2 (8) and AVX-512 (16) where this CPU
+ * runs them (valgrind decodes no AVX-512), each f32 case of many rows gives
+ * the loops' bits and the interpreter's. The sizes' 0 to 128 columns leave
+ * every remainder of 4, 8 and 16. */
+static void test_matmul_vectors_every_width(void **state) {
+  (void)state;
+  static const struct { const char *flags, *cpu; } WIDTHS[] = {
+    {"-O3 -mno-avx", NULL}, {"-O3 -mavx2", "avx2"}, {"-O3 -mavx512f", "avx512f"},
+  };
+  static const mm_case CASES[] = {
+    {.entry = "mmv_f32", .dt = UOPC_F32},
+    {.entry = "mmv_tt", .dt = UOPC_F32, .ta = 1, .tb = 1},
+    {.entry = "mmv_bcast", .dt = UOPC_F32, .a_bcast = 1, .b_bcast = 1},
+    {.entry = "mmv_batch", .dt = UOPC_F32, .batch = 1, .tb = 1},
+  };
+  int ran = 0;
+  for (size_t w = 0; w < sizeof WIDTHS / sizeof WIDTHS[0]; w++) {
+    /* __builtin_cpu_supports wants a literal: one test per name */
+    int here = !WIDTHS[w].cpu || (!strcmp(WIDTHS[w].cpu, "avx2") ? __builtin_cpu_supports("avx2")
+                                                                  : __builtin_cpu_supports("avx512f") &&
+                                                                        !uopc_under_valgrind());
+    if (!here) continue;
+    uopc_program_options opts = {.opt_flags = WIDTHS[w].flags};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+      void *fresh = NULL;   /* a graph per case: each makes its own inputs x and y */
+      assert_int_equal(core_setup(&fresh), 0);
+      run_case_with(fresh, &CASES[i], &opts);
+      core_teardown(&fresh);
+    }
+    ran++;
+  }
+  assert_true(ran >= 1);
 }
 
 static void test_matmul_rows_contiguous_f32(void **state) {
@@ -248,6 +290,7 @@ int main(void) {
     T(test_matmul_columns_one_row_times_a_transpose),
     T(test_matmul_columns_batched_i32_wraps),
     T(test_matmul_columns_read_a_stride0_view_in_place),
+    T(test_matmul_vectors_every_width),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
