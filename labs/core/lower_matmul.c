@@ -269,7 +269,9 @@ static int tiles(lower_ctx *c, const lower_buffer *buf, const sym_expr **idx) {
   snprintf(line, sizeof line, "for (%s row0 = 0; row0 < %s; row0 += %d) {", c->n.ix, m, MATMUL_TILE_ROWS);
   if (!rc) rc = codegen_open(&c->n, line);
   if (!rc) rc = codegen_line(&c->n, "const %s row1 = min_i64(row0 + %d, %s);", c->n.ix, MATMUL_TILE_ROWS, m);
-  if (!rc && n->dtype == UOPC_F32 && lower_ctx_loads_rows(c, n->src[1])) {
+  int no_k = 0;   /* k's extent 0 for every binding: the tiles form's zeroed rows, no loop over k */
+  if (!rc) rc = always_empty(c, extent, &no_k);
+  if (!rc && !no_k && n->dtype == UOPC_F32 && lower_ctx_loads_rows(c, n->src[1])) {
     rc = vector_tile(c, buf, idx);
     return rc ? rc : codegen_close(&c->n);
   }

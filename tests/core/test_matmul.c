@@ -201,6 +201,33 @@ static void test_matmul_vectors_every_width(void **state) {
   assert_true(ran >= 1);
 }
 
+/* k the constant 0 (check_core's seed 1109971216): no loop over k to
+ * open; the output is zeros, as the interpreter's. */
+static void test_matmul_vectors_with_no_k(void **state) {
+  core *c = *state;
+  const sym_expr *m = dim(c, "m", 0, 64);
+  const ir_node *x = input(c, "x", UOPC_F32, 2, SHAPE(cst(c, 2), cst(c, 0)));
+  const ir_node *y = input(c, "y", UOPC_F32, 2, SHAPE(cst(c, 0), m));
+  const ir_node *out = ok_node(c, ir_matmul(c->g, x, y), "x @ y");
+  exec *e = NULL;
+  uopc_error err = {0};
+  assert_uopc_ok(exec_new_flags(&e, c->g, &out, 1, "mm_no_k", LOWER_FUSE, NULL, &err), err);
+  for (int64_t n = 0; n <= 33; n += 11) {
+    buf bx, by, o;
+    buf_new(&bx, UOPC_F32, 2, (int64_t[]){2, 0});
+    buf_new(&by, UOPC_F32, 2, (int64_t[]){0, n});
+    buf_new(&o, UOPC_F32, 2, (int64_t[]){2, n});
+    for (int64_t i = 0; i < 2 * n; i++) uopc_tensor_set(&o.t, i, 7.0);
+    const uopc_tensor *in[2] = {&bx.t, &by.t};
+    uopc_tensor *outs[1] = {&o.t};
+    assert_uopc_ok(exec_run(e, outs, 1, in, 2, &err), err);
+    for (int64_t i = 0; i < 2 * n; i++) assert_true(uopc_tensor_get(&o.t, i) == 0.0);
+    expect_interpreter(c, e, out, in, &o, "mm_no_k");
+    buf_free(&bx), buf_free(&by), buf_free(&o);
+  }
+  exec_free(e);
+}
+
 static void test_matmul_rows_contiguous_f32(void **state) {
   run_case(*state, &(mm_case){.entry = "mm_f32", .dt = UOPC_F32});
 }
@@ -291,6 +318,7 @@ int main(void) {
     T(test_matmul_columns_batched_i32_wraps),
     T(test_matmul_columns_read_a_stride0_view_in_place),
     T(test_matmul_vectors_every_width),
+    T(test_matmul_vectors_with_no_k),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
