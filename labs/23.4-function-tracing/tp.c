@@ -205,9 +205,11 @@ static const ir_node *operand(tp_ctx *c, tp_tensor *x, tp_site at) {
 
 /* 1 (an error in c) when p and q are different expressions, neither a dim
  * against a dim or a constant, that are equal in this call: the IR would
- * call them different sizes, and the capture can make a dim one with another
- * dim or a constant but not with an expression (a dim against n*m, or
- * max(0, n - 3) against 0). Refused as what it is, never faked. */
+ * call them different sizes. A dim against an expression (y's a1_0 against
+ * a0_0*a0_1) stops the trace with c->need saying so, and the caller reads
+ * the dim as the expression; two expressions, or a constant against one
+ * (max(0, n - 3) against 0), or an expression a broadcast would stretch, are
+ * refused as what they are, never faked. */
 static int expression_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadcast, tp_site at) {
   int64_t vp, vq;
   uopc_error err;
@@ -222,14 +224,25 @@ static int expression_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int 
   char tp_[96], tq[96];
   if (sym_expr_format(p, tp_, sizeof tp_, &err)) snprintf(tp_, sizeof tp_, "(a size)");
   if (sym_expr_format(q, tq, sizeof tq, &err)) snprintf(tq, sizeof tq, "(a size)");
+  if (!stretch && (p->kind == SYM_DIM || q->kind == SYM_DIM)) {
+    /* a dim equal here to an expression of others: the caller may read the
+     * dim's input as that expression, checked per call (tensorjit does) */
+    if (q->kind == SYM_DIM) { const sym_expr *t = p; p = q; q = t; }
+    c->need = (tp_unify){{0}, {0}, 0, q, at};
+    snprintf(c->need.a, sizeof c->need.a, "%s", p->dim.name);
+    c->need_unify = 1;
+    tp_fail(c, at, UOPC_E_GUARD, "sizes %s and %s are both %lld in this call and the operation needs them equal:"
+            " capture again with dim '%s' read as the expression", tp_, tq, (long long)vp, p->dim.name);
+    return 1;
+  }
   if (stretch)
     tp_fail(c, at, UOPC_E_UNSUPPORTED, "sizes %s and %s are %lld and %lld in this call and the operation broadcasts"
             " the 1; a capture pins a dim to 1, not with an expression (give the operation a size-1 axis, e.g. by"
             " tp_unsqueeze)", tp_, tq, (long long)vp, (long long)vq);
   else
     tp_fail(c, at, UOPC_E_UNSUPPORTED, "sizes %s and %s are both %lld in this call and the operation needs them equal;"
-            " a capture makes a dim one with another dim or a constant, not with an expression (give the operation"
-            " tensors whose sizes are the same expression, e.g. by a reshape)", tp_, tq, (long long)vp);
+            " neither is a dim, and a capture makes a dim one with a size, never one expression with another (give the"
+            " operation tensors whose sizes are the same expression, e.g. by a reshape)", tp_, tq, (long long)vp);
   return 1;
 }
 
@@ -245,7 +258,7 @@ static int need_pair(tp_ctx *c, const sym_expr *p, const sym_expr *q, int broadc
   int64_t vp, vq;
   uopc_error err;
   if (sym_expr_eval(p, &c->binding, &vp, &err) || sym_expr_eval(q, &c->binding, &vq, &err)) return 0;
-  tp_unify u = {{0}, {0}, 0};
+  tp_unify u = {{0}, {0}, 0, NULL, at};
   snprintf(u.a, sizeof u.a, "%s", p->dim.name);
   if (vp == vq && q->kind == SYM_DIM) snprintf(u.b, sizeof u.b, "%s", q->dim.name);
   else if (vp == vq) u.value = vq;

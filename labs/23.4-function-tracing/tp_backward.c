@@ -79,8 +79,10 @@ int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_
 }
 
 /* seed, checked against y and read with y's shape: under tensorjit's
- * capture the expand makes each of the seed's own dims one with y's (a
- * guard per call), so the rules' reshapes and reductions see one size. */
+ * capture the expand makes each of the seed's own dims one with y's, or
+ * reads it as y's extent where that is an expression of other sizes
+ * ((x*x)[:, cols//2:]'s cols - cols//2), a guard per call either way, so
+ * the rules' reshapes and reductions see one size. */
 static tp_tensor *seed_of(tp_ctx *c, tp_tensor *y, tp_tensor *seed, int k, tp_site at) {
   if (!is_handle(c, y) || !is_handle(c, seed)) {
     tp_fail(c, at, UOPC_E_INVALID, "tp_backward_seeded: output %d or its seed is not a tensor of this context", k);
@@ -93,17 +95,21 @@ static tp_tensor *seed_of(tp_ctx *c, tp_tensor *y, tp_tensor *seed, int k, tp_si
             ir_dtype_name(sn->dtype), sn->rank);
     return NULL;
   }
-  for (int d = 0; c->mode == TP_TRACE && d < yn->rank; d++)
-    if (yn->shape[d]->kind != SYM_DIM && yn->shape[d]->kind != SYM_CONST) {   /* no dim to make the seed's one with */
-      char e[128];
-      uopc_error ignore;
-      if (sym_expr_format(yn->shape[d], e, sizeof e, &ignore)) snprintf(e, sizeof e, "?");
-      tp_fail(c, at, UOPC_E_UNSUPPORTED, "tp_backward_seeded: output %d's axis %d is %s, computed from sizes: a seed"
-              " for it is not captured (reduce the output to a loss first)", k, d, e);
-      return NULL;
-    }
   tp_int shape[UOPC_MAX_RANK];
-  for (int d = 0; d < yn->rank; d++) shape[d] = tp_size_at(c, y, d, at);
+  int empty = 0;
+  for (int d = 0; d < yn->rank; d++) {
+    shape[d] = tp_size_at(c, y, d, at);
+    /* a seed pinned to extent 0 where y's is an expression (a diagonal past
+     * the last column): y is empty whenever the guard holds, so is its seed */
+    const sym_expr *e = yn->shape[d];
+    int64_t v = -1;
+    uopc_error ignore;
+    if (c->mode == TP_TRACE && sn->shape[d]->kind == SYM_CONST && sn->shape[d]->value == 0 && e->kind != SYM_DIM &&
+        e->kind != SYM_CONST && !sym_expr_eval(e, &c->binding, &v, &ignore) && v == 0 && !empty++ &&
+        tp_guard_add(c, e, TP_EQ, 1, at))
+      return NULL;
+  }
+  if (empty) seed = tp_scalar_at(c, 0, yn->dtype, at);
   return tp_expand_at(c, seed, yn->rank, shape, at);
 }
 

@@ -413,6 +413,11 @@ int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_d
     cap->need_unify = c.need_unify;
     cap->need = c.need;
     cap->broke = c.refused_break;
+    if (c.need_unify && c.need.expr) {   /* the graph's arena goes with c: the expression is copied out */
+      int copied = sym_arena_new(&cap->need_arena, err) == UOPC_OK &&
+                   (cap->need.expr = sym_expr_copy(cap->need_arena, c.need.expr)) != NULL;
+      if (!copied) cap->need_unify = 0, cap->need.expr = NULL, rc = UOPC_FAIL(err, UOPC_E_NOMEM, "tp: out of memory");
+    }
   } else rc = keep_capture(&c, cap, outs, n_out, err);
   tp_ctx_fini(&c);
   return rc;
@@ -424,6 +429,7 @@ void tp_capture_fini(tp_capture *cap) {
   free(cap->outputs);
   free(cap->guards);
   free(cap->callouts);
+  sym_arena_free(cap->need_arena);
   memset(cap, 0, sizeof *cap);
 }
 

@@ -91,6 +91,7 @@ typedef struct tp_capture {
   int n_guards;
   int need_unify;             /* 1: the trace stopped, needing need (the error says it too) */
   tp_unify need;
+  sym_arena *need_arena;      /* owned: need.expr's nodes, when it has one */
   tp_callout_rec *callouts;   /* owned: the call-outs, in order (their nodes are graph's) */
   int n_callouts;
   int broke;                  /* 1: the trace stopped at a graph break (tp_item), the error naming its line */
@@ -101,7 +102,8 @@ typedef struct tp_capture {
  * bound in b), on inputs declared by decl.
  * With unify, an operation on two sizes that are distinct but equal in this
  * call (or a dim that a broadcast reads as 1) stops the trace: UOPC_E_GUARD,
- * with cap->need_unify and cap->need saying what to make one size. The
+ * with cap->need_unify and cap->need saying what to make one size (a dim
+ * equal to another, to a constant, or to an expression of other dims). The
  * caller frees *cap with tp_capture_fini, also on error. Errors: the
  * model's (naming its line), UOPC_E_INVALID (counts), UOPC_E_NOMEM. */
 int tp_capture_run(tp_capture *cap, tp_model model, void *user, const tp_input_decl *decl,

@@ -40,10 +40,14 @@ typedef struct tp_region_input {   /* a region's input and the value it reads */
 } tp_region_input;
 
 /* What a capture needs before it can go on (tp_capture_run): dim a equal
- * to dim b, or, with b "", to the constant value. */
+ * to dim b, or, with b "", to the constant value, or, with expr, to that
+ * expression of other dims (in the context's arena; tp_capture_run copies
+ * it into the capture's), for the operation at. */
 typedef struct tp_unify {
   char a[SYM_NAME_MAX], b[SYM_NAME_MAX];
   int64_t value;
+  const sym_expr *expr;
+  tp_site at;
 } tp_unify;
 
 /* A call-out as a capture recorded it (tp_callout.c): the declaration

@@ -155,6 +155,135 @@ static int narrow(const tj_function *f, tj_sizes *s, const vcache_spec *spec, co
   return tj_sizes_unify(s, a, b, err);
 }
 
+/* ---- The contract: a dim read as an expression of others. When the trace
+ * needs dim d equal to an expression e of other inputs' sizes (the incoming
+ * gradient of (x*x)[:, cols//2:] has a dim of its own, the output's extent
+ * is cols - cols//2), every input axis of d's class is declared with extent
+ * e, and a trace guard d - e == 0 checks each call: one artifact serves
+ * every size for which they agree. The expressions are kept by site ("s12"
+ * for argument 1's axis 4), since a later unification may rename a class's
+ * dim; a site read as an expression is never a leaf of another's (its dim is
+ * in no graph), so the chains end. */
+typedef struct tj_derived {
+  sym_arena *arena;                  /* owned: the expressions, their dims named by site */
+  int n;
+  int site[TJ_SITES];
+  const sym_expr *expr[TJ_SITES];
+  tp_site at[TJ_SITES];              /* the operation that needed it (a guard's line in tj_explain) */
+} tj_derived;
+
+/* The entry of dv whose site is in x's class; -1 if none. */
+static int derived_of(const tj_derived *dv, const tj_sizes *s, int x) {
+  for (int k = 0; dv && k < dv->n; k++)
+    if (tj_sizes_root(s, dv->site[k]) == tj_sizes_root(s, x)) return k;
+  return -1;
+}
+
+typedef const sym_expr *(*leaf_fn)(sym_arena *to, const sym_dim *d, void *ctx);
+
+/* e rebuilt in to, each dim replaced by leaf's expression; NULL when leaf
+ * gives none (or the arena fails: its error says so). */
+static const sym_expr *rebuild(sym_arena *to, const sym_expr *e, leaf_fn leaf, void *ctx) {
+  if (e->kind == SYM_CONST) return sym_expr_const(to, e->value);
+  if (e->kind == SYM_DIM) return leaf(to, &e->dim, ctx);
+  const sym_expr *a = rebuild(to, e->a, leaf, ctx), *b = a ? rebuild(to, e->b, leaf, ctx) : NULL;
+  if (!b) return NULL;
+  switch (e->kind) {
+  case SYM_ADD: return sym_expr_add(to, a, b);
+  case SYM_SUB: return sym_expr_sub(to, a, b);
+  case SYM_MUL: return sym_expr_mul(to, a, b);
+  case SYM_FLOORDIV: return sym_expr_floordiv(to, a, b);
+  case SYM_MOD: return sym_expr_mod(to, a, b);
+  case SYM_MIN: return sym_expr_min(to, a, b);
+  case SYM_MAX: return sym_expr_max(to, a, b);
+  default: return NULL;
+  }
+}
+
+typedef struct to_sites_ctx { const vcache_spec *spec; const tj_sizes *s; int root; } to_sites_ctx;
+
+/* A shape dim of spec as its site's dim ("s12", the same bounds); NULL for
+ * a stride's dim or one of d's own class (d = d // 2 + 1 has no reading). */
+static const sym_expr *site_leaf(sym_arena *to, const sym_dim *d, void *ctx) {
+  const to_sites_ctx *t = ctx;
+  int x = site_named(t->spec, d->name);
+  if (x < 0 || tj_sizes_root(t->s, x) == t->root) return NULL;
+  sym_dim named = *d;
+  snprintf(named.name, sizeof named.name, "s%d", x);
+  return sym_expr_dim(to, &named);
+}
+
+typedef struct from_sites_ctx { const vcache_spec *spec; const tj_sizes *s; const tj_derived *dv; int depth; } from_sites_ctx;
+
+/* The extent at site x of spec in to: its class's dim or constant, or the
+ * expression its class is read as. */
+static const sym_expr *extent_expr(sym_arena *to, from_sites_ctx *t, int x);
+
+static const sym_expr *spec_leaf(sym_arena *to, const sym_dim *d, void *ctx) {
+  return extent_expr(to, ctx, atoi(d->name + 1));
+}
+
+static const sym_expr *extent_expr(sym_arena *to, from_sites_ctx *t, int x) {
+  int k = derived_of(t->dv, t->s, x);
+  if (k >= 0 && t->depth < TJ_SITES) {
+    t->depth++;
+    const sym_expr *e = rebuild(to, t->dv->expr[k], spec_leaf, t);
+    t->depth--;
+    return e;
+  }
+  if (k >= 0) return NULL;
+  const vcache_extent *e = &t->spec->args[x / UOPC_MAX_RANK].shape[x % UOPC_MAX_RANK];
+  return e->dim >= 0 ? sym_expr_dim(to, &t->spec->dims[e->dim]) : sym_expr_const(to, e->value);
+}
+
+/* What the trace needed: dim u->a read as u->expr from now on. Errors:
+ * UOPC_E_UNSUPPORTED (the expression reads a stride or the dim itself),
+ * UOPC_E_NOMEM. */
+static int derive(const tj_function *f, const tj_sizes *s, const vcache_spec *spec, const tp_unify *u,
+                  tj_derived *dv, uopc_error *err) {
+  int a = site_named(spec, u->a);
+  char text[160];
+  if (sym_expr_format(u->expr, text, sizeof text, NULL)) snprintf(text, sizeof text, "(a size)");
+  if (a < 0 || derived_of(dv, s, a) >= 0)
+    return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': the trace needs dim '%s' equal to %s, which is no input's"
+                     " size or is read as one already (a bug)", f->label, u->a, text);
+  if (!dv->arena && sym_arena_new(&dv->arena, err)) return err->code;
+  to_sites_ctx t = {spec, s, tj_sizes_root(s, a)};
+  const sym_expr *e = rebuild(dv->arena, u->expr, site_leaf, &t);
+  if (!e && sym_arena_error(dv->arena)->code) return (*err = *sym_arena_error(dv->arena)).code;
+  if (!e)
+    return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tensorjit '%s': the trace needs dim '%s' equal to %s, which reads a"
+                     " stride or '%s' itself: a dim is read as an expression of other inputs' sizes only", f->label,
+                     u->a, text, u->a);
+  dv->site[dv->n] = a, dv->at[dv->n] = u->at, dv->expr[dv->n++] = e;
+  return UOPC_OK;
+}
+
+/* A trace guard d - e == 0 for each dim read as an expression, appended to
+ * the capture's, built in its graph's arena: the call selects the artifact only when
+ * its sizes agree with the expressions (the binder checks the inputs again). */
+static int derived_guards(const tj_function *f, const tj_sizes *s, const vcache_spec *spec, const tj_derived *dv,
+                          tp_capture *cap, uopc_error *err) {
+  if (!dv->n) return UOPC_OK;
+  tp_guard *grown = realloc(cap->guards, (size_t)(cap->n_guards + dv->n) * sizeof *grown);
+  if (!grown) return UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory", f->label);
+  cap->guards = grown;
+  sym_arena *ar = ir_graph_arena(cap->graph);
+  for (int k = 0; k < dv->n; k++) {
+    int x = dv->site[k];
+    const vcache_extent *own = &spec->args[x / UOPC_MAX_RANK].shape[x % UOPC_MAX_RANK];
+    from_sites_ctx t = {spec, s, dv, 0};
+    const sym_expr *d = own->dim >= 0 ? sym_expr_dim(ar, &spec->dims[own->dim]) : sym_expr_const(ar, own->value);
+    const sym_expr *e = rebuild(ar, dv->expr[k], spec_leaf, &t), *diff = d && e ? sym_expr_sub(ar, d, e) : NULL;
+    if (!diff || sym_expr_simplify(ar, diff, &diff, err)) {
+      if (!err->code) *err = *sym_arena_error(ar);
+      return err->code ? err->code : UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory", f->label);
+    }
+    cap->guards[cap->n_guards++] = (tp_guard){diff, TP_EQ, 1, dv->at[k]};
+  }
+  return UOPC_OK;
+}
+
 /* ---- The contract: bounds the trace's comparisons narrow. A comparison of
  * one dim with a constant (c*d + k op 0) is a range of d (lab 23.7's
  * tj_sizes_narrow): made the dim's bounds and captured again, it is a guard
@@ -180,14 +309,16 @@ static int trampoline(tp_ctx *c, tp_tensor *const *in, tp_tensor **out, void *us
   return f->model(c, args, out, f->user);
 }
 
-/* The spec's inputs as the tracer declares them, in arena ar. */
-static void declare(const tj_group *g, const vcache_spec *spec, sym_arena *ar, tp_input_decl *decl) {
+/* The spec's inputs as the tracer declares them, in arena ar: each axis its
+ * class's dim or constant, or the expression dv reads it as. */
+static void declare(const tj_group *g, const vcache_spec *spec, const tj_sizes *s, const tj_derived *dv,
+                    sym_arena *ar, tp_input_decl *decl) {
   for (int a = 0; a < spec->n_inputs; a++) {
     const vcache_arg *arg = &spec->args[a];
     decl[a] = (tp_input_decl){.name = g->inputs[a], .dtype = arg->dtype, .rank = arg->rank};
     for (int k = 0; k < arg->rank; k++) {
-      const vcache_extent *e = &arg->shape[k];
-      decl[a].shape[k] = e->dim >= 0 ? sym_expr_dim(ar, &spec->dims[e->dim]) : sym_expr_const(ar, e->value);
+      from_sites_ctx t = {spec, s, dv, 0};
+      decl[a].shape[k] = extent_expr(ar, &t, a * UOPC_MAX_RANK + k);
       if (arg->strided) decl[a].strides[k] = sym_expr_dim(ar, &spec->dims[arg->strides[k]]);
     }
   }
@@ -195,23 +326,28 @@ static void declare(const tj_group *g, const vcache_spec *spec, sym_arena *ar, t
 
 /* The spec's inputs declared in a new arena *ar (the caller frees it) and
  * the call's binding of its dims. */
-static int prepare(const tj_group *g, const vcache_spec *spec, const guard_call *call, sym_arena **ar, sym_binding *b,
-                   tp_input_decl *decl, uopc_error *err) {
+static int prepare(const tj_group *g, const vcache_spec *spec, const tj_sizes *s, const tj_derived *dv,
+                   const guard_call *call, sym_arena **ar, sym_binding *b, tp_input_decl *decl, uopc_error *err) {
   int rc = sym_arena_new(ar, err);
   tj_binding_of(spec, call, b);
-  if (!rc) declare(g, spec, *ar, decl);
+  if (!rc) declare(g, spec, s, dv, *ar, decl);
   if (!rc && (rc = sym_arena_error(*ar)->code)) *err = *sym_arena_error(*ar);
+  for (int a = 0; !rc && a < spec->n_inputs; a++)
+    for (int k = 0; !rc && k < decl[a].rank; k++)
+      if (!decl[a].shape[k])
+        rc = UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': input '%s' axis %d has no extent (a bug)", g->f->label,
+                       g->inputs[a], k);
   return rc;
 }
 
-static int capture_once(tj_group *g, const vcache_spec *spec, const guard_call *call, tp_capture *cap,
-                        uopc_error *err) {
+static int capture_once(tj_group *g, const vcache_spec *spec, const tj_sizes *s, const tj_derived *dv,
+                        const guard_call *call, tp_capture *cap, uopc_error *err) {
   tj_function *f = g->f;
   sym_arena *ar = NULL;
   sym_binding b;
   tp_input_decl decl[TJ_MAX_TENSORS];
   tj_trampoline t = {f};
-  int rc = prepare(g, spec, call, &ar, &b, decl, err);
+  int rc = prepare(g, spec, s, dv, call, &ar, &b, decl, err);
   if (!rc) rc = tp_capture_run(cap, trampoline, &t, decl, f->cur.tensors, g->n_tensors, f->opts.n_outputs, &b, 1, err);
   sym_arena_free(ar);
   return rc;
@@ -223,14 +359,15 @@ static int capture_once(tj_group *g, const vcache_spec *spec, const guard_call *
  * region compiled once by its graph's hash into the group's region cache.
  * Nothing becomes an artifact: what a data read decides differs from call
  * to call, so the next call that no kept artifact serves captures again. */
-static int run_breaking(tj_group *g, const vcache_spec *spec, const guard_call *call, uopc_error *err) {
+static int run_breaking(tj_group *g, const vcache_spec *spec, const tj_sizes *s, const tj_derived *dv,
+                        const guard_call *call, uopc_error *err) {
   tj_function *f = g->f;
   sym_arena *ar = NULL;
   sym_binding b;
   tp_input_decl decl[TJ_MAX_TENSORS];
   tj_trampoline t = {f};
   int rc = g->regions ? UOPC_OK : tp_region_cache_new(&g->regions, f->opts.max_variants, err);
-  if (!rc) rc = prepare(g, spec, call, &ar, &b, decl, err);
+  if (!rc) rc = prepare(g, spec, s, dv, call, &ar, &b, decl, err);
   if (!rc) rc = tp_run_breaking(g->regions, trampoline, &t, decl, f->cur.tensors, g->n_tensors, f->opts.n_outputs,
                                 &b, &f->program, f->cur.outs, err);
   sym_arena_free(ar);
@@ -239,23 +376,25 @@ static int run_breaking(tj_group *g, const vcache_spec *spec, const guard_call *
 }
 
 /* Captures until the trace needs nothing more: each retry makes one size
- * fewer or one class's bounds narrower, and a capture under narrowed bounds
- * records no comparison they decide, so the loop ends. */
-static int capture(tj_group *g, const guard_call *call, vcache_spec *spec, tp_capture *cap, uopc_error *err) {
+ * fewer, one class's bounds narrower or one dim read as an expression, and a
+ * capture under narrowed bounds records no comparison they decide, so the
+ * loop ends. *s and *dv are what it found (the caller frees dv->arena). */
+static int capture(tj_group *g, const guard_call *call, vcache_spec *spec, tj_sizes *s, tj_derived *dv,
+                   tp_capture *cap, uopc_error *err) {
   const tj_function *f = g->f;
-  tj_sizes s;
-  for (int x = 0; x < TJ_SITES; x++) s.parent[x] = x, s.pinned[x] = 0, s.lo[x] = INT64_MIN, s.hi[x] = INT64_MAX;
-  for (int tries = 0; tries <= 2 * TJ_SITES; tries++) {
-    int rc = spec_of(g, &s, call, spec, err), changed = 0;
-    if (!rc) rc = capture_once(g, spec, call, cap, err);
+  for (int x = 0; x < TJ_SITES; x++) s->parent[x] = x, s->pinned[x] = 0, s->lo[x] = INT64_MIN, s->hi[x] = INT64_MAX;
+  for (int tries = 0; tries <= 3 * TJ_SITES; tries++) {
+    int rc = spec_of(g, s, call, spec, err), changed = 0;
+    if (!rc) rc = capture_once(g, spec, s, dv, call, cap, err);
     if (rc && !cap->need_unify) return rc;
     if (rc) {
       tp_unify need = cap->need;
-      tp_capture_fini(cap);
-      if ((rc = narrow(f, &s, spec, &need, err))) return rc;
+      rc = need.expr ? derive(f, s, spec, &need, dv, err) : narrow(f, s, spec, &need, err);
+      tp_capture_fini(cap);   /* after derive: need.expr is in the capture's arena */
+      if (rc) return rc;
       continue;
     }
-    for (int g = 0; g < cap->n_guards && !rc; g++) rc = narrow_by(&s, spec, &cap->guards[g], &changed, err);
+    for (int g = 0; g < cap->n_guards && !rc; g++) rc = narrow_by(s, spec, &cap->guards[g], &changed, err);
     if (rc || !changed) return rc;
     tp_capture_fini(cap);   /* again, under the narrowed bounds: those guards are decided now */
   }
@@ -317,14 +456,21 @@ int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artif
   const vcache *c = &g->cache;
   tp_capture cap;
   memset(&cap, 0, sizeof cap);   /* freed on every error, also one before the first capture */
-  int rc = capture(g, call, &v->spec, &cap, err), broke = rc && cap.broke;
+  tj_sizes s;
+  tj_derived dv = {0};
+  int rc = capture(g, call, &v->spec, &s, &dv, &cap, err), broke = rc && cap.broke;
+  a->n_branches = cap.n_guards;
+  if (!rc) rc = derived_guards(f, &s, &v->spec, &dv, &cap, err);
   if (rc) tp_capture_fini(&cap);
   if (broke && f->no_breaks) {
+    sym_arena_free(dv.arena);
     uopc_error why = *err;
     return UOPC_FAIL(err, rc, "tensorjit '%s': a function with gradients takes no graph break: %s", f->label,
                      why.message);
   }
-  if (broke && !f->opts.strict_native && !(rc = run_breaking(g, &v->spec, call, err)))
+  if (broke && !f->opts.strict_native) rc = run_breaking(g, &v->spec, &s, &dv, call, err);
+  sym_arena_free(dv.arena);
+  if (broke && !f->opts.strict_native && !rc)
     return g->f->cur.broke = 1, UOPC_E_UNSUPPORTED;   /* no artifact: tj_call hands over the regions' outputs */
   if (broke && !f->opts.strict_native && rc == UOPC_E_LIMIT)
     return g->f->cur.eager = 1, rc;   /* a new region past max_variants of them: run eagerly, counted */

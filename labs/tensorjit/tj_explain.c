@@ -107,8 +107,8 @@ void tj_guards_text(const tj_group *g, const tj_artifact *a, const char *indent,
   for (int k = 0; k < a->n_guards; k++) {
     char t[GUARD_TEXT_MAX];
     trace_text(&a->guards[k], t, sizeof t);
-    append(buf, size, used, "%s%s (a branch at %s:%d)\n", indent, t, a->guards[k].at.file ? a->guards[k].at.file : "?",
-           a->guards[k].at.line);
+    append(buf, size, used, "%s%s (%s at %s:%d)\n", indent, t, k < a->n_branches ? "a branch" : "an extent read as an"
+           " expression", a->guards[k].at.file ? a->guards[k].at.file : "?", a->guards[k].at.line);
   }
 }
 

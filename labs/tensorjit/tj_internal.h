@@ -92,8 +92,10 @@ typedef struct tj_callout_values {
 /* What an artifact holds beside its variant. */
 typedef struct tj_artifact {
   vcache_variant *v;         /* the cache's (it owns the graph, guards, program) */
-  tp_guard *guards;          /* owned: the trace's comparisons (expressions in v->graph) */
+  tp_guard *guards;          /* owned: the trace's comparisons, then one per dim read as an expression of
+                              * others (d - e == 0, tj_artifact.c); expressions in v->graph */
   int n_guards;
+  int n_branches;            /* guards[0, n_branches): the comparisons */
   tj_arg scalars[TJ_MAX_NODES];  /* the call's, by node (tensors and containers unused) */
   int interpreted;           /* generation failed without strict_native: ir_eval runs it */
   int view_of[TJ_MAX_OUTPUTS];   /* output k is a view of tensor view_of[k]; -1: computed */

@@ -697,22 +697,65 @@ static void test_bad_training_calls_are_refused_by_name(void **state) {
   const uopc_tensor *seed1[1] = {&one};
   assert_uopc_code(tj_backward(max, sm, seed1, grads, &err), UOPC_E_UNSUPPORTED, err);
   assert_contains(err.message, "test_train.c");   /* the model's line of the call-out */
-  /* an output whose extent is computed from sizes has no dim for its seed's to be made one with */
-  tj_function *sliced = compile_train(half_cols_out, 1, 0x1, TJ_DEFAULT);
-  tj_saved *ss = NULL;
-  uopc_tensor half, gh = random_tensor(UOPC_F64, 2, (int64_t[]){r, c - c / 2});
-  assert_uopc_ok(tj_call_saving(sliced, args, 1, &half, &ss, &err), err);
-  const uopc_tensor *seedh[1] = {&gh};
-  assert_uopc_code(tj_backward(sliced, ss, seedh, grads, &err), UOPC_E_UNSUPPORTED, err);
-  assert_contains(err.message, "computed from sizes");
-  tj_saved_free(ss);
-  uopc_tensor_release(&half), uopc_tensor_release(&gh);
-  tj_free(sliced);
   tj_saved_free(sm), tj_saved_free(s);
   release_all(outs, 2);
   uopc_tensor_release(&out), uopc_tensor_release(&one), uopc_tensor_release(&bad), uopc_tensor_release(&g1);
   uopc_tensor_release(&x), uopc_tensor_release(&w);
   tj_free(none), tj_free(f), tj_free(max);
+}
+
+/* An output whose extent is computed from sizes, (x*x)[:, cols//2:] of
+ * extent cols - cols//2: its incoming gradient's dim is read as that
+ * expression, guarded per call, so one backward artifact serves every
+ * size; the gradient is 2 x g on the kept columns and 0 on the others.
+ * Sizes in any order, incoming gradients random and transposed. */
+static void check_half_cols(tj_function *f, int64_t r, int64_t c, seed_layout how) {
+  uopc_error err = {0};
+  int64_t h = c - c / 2;
+  uopc_tensor x = random_tensor(UOPC_F64, 2, (int64_t[]){r, c}), y, grad, keep = {0};
+  uopc_tensor g = seed_of(how, r, h, &keep);
+  tj_arg args[1] = {tj_tensor(&x)};
+  tj_saved *s = NULL;
+  assert_uopc_ok(tj_call_saving(f, args, 1, &y, &s, &err), err);
+  expect_int(y.shape[1], h, "(%lld, %lld): the output's columns, cols - cols // 2", (long long)r, (long long)c);
+  const uopc_tensor *seeds[1] = {&g};
+  assert_uopc_ok(tj_backward(f, s, seeds, &grad, &err), err);
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) {
+      double want = j < c / 2 ? 0 : 2 * at2(&x, i, j) * at2(&g, i, j - c / 2);
+      if (fabs(at2(&grad, i, j) - want) > 1e-12)
+        fail_msg("(%lld, %lld), %s seed: d/dx[%lld][%lld] is %.17g, expected %.17g", (long long)r, (long long)c,
+                 how == SEED_TRANSPOSED ? "transposed" : "random", (long long)i, (long long)j, at2(&grad, i, j), want);
+    }
+  tj_saved_free(s);
+  uopc_tensor_release(&x), uopc_tensor_release(&y), uopc_tensor_release(&grad), uopc_tensor_release(&g);
+  uopc_tensor_release(&keep);
+}
+
+static void test_an_output_whose_extent_is_computed_from_sizes_has_one_backward(void **state) {
+  (void)state;
+  tj_function *f = compile_train(half_cols_out, 1, 0x1, TJ_DEFAULT);
+  static const int64_t sizes[][2] = {{3, 5}, {4, 7}, {6, 4}, {3, 5}, {2, 9}, {5, 6}};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) check_half_cols(f, sizes[k][0], sizes[k][1], SEED_RANDOM);
+  expect_int(tj_forward_stats(f).artifacts_built, 1, "forward artifacts over 6 sizes (every extent 2 or more)");
+  expect_int(tj_backward_stats(f).artifacts_built, 1, "backward artifacts over 6 sizes, random seeds");
+  check_half_cols(f, 4, 7, SEED_TRANSPOSED);   /* another layout class of the seed */
+  check_half_cols(f, 3, 6, SEED_TRANSPOSED);
+  expect_int(tj_backward_stats(f).artifacts_built, 2, "backward artifacts with the transposed seeds");
+  /* a seed whose extent is not the output's is refused before any artifact is asked */
+  uopc_error err = {0};
+  uopc_tensor x = random_tensor(UOPC_F64, 2, (int64_t[]){3, 5}), y, grad = {0};
+  uopc_tensor bad = random_tensor(UOPC_F64, 2, (int64_t[]){3, 2});
+  tj_arg args[1] = {tj_tensor(&x)};
+  tj_saved *s = NULL;
+  assert_uopc_ok(tj_call_saving(f, args, 1, &y, &s, &err), err);
+  const uopc_tensor *seeds[1] = {&bad};
+  assert_uopc_code(tj_backward(f, s, seeds, &grad, &err), UOPC_E_INVALID, err);
+  assert_contains(err.message, "grad_outputs[0] is f64 (3, 2); output 0 of the saved call is f64 (3, 3)");
+  expect_null(grad.storage, "no gradient after a refused backward");
+  tj_saved_free(s);
+  uopc_tensor_release(&x), uopc_tensor_release(&y), uopc_tensor_release(&bad);
+  tj_free(f);
 }
 
 /* ---- 23.4's seeded reverse mode in eager mode (what a backward run past the limit uses). */
@@ -800,6 +843,7 @@ int main(void) {
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_with_the_01_rule, reset),
       cmocka_unit_test_setup(test_two_layer_sgd_equals_eager_in_two_artifacts, reset),
       cmocka_unit_test_setup(test_artifacts_for_this_cpu_equal_portable_ones_bit_for_bit, reset),
+      cmocka_unit_test_setup(test_an_output_whose_extent_is_computed_from_sizes_has_one_backward, reset),
       cmocka_unit_test_setup(test_bad_training_calls_are_refused_by_name, reset),
       cmocka_unit_test_setup(test_seeded_backward_in_eager_mode_is_a_vector_jacobian_product, reset),
       cmocka_unit_test_setup(test_training_out_of_memory_fails_cleanly_at_every_allocation, reset),
