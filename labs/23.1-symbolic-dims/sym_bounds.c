@@ -84,11 +84,11 @@ static const sym_expr *dim_in(sym_arena *to, const sym_scope *s, const sym_dim *
   return sym_expr_mul(to, sym_expr_dim(to, &k), sym_expr_const(to, d->multiple_of));
 }
 
-/* e rebuilt in to with every dim as dim_in writes it. */
-static const sym_expr *rewrite(sym_arena *to, const sym_scope *s, const sym_expr *e) {
+const sym_expr *sym_expr_rebuild(sym_arena *to, const sym_expr *e, sym_leaf_fn leaf, void *ctx) {
   if (e->kind == SYM_CONST) return sym_expr_const(to, e->value);
-  if (e->kind == SYM_DIM) return dim_in(to, s, &e->dim);
-  const sym_expr *x = rewrite(to, s, e->a), *y = rewrite(to, s, e->b);
+  if (e->kind == SYM_DIM) return leaf(to, &e->dim, ctx);
+  const sym_expr *x = sym_expr_rebuild(to, e->a, leaf, ctx), *y = x ? sym_expr_rebuild(to, e->b, leaf, ctx) : NULL;
+  if (!y) return NULL;
   switch (e->kind) {
   case SYM_ADD: return sym_expr_add(to, x, y);
   case SYM_SUB: return sym_expr_sub(to, x, y);
@@ -100,6 +100,8 @@ static const sym_expr *rewrite(sym_arena *to, const sym_scope *s, const sym_expr
   }
 }
 
+static const sym_expr *dim_in_scope(sym_arena *to, const sym_dim *d, void *scope) { return dim_in(to, scope, d); }
+
 int sym_scope_interval(const sym_scope *s, const sym_expr *e, sym_interval *out,
                        uopc_error *err) {
   if (!e) return UOPC_FAIL(err, UOPC_E_INVALID, "interval: NULL expression");
@@ -107,7 +109,7 @@ int sym_scope_interval(const sym_scope *s, const sym_expr *e, sym_interval *out,
   sym_arena *scratch;
   int rc = sym_arena_new(&scratch, err);
   if (rc) return rc;
-  const sym_expr *r = rewrite(scratch, s, e);
+  const sym_expr *r = sym_expr_rebuild(scratch, e, dim_in_scope, (void *)s);
   if (!r) {
     const uopc_error *e2 = sym_arena_error(scratch);
     rc = UOPC_FAIL(err, e2->code ? e2->code : UOPC_E_NOMEM, "interval in a scope: %s", e2->message);

@@ -73,6 +73,13 @@ const sym_expr *sym_expr_max(sym_arena *a, const sym_expr *x, const sym_expr *y)
 /* The same node rebuilt in another arena (plans keep their own); NULL when
  * a dim of e is declared there with other bounds (the arena keeps the error). */
 const sym_expr *sym_expr_copy(sym_arena *to, const sym_expr *e);
+/* e rebuilt in to with each dim replaced by leaf's expression for it, each
+ * operation made again by its constructor above (a divisor checked again);
+ * NULL when leaf gives NULL or the arena fails (its error says why). Given
+ * code, in sym_bounds.c: a scope's bounds and tensorjit's extents read as
+ * expressions rewrite dims this way. */
+typedef const sym_expr *(*sym_leaf_fn)(sym_arena *to, const sym_dim *d, void *ctx);
+const sym_expr *sym_expr_rebuild(sym_arena *to, const sym_expr *e, sym_leaf_fn leaf, void *ctx);
 
 /* ---- Questions. */
 

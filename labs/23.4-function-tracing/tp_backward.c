@@ -78,11 +78,22 @@ int tp_backward_at(tp_ctx *c, tp_tensor *loss, tp_tensor *const *wrt, int n, tp_
   return sweep(c, loss->id, wrt, n, grads, at);
 }
 
+/* 1 when a seed's extent s is pinned to 0 and y's e is an expression that is
+ * 0 in this call (a diagonal past the last column): y is empty whenever a
+ * guard e == 0 holds, and so is its seed, whose values then do not matter. */
+static int zero_against_expression(const tp_ctx *c, const sym_expr *s, const sym_expr *e) {
+  int64_t v = -1;
+  uopc_error ignore;
+  return s->kind == SYM_CONST && s->value == 0 && e->kind != SYM_DIM && e->kind != SYM_CONST &&
+         !sym_expr_eval(e, &c->binding, &v, &ignore) && v == 0;
+}
+
 /* seed, checked against y and read with y's shape: under tensorjit's
  * capture the expand makes each of the seed's own dims one with y's, or
  * reads it as y's extent where that is an expression of other sizes
  * ((x*x)[:, cols//2:]'s cols - cols//2), a guard per call either way, so
- * the rules' reshapes and reductions see one size. */
+ * the rules' reshapes and reductions see one size; a seed of extent 0 against
+ * such an expression is zeros of y's shape. */
 static tp_tensor *seed_of(tp_ctx *c, tp_tensor *y, tp_tensor *seed, int k, tp_site at) {
   if (!is_handle(c, y) || !is_handle(c, seed)) {
     tp_fail(c, at, UOPC_E_INVALID, "tp_backward_seeded: output %d or its seed is not a tensor of this context", k);
@@ -99,15 +110,10 @@ static tp_tensor *seed_of(tp_ctx *c, tp_tensor *y, tp_tensor *seed, int k, tp_si
   int empty = 0;
   for (int d = 0; d < yn->rank; d++) {
     shape[d] = tp_size_at(c, y, d, at);
-    /* a seed pinned to extent 0 where y's is an expression (a diagonal past
-     * the last column): y is empty whenever the guard holds, so is its seed */
-    const sym_expr *e = yn->shape[d];
-    int64_t v = -1;
-    uopc_error ignore;
-    if (c->mode == TP_TRACE && sn->shape[d]->kind == SYM_CONST && sn->shape[d]->value == 0 && e->kind != SYM_DIM &&
-        e->kind != SYM_CONST && !sym_expr_eval(e, &c->binding, &v, &ignore) && v == 0 && !empty++ &&
-        tp_guard_add(c, e, TP_EQ, 1, at))
-      return NULL;
+    if (!empty && c->mode == TP_TRACE && zero_against_expression(c, sn->shape[d], yn->shape[d])) {
+      if (tp_guard_add(c, yn->shape[d], TP_EQ, 1, at)) return NULL;
+      empty = 1;
+    }
   }
   if (empty) seed = tp_scalar_at(c, 0, yn->dtype, at);
   return tp_expand_at(c, seed, yn->rank, shape, at);

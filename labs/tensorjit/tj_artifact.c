@@ -179,27 +179,6 @@ static int derived_of(const tj_derived *dv, const tj_sizes *s, int x) {
   return -1;
 }
 
-typedef const sym_expr *(*leaf_fn)(sym_arena *to, const sym_dim *d, void *ctx);
-
-/* e rebuilt in to, each dim replaced by leaf's expression; NULL when leaf
- * gives none (or the arena fails: its error says so). */
-static const sym_expr *rebuild(sym_arena *to, const sym_expr *e, leaf_fn leaf, void *ctx) {
-  if (e->kind == SYM_CONST) return sym_expr_const(to, e->value);
-  if (e->kind == SYM_DIM) return leaf(to, &e->dim, ctx);
-  const sym_expr *a = rebuild(to, e->a, leaf, ctx), *b = a ? rebuild(to, e->b, leaf, ctx) : NULL;
-  if (!b) return NULL;
-  switch (e->kind) {
-  case SYM_ADD: return sym_expr_add(to, a, b);
-  case SYM_SUB: return sym_expr_sub(to, a, b);
-  case SYM_MUL: return sym_expr_mul(to, a, b);
-  case SYM_FLOORDIV: return sym_expr_floordiv(to, a, b);
-  case SYM_MOD: return sym_expr_mod(to, a, b);
-  case SYM_MIN: return sym_expr_min(to, a, b);
-  case SYM_MAX: return sym_expr_max(to, a, b);
-  default: return NULL;
-  }
-}
-
 typedef struct to_sites_ctx { const vcache_spec *spec; const tj_sizes *s; int root; } to_sites_ctx;
 
 /* A shape dim of spec as its site's dim ("s12", the same bounds); NULL for
@@ -215,8 +194,14 @@ static const sym_expr *site_leaf(sym_arena *to, const sym_dim *d, void *ctx) {
 
 typedef struct from_sites_ctx { const vcache_spec *spec; const tj_sizes *s; const tj_derived *dv; int depth; } from_sites_ctx;
 
-/* The extent at site x of spec in to: its class's dim or constant, or the
- * expression its class is read as. */
+/* The extent at site x of spec in to as the spec has it: its class's dim or constant. */
+static const sym_expr *own_extent(sym_arena *to, const vcache_spec *spec, int x) {
+  const vcache_extent *e = &spec->args[x / UOPC_MAX_RANK].shape[x % UOPC_MAX_RANK];
+  return e->dim >= 0 ? sym_expr_dim(to, &spec->dims[e->dim]) : sym_expr_const(to, e->value);
+}
+
+/* The extent at site x of spec in to: its own, or the expression its class
+ * is read as. */
 static const sym_expr *extent_expr(sym_arena *to, from_sites_ctx *t, int x);
 
 static const sym_expr *spec_leaf(sym_arena *to, const sym_dim *d, void *ctx) {
@@ -227,13 +212,11 @@ static const sym_expr *extent_expr(sym_arena *to, from_sites_ctx *t, int x) {
   int k = derived_of(t->dv, t->s, x);
   if (k >= 0 && t->depth < TJ_SITES) {
     t->depth++;
-    const sym_expr *e = rebuild(to, t->dv->expr[k], spec_leaf, t);
+    const sym_expr *e = sym_expr_rebuild(to, t->dv->expr[k], spec_leaf, t);
     t->depth--;
     return e;
   }
-  if (k >= 0) return NULL;
-  const vcache_extent *e = &t->spec->args[x / UOPC_MAX_RANK].shape[x % UOPC_MAX_RANK];
-  return e->dim >= 0 ? sym_expr_dim(to, &t->spec->dims[e->dim]) : sym_expr_const(to, e->value);
+  return k >= 0 ? NULL : own_extent(to, t->spec, x);
 }
 
 /* What the trace needed: dim u->a read as u->expr from now on. Errors:
@@ -249,7 +232,7 @@ static int derive(const tj_function *f, const tj_sizes *s, const vcache_spec *sp
                      " size or is read as one already (a bug)", f->label, u->a, text);
   if (!dv->arena && sym_arena_new(&dv->arena, err)) return err->code;
   to_sites_ctx t = {spec, s, tj_sizes_root(s, a)};
-  const sym_expr *e = rebuild(dv->arena, u->expr, site_leaf, &t);
+  const sym_expr *e = sym_expr_rebuild(dv->arena, u->expr, site_leaf, &t);
   if (!e && sym_arena_error(dv->arena)->code) return (*err = *sym_arena_error(dv->arena)).code;
   if (!e)
     return UOPC_FAIL(err, UOPC_E_UNSUPPORTED, "tensorjit '%s': the trace needs dim '%s' equal to %s, which reads a"
@@ -270,15 +253,15 @@ static int derived_guards(const tj_function *f, const tj_sizes *s, const vcache_
   cap->guards = grown;
   sym_arena *ar = ir_graph_arena(cap->graph);
   for (int k = 0; k < dv->n; k++) {
-    int x = dv->site[k];
-    const vcache_extent *own = &spec->args[x / UOPC_MAX_RANK].shape[x % UOPC_MAX_RANK];
     from_sites_ctx t = {spec, s, dv, 0};
-    const sym_expr *d = own->dim >= 0 ? sym_expr_dim(ar, &spec->dims[own->dim]) : sym_expr_const(ar, own->value);
-    const sym_expr *e = rebuild(ar, dv->expr[k], spec_leaf, &t), *diff = d && e ? sym_expr_sub(ar, d, e) : NULL;
-    if (!diff || sym_expr_simplify(ar, diff, &diff, err)) {
-      if (!err->code) *err = *sym_arena_error(ar);
-      return err->code ? err->code : UOPC_FAIL(err, UOPC_E_NOMEM, "tensorjit '%s': out of memory", f->label);
-    }
+    const sym_expr *d = own_extent(ar, spec, dv->site[k]), *e = sym_expr_rebuild(ar, dv->expr[k], spec_leaf, &t);
+    const sym_expr *diff = d && e ? sym_expr_sub(ar, d, e) : NULL;
+    if (!diff && sym_arena_error(ar)->code) return (*err = *sym_arena_error(ar)).code;
+    if (!diff)
+      return UOPC_FAIL(err, UOPC_E_GUARD, "tensorjit '%s': no guard for an extent read as an expression (a bug)",
+                       f->label);
+    int rc = sym_expr_simplify(ar, diff, &diff, err);
+    if (rc) return rc;
     cap->guards[cap->n_guards++] = (tp_guard){diff, TP_EQ, 1, dv->at[k]};
   }
   return UOPC_OK;
@@ -462,14 +445,13 @@ int tj_contract(tj_group *g, const guard_call *call, vcache_variant *v, tj_artif
   a->n_branches = cap.n_guards;
   if (!rc) rc = derived_guards(f, &s, &v->spec, &dv, &cap, err);
   if (rc) tp_capture_fini(&cap);
+  if (broke && !f->no_breaks && !f->opts.strict_native) rc = run_breaking(g, &v->spec, &s, &dv, call, err);
+  sym_arena_free(dv.arena);
   if (broke && f->no_breaks) {
-    sym_arena_free(dv.arena);
     uopc_error why = *err;
     return UOPC_FAIL(err, rc, "tensorjit '%s': a function with gradients takes no graph break: %s", f->label,
                      why.message);
   }
-  if (broke && !f->opts.strict_native) rc = run_breaking(g, &v->spec, &s, &dv, call, err);
-  sym_arena_free(dv.arena);
   if (broke && !f->opts.strict_native && !rc)
     return g->f->cur.broke = 1, UOPC_E_UNSUPPORTED;   /* no artifact: tj_call hands over the regions' outputs */
   if (broke && !f->opts.strict_native && rc == UOPC_E_LIMIT)
